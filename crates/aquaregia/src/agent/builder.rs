@@ -1,0 +1,219 @@
+//! [`AgentBuilder`].
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::{Agent, AgentConfig, AgentHooks, StepContext, StepOverrides, ToolErrorPolicy};
+use crate::client::Client;
+use crate::error::Error;
+use crate::provider::ToolChoice;
+use crate::tool::{Tool, ToolRegistry};
+
+pub(crate) type PrepareStepFn = dyn for<'a> Fn(&StepContext<'a>) -> BoxFuture<'static, Result<StepOverrides, Error>>
+    + Send
+    + Sync;
+
+/// Configures an [`Agent`]; start with [`Client::agent`].
+///
+/// ```no_run
+/// # async fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
+/// let agent = client
+///     .agent("gpt-5-mini")
+///     .instructions("Answer in one sentence.")
+///     .max_steps(8)
+///     .build()?;
+/// let output = agent.run("Why is the sky blue?").await?;
+/// # Ok(()) }
+/// ```
+#[must_use]
+pub struct AgentBuilder {
+    client: Client,
+    model: String,
+    instructions: Option<String>,
+    tools: Vec<Tool>,
+    max_steps: usize,
+    max_tool_concurrency: usize,
+    tool_error_policy: ToolErrorPolicy,
+    prepare_step: Option<Arc<PrepareStepFn>>,
+    hooks: Option<Arc<dyn AgentHooks>>,
+    cancellation: Option<CancellationToken>,
+    temperature: Option<f32>,
+    max_output_tokens: Option<u32>,
+    tool_choice: ToolChoice,
+    extra_body: Option<Map<String, Value>>,
+}
+
+impl fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("model", &self.model)
+            .field("tools", &self.tools.len())
+            .field("max_steps", &self.max_steps)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    pub(crate) fn new(client: Client, model: String) -> Self {
+        Self {
+            client,
+            model,
+            instructions: None,
+            tools: Vec::new(),
+            max_steps: 20,
+            max_tool_concurrency: 8,
+            tool_error_policy: ToolErrorPolicy::ReturnToModel,
+            prepare_step: None,
+            hooks: None,
+            cancellation: None,
+            temperature: None,
+            max_output_tokens: None,
+            tool_choice: ToolChoice::Auto,
+            extra_body: None,
+        }
+    }
+
+    /// System instructions.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Adds one tool.
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds several tools (e.g. everything an MCP server offers).
+    pub fn tools(mut self, tools: Vec<Tool>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// The most model calls one run may make (default 20, at least 1).
+    pub fn max_steps(mut self, max_steps: usize) -> Self {
+        self.max_steps = max_steps;
+        self
+    }
+
+    /// How many tool calls of one step may run at once (default 8, at least 1).
+    pub fn max_tool_concurrency(mut self, max_tool_concurrency: usize) -> Self {
+        self.max_tool_concurrency = max_tool_concurrency;
+        self
+    }
+
+    /// What a failing tool does to the run (default [`ToolErrorPolicy::ReturnToModel`]).
+    pub fn tool_error_policy(mut self, policy: ToolErrorPolicy) -> Self {
+        self.tool_error_policy = policy;
+        self
+    }
+
+    /// Runs before every model call and may change that step: tools, model, messages...
+    ///
+    /// ```no_run
+    /// # async fn demo(client: aquaregia::Client, mcp: aquaregia::Tool) -> Result<(), aquaregia::Error> {
+    /// use aquaregia::StepOverrides;
+    /// let agent = client
+    ///     .agent("gpt-5-mini")
+    ///     .prepare_step(|ctx| {
+    ///         let late = ctx.step() >= 3;
+    ///         async move {
+    ///             Ok(if late { StepOverrides::new().active_tools(Vec::<String>::new()) } else { StepOverrides::new() })
+    ///         }
+    ///     })
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn prepare_step<F, Fut>(mut self, prepare: F) -> Self
+    where
+        F: Fn(&StepContext<'_>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<StepOverrides, Error>> + Send + 'static,
+    {
+        self.prepare_step = Some(Arc::new(move |ctx: &StepContext<'_>| {
+            Box::pin(prepare(ctx)) as BoxFuture<'static, _>
+        }));
+        self
+    }
+
+    /// Callbacks around steps and tool calls.
+    pub fn hooks(mut self, hooks: impl AgentHooks + 'static) -> Self {
+        self.hooks = Some(Arc::new(hooks));
+        self
+    }
+
+    /// Like [`hooks`](Self::hooks), for hooks already behind an `Arc`.
+    pub fn shared_hooks(mut self, hooks: Arc<dyn AgentHooks>) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
+    /// Cancelling this token stops the run promptly with [`StopReason::Cancelled`](super::StopReason::Cancelled).
+    pub fn cancellation_token(mut self, token: CancellationToken) -> Self {
+        self.cancellation = Some(token);
+        self
+    }
+
+    /// Sampling temperature.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Output token limit per model call.
+    pub fn max_output_tokens(mut self, max_output_tokens: u32) -> Self {
+        self.max_output_tokens = Some(max_output_tokens);
+        self
+    }
+
+    /// Whether the model may, must or must not call tools (default auto).
+    pub fn tool_choice(mut self, tool_choice: ToolChoice) -> Self {
+        self.tool_choice = tool_choice;
+        self
+    }
+
+    /// Provider-specific top-level request fields (e.g. Anthropic `thinking`).
+    pub fn extra_body(mut self, extra_body: Map<String, Value>) -> Self {
+        self.extra_body = Some(extra_body);
+        self
+    }
+
+    /// Checks the configuration (tool names, limits) and builds the agent.
+    pub fn build(self) -> Result<Agent, Error> {
+        if self.max_steps == 0 {
+            return Err(Error::InvalidRequest("max_steps must be at least 1".into()));
+        }
+        if self.max_tool_concurrency == 0 {
+            return Err(Error::InvalidRequest(
+                "max_tool_concurrency must be at least 1".into(),
+            ));
+        }
+        if self.model.trim().is_empty() {
+            return Err(Error::InvalidRequest("the model name is empty".into()));
+        }
+        let tools = Arc::new(ToolRegistry::from_tools(self.tools)?);
+        Ok(Agent {
+            inner: Arc::new(AgentConfig {
+                client: self.client,
+                model: self.model,
+                instructions: self.instructions,
+                tools,
+                max_steps: self.max_steps,
+                max_tool_concurrency: self.max_tool_concurrency,
+                tool_error_policy: self.tool_error_policy,
+                prepare_step: self.prepare_step,
+                hooks: self.hooks,
+                cancellation: self.cancellation,
+                temperature: self.temperature,
+                max_output_tokens: self.max_output_tokens,
+                tool_choice: self.tool_choice,
+                extra_body: self.extra_body,
+            }),
+        })
+    }
+}

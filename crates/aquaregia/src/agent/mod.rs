@@ -1,0 +1,303 @@
+//! The agent loop: call the model, run the tools it asks for, repeat.
+
+mod builder;
+mod hooks;
+mod run;
+mod step;
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::Client;
+use crate::error::Error;
+use crate::message::{Message, ToolCall};
+use crate::provider::{FinishReason, ToolChoice, Usage};
+use crate::tool::{ToolExecError, ToolRegistry};
+
+pub use builder::AgentBuilder;
+pub(crate) use builder::PrepareStepFn;
+pub use hooks::{AgentHooks, ToolCallDecision};
+pub use step::{StepContext, StepOverrides};
+
+/// What a failing tool call does to the run.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolErrorPolicy {
+    /// The error text goes back to the model as the tool's result, so it can recover.
+    #[default]
+    ReturnToModel,
+    /// The run stops with [`Error::Tool`].
+    FailFast,
+}
+
+/// A configured agent: a model, instructions, tools and loop settings. Cheap to clone.
+///
+/// Build one with [`Client::agent`]; run it with [`Agent::run`] or [`Agent::stream`].
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<AgentConfig>,
+}
+
+pub(crate) struct AgentConfig {
+    pub(crate) client: Client,
+    pub(crate) model: String,
+    pub(crate) instructions: Option<String>,
+    pub(crate) tools: Arc<ToolRegistry>,
+    pub(crate) max_steps: usize,
+    pub(crate) max_tool_concurrency: usize,
+    pub(crate) tool_error_policy: ToolErrorPolicy,
+    pub(crate) prepare_step: Option<Arc<PrepareStepFn>>,
+    pub(crate) hooks: Option<Arc<dyn AgentHooks>>,
+    pub(crate) cancellation: Option<CancellationToken>,
+    pub(crate) temperature: Option<f32>,
+    pub(crate) max_output_tokens: Option<u32>,
+    pub(crate) tool_choice: ToolChoice,
+    pub(crate) extra_body: Option<Map<String, Value>>,
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.inner.model)
+            .field(
+                "tools",
+                &self
+                    .inner
+                    .tools
+                    .tools()
+                    .iter()
+                    .map(|t| t.name())
+                    .collect::<Vec<_>>(),
+            )
+            .field("max_steps", &self.inner.max_steps)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// The agent's model.
+    pub fn model(&self) -> &str {
+        &self.inner.model
+    }
+
+    /// The agent's tools.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.inner.tools
+    }
+
+    /// Runs to the end and returns the output.
+    ///
+    /// A cancelled run returns `Ok` with [`StopReason::Cancelled`].
+    pub async fn run(&self, input: impl Into<AgentInput>) -> Result<AgentOutput, Error> {
+        run::drive(&self.inner, input.into().into_messages(), None).await
+    }
+
+    /// Runs while streaming [`AgentEvent`]s; the last item is [`AgentEvent::Finish`] or an error.
+    ///
+    /// The stream drives the run: dropping it stops the run (and its tool calls).
+    pub fn stream(&self, input: impl Into<AgentInput>) -> AgentStream {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let config = self.inner.clone();
+        let messages = input.into().into_messages();
+        let driver: BoxFuture<'static, Result<AgentOutput, Error>> =
+            Box::pin(async move { run::drive(&config, messages, Some(&sender)).await });
+        AgentStream {
+            driver: Some(driver),
+            events: receiver,
+        }
+    }
+}
+
+/// The stream returned by [`Agent::stream`]. It runs the agent on the task that polls it.
+#[must_use = "the run only makes progress while the stream is polled"]
+pub struct AgentStream {
+    driver: Option<BoxFuture<'static, Result<AgentOutput, Error>>>,
+    events: mpsc::UnboundedReceiver<AgentEvent>,
+}
+
+impl fmt::Debug for AgentStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentStream")
+            .field("running", &self.driver.is_some())
+            .finish()
+    }
+}
+
+impl Stream for AgentStream {
+    type Item = Result<AgentEvent, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // Events are only sent while the driver is being polled here, so checking the queue
+        // before and after each driver poll never misses one.
+        if let Ok(event) = self.events.try_recv() {
+            return Poll::Ready(Some(Ok(event)));
+        }
+        let Some(driver) = self.driver.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let outcome = driver.as_mut().poll(cx);
+        if let Ok(event) = self.events.try_recv() {
+            if let Poll::Ready(outcome) = outcome {
+                // Deliver the queued events first; the outcome follows as a final event.
+                self.driver = Some(Box::pin(std::future::ready(outcome)));
+            }
+            return Poll::Ready(Some(Ok(event)));
+        }
+        match outcome {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(outcome) => {
+                self.driver = None;
+                Poll::Ready(Some(outcome.map(AgentEvent::Finish)))
+            }
+        }
+    }
+}
+
+/// What to run an agent on: a prompt, or a whole conversation to continue.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentInput {
+    /// One user message.
+    Text(String),
+    /// A conversation (e.g. a previous [`AgentOutput::messages`] plus a new user message).
+    Messages(Vec<Message>),
+}
+
+impl AgentInput {
+    fn into_messages(self) -> Vec<Message> {
+        match self {
+            Self::Text(text) => vec![Message::user(text)],
+            Self::Messages(messages) => messages,
+        }
+    }
+}
+
+impl From<&str> for AgentInput {
+    fn from(text: &str) -> Self {
+        Self::Text(text.to_owned())
+    }
+}
+
+impl From<String> for AgentInput {
+    fn from(text: String) -> Self {
+        Self::Text(text)
+    }
+}
+
+impl From<&String> for AgentInput {
+    fn from(text: &String) -> Self {
+        Self::Text(text.clone())
+    }
+}
+
+impl From<Vec<Message>> for AgentInput {
+    fn from(messages: Vec<Message>) -> Self {
+        Self::Messages(messages)
+    }
+}
+
+impl From<Message> for AgentInput {
+    fn from(message: Message) -> Self {
+        Self::Messages(vec![message])
+    }
+}
+
+/// Why a run ended.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model answered without asking for more tool calls.
+    Finished,
+    /// The run reached `max_steps` while the model still wanted tools.
+    MaxSteps,
+    /// The model hit its output token limit.
+    Length,
+    /// The model refused, or a content filter stopped it.
+    Refusal,
+    /// The run was cancelled.
+    Cancelled,
+}
+
+/// One tool call and what came of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallOutcome {
+    /// The call as the model made it.
+    pub call: ToolCall,
+    /// The result, or why it failed.
+    pub result: Result<Value, ToolExecError>,
+}
+
+/// One model call and the tool calls it led to.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepResult {
+    /// The step number, from 0.
+    pub index: usize,
+    /// The model used.
+    pub model: String,
+    /// The text of the model's answer.
+    pub text: String,
+    /// The model's reasoning text, if it showed any.
+    pub reasoning: String,
+    /// The tool calls, in the model's order, with their results.
+    pub tool_calls: Vec<ToolCallOutcome>,
+    /// Why the model stopped.
+    pub finish_reason: FinishReason,
+    /// Tokens used by this step.
+    pub usage: Usage,
+}
+
+/// The result of a run.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentOutput {
+    /// The text of the last model answer.
+    pub text: String,
+    /// Every step, in order.
+    pub steps: Vec<StepResult>,
+    /// Tokens used by all steps.
+    pub usage: Usage,
+    /// The whole conversation, input included; pass it (plus a new message) to continue.
+    pub messages: Vec<Message>,
+    /// Why the run ended.
+    pub stop_reason: StopReason,
+}
+
+/// Progress of a streamed run.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// More answer text.
+    TextDelta(String),
+    /// More reasoning text.
+    ReasoningDelta(String),
+    /// A tool call is about to run (hooks may still deny or rewrite it).
+    ToolCallStart {
+        /// The call id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// The arguments the model gave.
+        arguments: Value,
+    },
+    /// A tool call finished.
+    ToolCallFinish {
+        /// The call id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// What it returned, or why it failed.
+        result: Result<Value, ToolExecError>,
+    },
+    /// A step finished.
+    StepFinish(StepResult),
+    /// The run finished; always the last event of a successful stream.
+    Finish(AgentOutput),
+}

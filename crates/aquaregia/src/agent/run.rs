@@ -1,0 +1,415 @@
+//! The loop itself.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::{
+    AgentConfig, AgentEvent, AgentOutput, StepContext, StepResult, StopReason, ToolCallDecision,
+    ToolCallOutcome, ToolErrorPolicy,
+};
+use crate::error::Error;
+use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
+use crate::provider::{FinishReason, ModelRequest, ModelResponse, StreamEvent, Usage};
+use crate::tool::{ToolExecError, ToolRegistry};
+
+type Events<'a> = Option<&'a UnboundedSender<AgentEvent>>;
+
+fn emit(events: Events<'_>, event: impl FnOnce() -> AgentEvent) {
+    if let Some(sender) = events {
+        // The receiver lives in the stream that polls us, so it cannot be gone while we run.
+        let _ = sender.send(event());
+    }
+}
+
+pub(super) async fn drive(
+    config: &AgentConfig,
+    messages: Vec<Message>,
+    events: Events<'_>,
+) -> Result<AgentOutput, Error> {
+    let cancel = config.cancellation.clone().unwrap_or_default();
+    let mut run = Run {
+        config,
+        events,
+        cancel,
+        request: ModelRequest {
+            model: config.model.clone(),
+            instructions: config.instructions.clone(),
+            messages,
+            tools: config.tools.tools().to_vec(),
+            tool_choice: config.tool_choice.clone(),
+            temperature: config.temperature,
+            max_output_tokens: config.max_output_tokens,
+            extra_body: config.extra_body.clone(),
+        },
+        request_tools: config.tools.clone(),
+        steps: Vec::new(),
+        usage: Usage::default(),
+    };
+    let stop_reason = run.steps_loop().await?;
+    let output = AgentOutput {
+        text: run
+            .request
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map(Message::text)
+            .unwrap_or_default(),
+        steps: run.steps,
+        usage: run.usage,
+        messages: run.request.messages,
+        stop_reason,
+    };
+    if let Some(hooks) = &config.hooks {
+        hooks.on_finish(&output).await;
+    }
+    Ok(output)
+}
+
+struct Run<'a> {
+    config: &'a AgentConfig,
+    events: Events<'a>,
+    cancel: CancellationToken,
+    /// The request sent each step; `request.messages` is the conversation.
+    request: ModelRequest,
+    /// The registry whose tools `request.tools` holds.
+    request_tools: Arc<ToolRegistry>,
+    steps: Vec<StepResult>,
+    usage: Usage,
+}
+
+/// What one step's tool phase ended with.
+enum ToolPhase {
+    Done,
+    Cancelled,
+}
+
+impl Run<'_> {
+    async fn steps_loop(&mut self) -> Result<StopReason, Error> {
+        let config = self.config;
+        for index in 0..config.max_steps {
+            if self.cancel.is_cancelled() {
+                return Ok(StopReason::Cancelled);
+            }
+            let span = tracing::debug_span!("agent_step", step = index);
+            let outcome = self.step(index).instrument(span).await?;
+            if let Some(stop) = outcome {
+                return Ok(stop);
+            }
+        }
+        Ok(StopReason::MaxSteps)
+    }
+
+    /// One model call and its tool calls; `Some` when the run ends here.
+    async fn step(&mut self, index: usize) -> Result<Option<StopReason>, Error> {
+        let config = self.config;
+        let base_tools = &config.tools;
+
+        // prepare_step and the per-step request.
+        let overrides = match &config.prepare_step {
+            Some(prepare) => {
+                let ctx = StepContext {
+                    step: index,
+                    model: &config.model,
+                    messages: &self.request.messages,
+                    steps: &self.steps,
+                    tools: base_tools.tools(),
+                };
+                let future = prepare(&ctx);
+                tokio::select! {
+                    biased;
+                    () = self.cancel.cancelled() => return Ok(Some(StopReason::Cancelled)),
+                    overrides = future => Some(overrides?),
+                }
+            }
+            None => None,
+        };
+        let mut registry = base_tools.clone();
+        let mut saved_messages = None;
+        self.request.model.clone_from(&config.model);
+        self.request.instructions.clone_from(&config.instructions);
+        self.request.tool_choice.clone_from(&config.tool_choice);
+        if let Some(overrides) = overrides {
+            if overrides.tools.is_some() || overrides.active_tools.is_some() {
+                let mut step_registry = match overrides.tools {
+                    Some(tools) => ToolRegistry::from_tools(tools)?,
+                    None => (**base_tools).clone(),
+                };
+                if let Some(active) = &overrides.active_tools {
+                    step_registry = step_registry.retain_names(active);
+                }
+                registry = Arc::new(step_registry);
+            }
+            if let Some(model) = overrides.model {
+                self.request.model = model;
+            }
+            if let Some(instructions) = overrides.instructions {
+                self.request.instructions = Some(instructions);
+            }
+            if let Some(tool_choice) = overrides.tool_choice {
+                self.request.tool_choice = tool_choice;
+            }
+            if let Some(messages) = overrides.messages {
+                saved_messages = Some(std::mem::replace(&mut self.request.messages, messages));
+            }
+        }
+        // Copy the tool list into the request only when it differs from the last step's.
+        if !Arc::ptr_eq(&registry, &self.request_tools) {
+            self.request.tools = registry.tools().to_vec();
+            self.request_tools = registry.clone();
+        }
+
+        if let Some(hooks) = &config.hooks {
+            let ctx = StepContext {
+                step: index,
+                model: &self.request.model,
+                messages: &self.request.messages,
+                steps: &self.steps,
+                tools: registry.tools(),
+            };
+            hooks.on_step_start(&ctx).await;
+        }
+
+        // The model call.
+        let mut partial_text = String::new();
+        let response = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            response = call_model(config, &self.request, self.events, &mut partial_text) => Some(response),
+        };
+        if let Some(saved) = saved_messages {
+            self.request.messages = saved;
+        }
+        let Some(response) = response else {
+            if !partial_text.is_empty() {
+                self.request.messages.push(Message::assistant(partial_text));
+            }
+            return Ok(Some(StopReason::Cancelled));
+        };
+        let ModelResponse {
+            message,
+            finish_reason,
+            usage,
+            ..
+        } = response?;
+        self.usage += usage;
+
+        let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
+        let mut step = StepResult {
+            index,
+            model: self.request.model.clone(),
+            text: message.text(),
+            reasoning: reasoning_text(&message),
+            tool_calls: Vec::with_capacity(calls.len()),
+            finish_reason: finish_reason.clone(),
+            usage,
+        };
+        self.request.messages.push(message);
+
+        let mut stop = None;
+        if calls.is_empty() {
+            stop = Some(match finish_reason {
+                FinishReason::Length => StopReason::Length,
+                FinishReason::ContentFilter => StopReason::Refusal,
+                _ => StopReason::Finished,
+            });
+        } else {
+            let phase = self.run_tools(&registry, calls, &mut step).await?;
+            if matches!(phase, ToolPhase::Cancelled) {
+                stop = Some(StopReason::Cancelled);
+            }
+        }
+
+        if let Some(hooks) = &config.hooks {
+            hooks.on_step_finish(&step).await;
+        }
+        if let Some(sender) = self.events {
+            let _ = sender.send(AgentEvent::StepFinish(step.clone()));
+        }
+        self.steps.push(step);
+        Ok(stop)
+    }
+
+    /// Runs the calls (up to `max_tool_concurrency` at once), appends their results in call
+    /// order, and records them in `step`.
+    async fn run_tools(
+        &mut self,
+        registry: &ToolRegistry,
+        calls: Vec<ToolCall>,
+        step: &mut StepResult,
+    ) -> Result<ToolPhase, Error> {
+        let config = self.config;
+        let events = self.events;
+        let mut results: Vec<Option<Result<Value, ToolExecError>>> = vec![None; calls.len()];
+        // Collected first: a lazily mapped iterator held across awaits trips the compiler's
+        // `Send` inference for the whole run future.
+        let calls_in_flight: Vec<_> = calls
+            .iter()
+            .enumerate()
+            .map(|(position, call)| async move {
+                (position, run_tool(config, registry, call, events).await)
+            })
+            .collect();
+        let mut pending =
+            futures::stream::iter(calls_in_flight).buffered(config.max_tool_concurrency);
+
+        let mut cancelled = false;
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => { cancelled = true; break; }
+                next = pending.next() => next,
+            };
+            let Some((position, result)) = next else { break };
+            if config.tool_error_policy == ToolErrorPolicy::FailFast {
+                if let Err(error) = &result {
+                    if is_failure(error) {
+                        return Err(Error::Tool {
+                            name: calls[position].name.clone(),
+                            source: error.clone(),
+                        });
+                    }
+                }
+            }
+            results[position] = Some(result);
+        }
+        drop(pending);
+
+        let mut parts = Vec::with_capacity(calls.len());
+        for (call, result) in calls.into_iter().zip(results) {
+            let result = result.unwrap_or_else(|| {
+                // Cancelled before it finished: say so, so the UI and the transcript agree.
+                emit(events, || AgentEvent::ToolCallFinish {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    result: Err(ToolExecError::Cancelled),
+                });
+                Err(ToolExecError::Cancelled)
+            });
+            parts.push(ContentPart::ToolResult(tool_result(&call, &result)));
+            step.tool_calls.push(ToolCallOutcome { call, result });
+        }
+        self.request.messages.push(Message::new(Role::Tool, parts));
+        Ok(if cancelled {
+            ToolPhase::Cancelled
+        } else {
+            ToolPhase::Done
+        })
+    }
+}
+
+/// Errors that stop a [`ToolErrorPolicy::FailFast`] run; a denial is a decision, not a failure.
+fn is_failure(error: &ToolExecError) -> bool {
+    !matches!(error, ToolExecError::Denied(_) | ToolExecError::Cancelled)
+}
+
+fn tool_result(call: &ToolCall, result: &Result<Value, ToolExecError>) -> ToolResult {
+    let (output, is_error) = match result {
+        Ok(value) => (value.clone(), false),
+        Err(ToolExecError::Denied(reason)) => (
+            Value::String(format!("The tool call was rejected: {reason}")),
+            false,
+        ),
+        Err(error) => (Value::String(error.to_string()), true),
+    };
+    ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        output,
+        is_error,
+    }
+}
+
+async fn run_tool(
+    config: &AgentConfig,
+    registry: &ToolRegistry,
+    call: &ToolCall,
+    events: Events<'_>,
+) -> Result<Value, ToolExecError> {
+    emit(events, || AgentEvent::ToolCallStart {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+    });
+    let tool = registry.get(&call.name);
+    let span = tracing::debug_span!("tool_call", tool = %call.name, id = %call.id);
+    let started = Instant::now();
+    let result = async {
+        let decision = match &config.hooks {
+            Some(hooks) => hooks.on_tool_call_start(call, tool).await,
+            None => ToolCallDecision::Allow,
+        };
+        let arguments = match decision {
+            ToolCallDecision::Allow => None,
+            ToolCallDecision::Rewrite(arguments) => Some(arguments),
+            ToolCallDecision::Deny(reason) => return Err(ToolExecError::Denied(reason)),
+        };
+        let Some(tool) = tool else {
+            return Err(ToolExecError::UnknownTool(call.name.clone()));
+        };
+        tool.execute(arguments.unwrap_or_else(|| call.arguments.clone()))
+            .await
+    }
+    .instrument(span.clone())
+    .await;
+    span.in_scope(|| match &result {
+        Ok(_) => tracing::debug!(elapsed = ?started.elapsed(), "tool call finished"),
+        Err(error) => tracing::debug!(elapsed = ?started.elapsed(), %error, "tool call failed"),
+    });
+    if let Some(hooks) = &config.hooks {
+        hooks.on_tool_call_finish(call, &result).await;
+    }
+    emit(events, || AgentEvent::ToolCallFinish {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        result: result.clone(),
+    });
+    result
+}
+
+/// Calls the model: streamed when events are wanted, so text arrives as it is generated.
+async fn call_model(
+    config: &AgentConfig,
+    request: &ModelRequest,
+    events: Events<'_>,
+    partial_text: &mut String,
+) -> Result<ModelResponse, Error> {
+    let Some(sender) = events else {
+        return config.client.generate(request).await;
+    };
+    let mut stream = config.client.stream(request).await?;
+    while let Some(event) = stream.next().await {
+        match event? {
+            StreamEvent::TextDelta(text) => {
+                partial_text.push_str(&text);
+                let _ = sender.send(AgentEvent::TextDelta(text));
+            }
+            StreamEvent::ReasoningDelta(text) => {
+                let _ = sender.send(AgentEvent::ReasoningDelta(text));
+            }
+            StreamEvent::Finish(response) => return Ok(response),
+            _ => {}
+        }
+    }
+    Err(Error::Decode {
+        provider: "stream",
+        message: "the model stream ended without a final response".into(),
+        body: String::new(),
+    })
+}
+
+fn reasoning_text(message: &Message) -> String {
+    let mut out = String::new();
+    for part in &message.content {
+        if let ContentPart::Reasoning(reasoning) = part {
+            out.push_str(&reasoning.text);
+        }
+    }
+    out
+}

@@ -1,0 +1,114 @@
+//! The crate's error type.
+
+use std::time::Duration;
+
+use crate::tool::ToolExecError;
+
+/// Everything that can go wrong in aquaregia, from building a client to running an agent.
+///
+/// Branch on the structured variants; the `Display` text is for people. No variant ever holds
+/// an API key.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The provider answered with a non-success HTTP status.
+    #[error("{provider} returned HTTP {status}: {message}")]
+    Provider {
+        /// Which API answered (`openai`, `openai-chat`, `anthropic`).
+        provider: &'static str,
+        /// The HTTP status code.
+        status: u16,
+        /// The provider's error message, or the body when it has none.
+        message: String,
+        /// The provider's error type or code (`rate_limit_exceeded`, `overloaded_error`...).
+        code: Option<String>,
+        /// The raw response body.
+        body: String,
+        /// The request id the provider sent back, for support tickets.
+        request_id: Option<String>,
+    },
+    /// The provider reported an error inside an otherwise successful response stream.
+    #[error("{provider} stream error: {message}")]
+    Stream {
+        /// Which API sent it.
+        provider: &'static str,
+        /// The provider's error message.
+        message: String,
+        /// The provider's error type or code, when it sent one.
+        code: Option<String>,
+    },
+    /// The request never got an HTTP answer (DNS, connect, TLS, reset...).
+    #[error("transport error talking to {url}: {message}")]
+    Transport {
+        /// The URL that was being requested.
+        url: String,
+        /// What failed.
+        message: String,
+    },
+    /// A request or stream took longer than the configured timeout.
+    #[error("timed out after {after:?}")]
+    Timeout {
+        /// The limit that was exceeded.
+        after: Duration,
+    },
+    /// The provider's response could not be decoded (malformed JSON, truncated stream...).
+    #[error("could not decode the {provider} response: {message}")]
+    Decode {
+        /// Which API sent it.
+        provider: &'static str,
+        /// What was wrong.
+        message: String,
+        /// The raw body (or stream fragment) that failed to decode.
+        body: String,
+    },
+    /// The request could not be built (bad header, bad option, unusable message list...).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// Client configuration is missing or wrong (unknown provider, missing API key...).
+    #[error("configuration error: {0}")]
+    Config(String),
+    /// A tool set was rejected: invalid or duplicate names.
+    #[error("invalid tool set: {0}")]
+    ToolRegistry(String),
+    /// A tool failed and the agent runs with [`ToolErrorPolicy::FailFast`](crate::ToolErrorPolicy::FailFast).
+    #[error("tool `{name}` failed: {source}")]
+    Tool {
+        /// The tool's name.
+        name: String,
+        /// What went wrong.
+        #[source]
+        source: ToolExecError,
+    },
+    /// The operation was cancelled through its cancellation token.
+    #[error("cancelled")]
+    Cancelled,
+    /// An error from another layer (an MCP connection, a user's `prepare_step`...).
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl Error {
+    /// Wraps any error as [`Error::Other`]; handy inside `prepare_step` closures.
+    pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::Other(error.into())
+    }
+
+    /// Whether retrying the same request may succeed (rate limits, overload, timeouts...).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Provider { status, .. } => is_retryable_status(*status),
+            Self::Transport { .. } | Self::Timeout { .. } => true,
+            Self::Stream { code, .. } => code.as_deref().is_some_and(|code| {
+                matches!(
+                    code,
+                    "overloaded_error" | "rate_limit_exceeded" | "server_error" | "api_error"
+                )
+            }),
+            _ => false,
+        }
+    }
+}
+
+pub(crate) fn is_retryable_status(status: u16) -> bool {
+    matches!(status, 408 | 429) || status >= 500
+}

@@ -1,0 +1,72 @@
+//! # aquaregia
+//!
+//! An LLM agent SDK whose tools come from anywhere: Rust closures, any MCP server, or MCP
+//! servers an editor tunnels over ACP. One [`Client`] per provider, an [`Agent`] loop with
+//! hooks, an error policy and an async `prepare_step`, and [`Tool`]s that all look the same to
+//! the loop.
+//!
+//! ```no_run
+//! use aquaregia::{Client, tool};
+//! use serde_json::json;
+//!
+//! # async fn demo() -> Result<(), aquaregia::Error> {
+//! let (client, model) = Client::from_model_spec("openai-chat:gpt-4o-mini")?;
+//! let add = tool("add")
+//!     .description("Adds two numbers")
+//!     .raw_schema(json!({
+//!         "type": "object",
+//!         "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+//!         "required": ["a", "b"]
+//!     }))
+//!     .execute_raw(|args| async move {
+//!         Ok(json!(args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0)))
+//!     });
+//! let agent = client.agent(model).tool(add).build()?;
+//! let output = agent.run("What is 2.5 + 4?").await?;
+//! println!("{}", output.text);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Providers
+//!
+//! | builder | wire API | key / URL from |
+//! |---|---|---|
+//! | [`Client::openai`] | OpenAI Responses | `OPENAI_API_KEY`, `OPENAI_BASE_URL` |
+//! | [`Client::openai_chat`] | Chat Completions (OpenAI, vLLM, llama.cpp, DeepSeek, Groq...) | `OPENAI_API_KEY`, `OPENAI_BASE_URL` |
+//! | [`Client::anthropic`] | Anthropic Messages | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` |
+//! | [`Client::ollama`] | Chat Completions at `OLLAMA_HOST` | no key |
+//!
+//! ## Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `mcp` | off | `aquaregia::mcp`: MCP servers' tools as [`Tool`]s (rmcp) |
+
+mod agent;
+mod client;
+mod error;
+mod message;
+mod provider;
+mod tool;
+
+pub use agent::{
+    Agent, AgentBuilder, AgentEvent, AgentHooks, AgentInput, AgentOutput, AgentStream,
+    StepContext, StepOverrides, StepResult, StopReason, ToolCallDecision, ToolCallOutcome,
+    ToolErrorPolicy,
+};
+pub use client::{Client, ClientBuilder, ProviderKind};
+pub use error::Error;
+pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
+pub use provider::{
+    FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent, ToolChoice, Usage,
+};
+pub use tool::{
+    MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder, ToolDescriptor, ToolExecError,
+    ToolExecutor, ToolRegistry, TypedToolBuilder, is_valid_tool_name, tool,
+};
+
+/// Re-exported so [`ToolExecutor`] and [`AgentHooks`] can be implemented without adding the
+/// dependency yourself.
+pub use async_trait::async_trait;
+/// Re-exported for [`AgentBuilder::cancellation_token`].
+pub use tokio_util::sync::CancellationToken;
