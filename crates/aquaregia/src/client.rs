@@ -209,7 +209,11 @@ impl fmt::Debug for ClientBuilder {
             .field("base_url", &self.base_url)
             .field(
                 "headers",
-                &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+                &self
+                    .headers
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
             )
             .field("timeout", &self.timeout)
             .field("max_retries", &self.max_retries)
@@ -370,7 +374,9 @@ fn env_var(name: &str) -> Option<String> {
     if name.is_empty() {
         return None;
     }
-    std::env::var(name).ok().filter(|value| !value.trim().is_empty())
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
 }
 
 #[cfg(test)]
@@ -379,10 +385,19 @@ mod tests {
 
     #[test]
     fn ollama_host_forms() {
-        assert_eq!(ollama_base_url("127.0.0.1:11434"), "http://127.0.0.1:11434/v1");
+        assert_eq!(
+            ollama_base_url("127.0.0.1:11434"),
+            "http://127.0.0.1:11434/v1"
+        );
         assert_eq!(ollama_base_url("0.0.0.0"), "http://127.0.0.1:11434/v1");
-        assert_eq!(ollama_base_url("http://gpu-box:8080/"), "http://gpu-box:8080/v1");
-        assert_eq!(ollama_base_url("https://o.example/v1"), "https://o.example/v1");
+        assert_eq!(
+            ollama_base_url("http://gpu-box:8080/"),
+            "http://gpu-box:8080/v1"
+        );
+        assert_eq!(
+            ollama_base_url("https://o.example/v1"),
+            "https://o.example/v1"
+        );
     }
 
     #[test]

@@ -50,9 +50,8 @@ mod provider;
 mod tool;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentEvent, AgentHooks, AgentInput, AgentOutput, AgentStream,
-    StepContext, StepOverrides, StepResult, StopReason, ToolCallDecision, ToolCallOutcome,
-    ToolErrorPolicy,
+    Agent, AgentBuilder, AgentEvent, AgentHooks, AgentInput, AgentOutput, AgentStream, StepContext,
+    StepOverrides, StepResult, StopReason, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy,
 };
 pub use client::{Client, ClientBuilder, ProviderKind};
 pub use error::Error;

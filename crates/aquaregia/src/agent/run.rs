@@ -266,16 +266,17 @@ impl Run<'_> {
                 () = self.cancel.cancelled() => { cancelled = true; break; }
                 next = pending.next() => next,
             };
-            let Some((position, result)) = next else { break };
-            if config.tool_error_policy == ToolErrorPolicy::FailFast {
-                if let Err(error) = &result {
-                    if is_failure(error) {
-                        return Err(Error::Tool {
-                            name: calls[position].name.clone(),
-                            source: error.clone(),
-                        });
-                    }
-                }
+            let Some((position, result)) = next else {
+                break;
+            };
+            if config.tool_error_policy == ToolErrorPolicy::FailFast
+                && let Err(error) = &result
+                && is_failure(error)
+            {
+                return Err(Error::Tool {
+                    name: calls[position].name.clone(),
+                    source: error.clone(),
+                });
             }
             results[position] = Some(result);
         }

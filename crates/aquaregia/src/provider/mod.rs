@@ -219,11 +219,8 @@ pub type ModelStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, Error>> + S
 /// Decodes one wire API's stream into [`StreamEvent`]s and the final [`ModelResponse`].
 pub(crate) trait StreamDecoder: Default + Send + 'static {
     /// Handles one SSE event. Returns `true` once the provider said the response is complete.
-    fn on_event(
-        &mut self,
-        event: SseEvent,
-        out: &mut VecDeque<StreamEvent>,
-    ) -> Result<bool, Error>;
+    fn on_event(&mut self, event: SseEvent, out: &mut VecDeque<StreamEvent>)
+    -> Result<bool, Error>;
 
     /// The assembled response. `complete` says whether a terminal event was seen; an
     /// incomplete stream is an error unless the API allows ending without one.
@@ -280,36 +277,36 @@ impl HttpConfig {
                 .headers(self.headers.clone())
                 .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
                 .body(body.clone());
-            let (error, retry_after) = match tokio::time::timeout(self.timeout, request.send()).await
-            {
-                Err(_) => (
-                    Error::Timeout {
-                        after: self.timeout,
-                    },
-                    None,
-                ),
-                Ok(Err(error)) => (transport_error(&url, &error), None),
-                Ok(Ok(response)) if response.status().is_success() => return Ok(response),
-                Ok(Ok(response)) => {
-                    let status = response.status().as_u16();
-                    let headers = response.headers().clone();
-                    let body = tokio::time::timeout(self.timeout, response.bytes())
-                        .await
-                        .ok()
-                        .and_then(Result::ok)
-                        .unwrap_or_default();
-                    let error = provider_error(P::NAME, status, &headers, &body);
-                    let retry = match header_str(&headers, "x-should-retry") {
-                        Some("true") => true,
-                        Some("false") => false,
-                        _ => is_retryable_status(status),
-                    };
-                    if !retry {
-                        return Err(error);
+            let (error, retry_after) =
+                match tokio::time::timeout(self.timeout, request.send()).await {
+                    Err(_) => (
+                        Error::Timeout {
+                            after: self.timeout,
+                        },
+                        None,
+                    ),
+                    Ok(Err(error)) => (transport_error(&url, &error), None),
+                    Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                    Ok(Ok(response)) => {
+                        let status = response.status().as_u16();
+                        let headers = response.headers().clone();
+                        let body = tokio::time::timeout(self.timeout, response.bytes())
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .unwrap_or_default();
+                        let error = provider_error(P::NAME, status, &headers, &body);
+                        let retry = match header_str(&headers, "x-should-retry") {
+                            Some("true") => true,
+                            Some("false") => false,
+                            _ => is_retryable_status(status),
+                        };
+                        if !retry {
+                            return Err(error);
+                        }
+                        (error, retry_after(&headers))
                     }
-                    (error, retry_after(&headers))
-                }
-            };
+                };
             if attempt >= self.max_retries || !error.is_retryable() {
                 return Err(error);
             }
@@ -344,7 +341,35 @@ impl HttpConfig {
     ) -> Result<ModelStream, Error> {
         let body = P::request_body(request, true)?;
         let response = self.send::<P>(body).await?;
-        Ok(decode_stream::<P>(response, self.timeout))
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if !is_json {
+            return Ok(decode_stream::<P>(response, self.timeout));
+        }
+        // Some compatible servers ignore `stream: true`; their whole answer is one event.
+        let url = response.url().to_string();
+        let bytes = tokio::time::timeout(self.timeout, response.bytes())
+            .await
+            .map_err(|_| Error::Timeout {
+                after: self.timeout,
+            })?
+            .map_err(|error| transport_error(&url, &error))?;
+        let response = P::parse_response(&bytes)?;
+        let mut events = Vec::new();
+        for part in &response.message.content {
+            match part {
+                ContentPart::Text { text } => events.push(StreamEvent::TextDelta(text.clone())),
+                ContentPart::Reasoning(r) if !r.text.is_empty() => {
+                    events.push(StreamEvent::ReasoningDelta(r.text.clone()));
+                }
+                _ => {}
+            }
+        }
+        events.push(StreamEvent::Finish(response));
+        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
     }
 }
 
@@ -434,10 +459,8 @@ fn drain_events<D: StreamDecoder>(
             return Ok(true);
         }
     }
-    if at_eof {
-        if let Some(event) = sse.finish() {
-            return decoder.on_event(event, queue);
-        }
+    if at_eof && let Some(event) = sse.finish() {
+        return decoder.on_event(event, queue);
     }
     Ok(false)
 }
@@ -469,7 +492,8 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 /// `retry-after-ms`, then `retry-after` as seconds or an HTTP date.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    if let Some(ms) = header_str(headers, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
+    if let Some(ms) =
+        header_str(headers, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
     {
         return (ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0));
     }
@@ -620,7 +644,10 @@ fn output_item(item: &Value) -> OutputPart<'_> {
             Some(text) => OutputPart::Text(Cow::Borrowed(text)),
             None => OutputPart::Text(Cow::Owned(item.to_string())),
         },
-        Some("image") => match (field("mime_type").or_else(|| field("mimeType")), field("data")) {
+        Some("image") => match (
+            field("mime_type").or_else(|| field("mimeType")),
+            field("data"),
+        ) {
             (Some(mime_type), Some(data)) => OutputPart::Image { mime_type, data },
             _ => OutputPart::Text(Cow::Owned(item.to_string())),
         },
@@ -693,7 +720,10 @@ impl AssistantBuilder {
 /// [`Error::Stream`] from an error object inside a stream (`{"message","type"|"code"}`, or the
 /// same nested under `"error"`).
 pub(crate) fn stream_error(provider: &'static str, error: &Value) -> Error {
-    let inner = error.get("error").filter(|e| e.is_object()).unwrap_or(error);
+    let inner = error
+        .get("error")
+        .filter(|e| e.is_object())
+        .unwrap_or(error);
     let field = |key: &str| inner.get(key).and_then(Value::as_str).map(str::to_owned);
     Error::Stream {
         provider,

@@ -67,9 +67,11 @@ impl WireApi for OpenAiChat {
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
         let response: ChatResponse = parse_json(NAME, body)?;
-        let choice = response.choices.into_iter().next().ok_or_else(|| {
-            super::decode_error(NAME, "the response has no choices", body)
-        })?;
+        let choice = response
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| super::decode_error(NAME, "the response has no choices", body))?;
         let mut builder = AssistantBuilder::default();
         if let Some(reasoning) = choice.message.reasoning() {
             builder.parts.push(ContentPart::Reasoning(Reasoning {
@@ -94,7 +96,10 @@ impl WireApi for OpenAiChat {
         Ok(ModelResponse {
             finish_reason: finish_reason(choice.finish_reason.as_deref(), refused, &builder),
             message: builder.into_message(),
-            usage: response.usage.map(ChatUsage::into_usage).unwrap_or_default(),
+            usage: response
+                .usage
+                .map(ChatUsage::into_usage)
+                .unwrap_or_default(),
             id: response.id,
             model: response.model,
         })
@@ -430,10 +435,13 @@ impl ChatDecoder {
             self.reasoning.push_str(&reasoning);
             out.push_back(StreamEvent::ReasoningDelta(reasoning));
         }
-        for text in [delta.content, delta.refusal.inspect(|_| self.refused = true)]
-            .into_iter()
-            .flatten()
-            .filter(|t| !t.is_empty())
+        for text in [
+            delta.content,
+            delta.refusal.inspect(|_| self.refused = true),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|t| !t.is_empty())
         {
             self.text.push_text(&text);
             out.push_back(StreamEvent::TextDelta(text));
@@ -443,10 +451,7 @@ impl ChatDecoder {
             let position = match self.calls.iter().position(|c| c.index == index) {
                 Some(position) => position,
                 None => {
-                    let id = call
-                        .id
-                        .clone()
-                        .unwrap_or_else(|| format!("call_{index}"));
+                    let id = call.id.clone().unwrap_or_else(|| format!("call_{index}"));
                     let name = call.function.name.clone().unwrap_or_default();
                     out.push_back(StreamEvent::ToolCallStart {
                         id: id.clone(),

@@ -73,13 +73,6 @@ impl SseDecoder {
         self.dispatch()
     }
 
-    /// Bytes received but not yet part of a dispatched event (for error reports).
-    pub(crate) fn pending(&self) -> String {
-        let mut out = self.data.clone();
-        out.push_str(&String::from_utf8_lossy(&self.buf[self.pos..]));
-        out
-    }
-
     fn field(&mut self, start: usize, end: usize) {
         let line = &self.buf[start..end];
         if line[0] == b':' {
@@ -88,10 +81,7 @@ impl SseDecoder {
         let (name, value) = match memchr::memchr(b':', line) {
             Some(colon) => {
                 let value = &line[colon + 1..];
-                (
-                    &line[..colon],
-                    value.strip_prefix(b" ").unwrap_or(value),
-                )
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
             }
             None => (line, &line[line.len()..]),
         };

@@ -1,0 +1,255 @@
+//! Hooks and prepare_step: order, deny, rewrite, and replacing tools between steps.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use aquaregia::{
+    AgentHooks, AgentOutput, Error, StepContext, StepOverrides, StepResult, StopReason, Tool,
+    ToolCall, ToolCallDecision, ToolExecError, tool,
+};
+use common::{MockServer, Reply, chat_client, chat_text, chat_tool_calls};
+use serde_json::{Value, json};
+
+#[derive(Clone, Default)]
+struct Recorder {
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    fn push(&self, entry: String) {
+        self.log.lock().unwrap().push(entry);
+    }
+
+    fn entries(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+#[aquaregia::async_trait]
+impl AgentHooks for Recorder {
+    async fn on_step_start(&self, ctx: &StepContext<'_>) {
+        self.push(format!(
+            "step_start {} msgs={}",
+            ctx.step(),
+            ctx.messages().len()
+        ));
+    }
+
+    async fn on_tool_call_start(&self, call: &ToolCall, tool: Option<&Tool>) -> ToolCallDecision {
+        self.push(format!("tool_start {} known={}", call.name, tool.is_some()));
+        match call.name.as_str() {
+            "danger" => ToolCallDecision::Deny("not on a Friday".into()),
+            "echo" => ToolCallDecision::Rewrite(json!({"text": "rewritten"})),
+            _ => ToolCallDecision::Allow,
+        }
+    }
+
+    async fn on_tool_call_finish(&self, call: &ToolCall, result: &Result<Value, ToolExecError>) {
+        self.push(format!("tool_finish {} ok={}", call.name, result.is_ok()));
+    }
+
+    async fn on_step_finish(&self, step: &StepResult) {
+        self.push(format!("step_finish {}", step.index));
+    }
+
+    async fn on_finish(&self, output: &AgentOutput) {
+        self.push(format!("finish {:?}", output.stop_reason));
+    }
+}
+
+fn echo() -> Tool {
+    tool("echo")
+        .raw_schema(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))
+        .execute_raw(|args: Value| async move { Ok(args["text"].clone()) })
+}
+
+#[tokio::test]
+async fn hooks_run_in_order_and_can_deny_or_rewrite() {
+    let server = MockServer::start().await;
+    server.push(Reply::json(chat_tool_calls(&[(
+        "c1",
+        "echo",
+        json!({"text": "original"}),
+    )])));
+    server.push(Reply::json(chat_tool_calls(&[("c2", "danger", json!({}))])));
+    server.push(Reply::json(chat_text("done")));
+    let ran_danger = Arc::new(Mutex::new(false));
+    let flag = ran_danger.clone();
+    let danger = tool("danger").execute_raw(move |_| {
+        *flag.lock().unwrap() = true;
+        async { Ok(json!("boom")) }
+    });
+    let recorder = Recorder::default();
+    let agent = chat_client(&server)
+        .agent("m")
+        .tool(echo())
+        .tool(danger)
+        .hooks(recorder.clone())
+        .build()
+        .unwrap();
+    let output = agent.run("go").await.unwrap();
+
+    assert_eq!(
+        recorder.entries(),
+        [
+            "step_start 0 msgs=1",
+            "tool_start echo known=true",
+            "tool_finish echo ok=true",
+            "step_finish 0",
+            "step_start 1 msgs=3",
+            "tool_start danger known=true",
+            "tool_finish danger ok=false",
+            "step_finish 1",
+            "step_start 2 msgs=5",
+            "step_finish 2",
+            "finish Finished",
+        ]
+    );
+    // Rewritten arguments reached the tool.
+    assert_eq!(output.steps[0].tool_calls[0].result, Ok(json!("rewritten")));
+    // The denied tool never ran, and the model was told why, as a rejection rather than an error.
+    assert!(!*ran_danger.lock().unwrap());
+    assert_eq!(
+        output.steps[1].tool_calls[0].result,
+        Err(ToolExecError::Denied("not on a Friday".into()))
+    );
+    let messages = &server.requests()[2].body["messages"];
+    let rejection = messages.as_array().unwrap().last().unwrap();
+    assert_eq!(rejection["role"], "tool");
+    assert!(
+        rejection["content"]
+            .as_str()
+            .unwrap()
+            .contains("rejected: not on a Friday")
+    );
+}
+
+#[tokio::test]
+async fn prepare_step_replaces_tools_between_steps() {
+    let server = MockServer::start().await;
+    server.push(Reply::json(chat_tool_calls(&[("c1", "v1", json!({}))])));
+    server.push(Reply::json(chat_tool_calls(&[("c2", "v2", json!({}))])));
+    server.push(Reply::json(chat_text("done")));
+    let make = |name: &'static str| tool(name).execute_raw(move |_| async move { Ok(json!(name)) });
+    // A stand-in for an MCP connection whose tool list changes while the agent runs.
+    let current: Arc<Mutex<Vec<Tool>>> = Arc::new(Mutex::new(vec![make("v1")]));
+    let source = current.clone();
+    let agent = chat_client(&server)
+        .agent("m")
+        .prepare_step(move |ctx| {
+            let source = source.clone();
+            let step = ctx.step();
+            async move {
+                if step == 1 {
+                    *source.lock().unwrap() = vec![make("v2")];
+                }
+                let tools = source.lock().unwrap().clone();
+                Ok(StepOverrides::new().tools(tools))
+            }
+        })
+        .build()
+        .unwrap();
+    let output = agent.run("go").await.unwrap();
+    assert_eq!(output.steps[0].tool_calls[0].result, Ok(json!("v1")));
+    assert_eq!(output.steps[1].tool_calls[0].result, Ok(json!("v2")));
+    let names = |i: usize| -> Vec<String> {
+        server.requests()[i].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(0), ["v1"]);
+    assert_eq!(names(1), ["v2"]);
+}
+
+#[tokio::test]
+async fn prepare_step_overrides_model_messages_and_active_tools() {
+    let server = MockServer::start().await;
+    server.push(Reply::json(chat_text("ok")));
+    let agent = chat_client(&server)
+        .agent("base-model")
+        .tool(echo())
+        .tool(tool("other").execute_raw(|_| async { Ok(json!(1)) }))
+        .prepare_step(|_ctx| async {
+            Ok(StepOverrides::new()
+                .model("step-model")
+                .instructions("step instructions")
+                .active_tools(["other"])
+                .messages(vec![aquaregia::Message::user("compacted")]))
+        })
+        .build()
+        .unwrap();
+    let output = agent.run("original question").await.unwrap();
+    let body = &server.requests()[0].body;
+    assert_eq!(body["model"], "step-model");
+    assert_eq!(body["messages"][0]["content"], "step instructions");
+    assert_eq!(body["messages"][1]["content"], "compacted");
+    assert_eq!(body["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(body["tools"][0]["function"]["name"], "other");
+    // The run's own conversation keeps the real input.
+    assert_eq!(output.messages[0].text(), "original question");
+    assert_eq!(output.steps[0].model, "step-model");
+}
+
+#[tokio::test]
+async fn prepare_step_errors_and_invalid_tools_end_the_run() {
+    let server = MockServer::start().await;
+    let agent = chat_client(&server)
+        .agent("m")
+        .prepare_step(|_ctx| async { Err(Error::other("tool source unavailable")) })
+        .build()
+        .unwrap();
+    let error = agent.run("go").await.unwrap_err();
+    assert!(error.to_string().contains("tool source unavailable"));
+
+    let agent = chat_client(&server)
+        .agent("m")
+        .prepare_step(|_ctx| async {
+            let dup = || tool("same").execute_raw(|_| async { Ok(json!(1)) });
+            Ok(StepOverrides::new().tools(vec![dup(), dup()]))
+        })
+        .build()
+        .unwrap();
+    assert!(matches!(agent.run("go").await, Err(Error::ToolRegistry(_))));
+    assert_eq!(server.request_count(), 0);
+}
+
+/// The MCP hot-reload shape from the design: an error type from another layer converts with `?`.
+#[tokio::test]
+async fn prepare_step_accepts_question_mark_on_other_errors() {
+    #[derive(Debug, thiserror::Error)]
+    #[error("source failed")]
+    struct SourceError;
+    impl From<SourceError> for Error {
+        fn from(error: SourceError) -> Self {
+            Error::other(error)
+        }
+    }
+    #[derive(Clone)]
+    struct Source;
+    impl Source {
+        async fn tools(&self) -> Result<Vec<Tool>, SourceError> {
+            Ok(vec![echo()])
+        }
+    }
+    let server = MockServer::start().await;
+    server.push(Reply::json(chat_text("ok")));
+    let mcp = Source;
+    let agent = chat_client(&server)
+        .agent("m")
+        .prepare_step(move |_ctx| {
+            let mcp = mcp.clone();
+            async move { Ok(StepOverrides::new().tools(mcp.tools().await?)) }
+        })
+        .build()
+        .unwrap();
+    let output = agent.run("go").await.unwrap();
+    assert_eq!(output.stop_reason, StopReason::Finished);
+    assert_eq!(
+        server.requests()[0].body["tools"][0]["function"]["name"],
+        "echo"
+    );
+}
