@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::provider::anthropic::Anthropic;
 use crate::provider::openai_chat::OpenAiChat;
 use crate::provider::openai_responses::OpenAiResponses;
-use crate::provider::{HttpConfig, ModelRequest, ModelResponse, ModelStream};
+use crate::provider::{HttpConfig, ModelRequest, ModelResponse, ModelStream, RequestCache};
 
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -161,22 +161,42 @@ impl Client {
 
     /// One model call, waiting for the whole answer.
     pub async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, Error> {
-        let http = &self.inner.http;
-        match self.inner.kind {
-            ProviderKind::OpenAiResponses => http.generate::<OpenAiResponses>(request).await,
-            ProviderKind::OpenAiChat => http.generate::<OpenAiChat>(request).await,
-            ProviderKind::Anthropic => http.generate::<Anthropic>(request).await,
-        }
+        self.generate_cached(request, &mut RequestCache::default())
+            .await
     }
 
     /// One model call, streamed. The stream ends with [`StreamEvent::Finish`](crate::StreamEvent::Finish)
     /// or an error.
     pub async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, Error> {
+        self.stream_cached(request, &mut RequestCache::default())
+            .await
+    }
+
+    /// [`generate`](Self::generate), reusing the encoding of earlier steps.
+    pub(crate) async fn generate_cached(
+        &self,
+        request: &ModelRequest,
+        cache: &mut RequestCache,
+    ) -> Result<ModelResponse, Error> {
         let http = &self.inner.http;
         match self.inner.kind {
-            ProviderKind::OpenAiResponses => http.stream::<OpenAiResponses>(request).await,
-            ProviderKind::OpenAiChat => http.stream::<OpenAiChat>(request).await,
-            ProviderKind::Anthropic => http.stream::<Anthropic>(request).await,
+            ProviderKind::OpenAiResponses => http.generate::<OpenAiResponses>(request, cache).await,
+            ProviderKind::OpenAiChat => http.generate::<OpenAiChat>(request, cache).await,
+            ProviderKind::Anthropic => http.generate::<Anthropic>(request, cache).await,
+        }
+    }
+
+    /// [`stream`](Self::stream), reusing the encoding of earlier steps.
+    pub(crate) async fn stream_cached(
+        &self,
+        request: &ModelRequest,
+        cache: &mut RequestCache,
+    ) -> Result<ModelStream, Error> {
+        let http = &self.inner.http;
+        match self.inner.kind {
+            ProviderKind::OpenAiResponses => http.stream::<OpenAiResponses>(request, cache).await,
+            ProviderKind::OpenAiChat => http.stream::<OpenAiChat>(request, cache).await,
+            ProviderKind::Anthropic => http.stream::<Anthropic>(request, cache).await,
         }
     }
 }

@@ -216,6 +216,11 @@ impl Tool {
         )
     }
 
+    /// Whether both are the same tool (clones of one `Tool`).
+    pub(crate) fn ptr_eq(&self, other: &Tool) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The name, description and schema the model sees.
     pub fn descriptor(&self) -> &ToolDescriptor {
         &self.inner.descriptor

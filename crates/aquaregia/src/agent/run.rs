@@ -15,7 +15,9 @@ use super::{
 };
 use crate::error::Error;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
-use crate::provider::{FinishReason, ModelRequest, ModelResponse, StreamEvent, Usage};
+use crate::provider::{
+    FinishReason, ModelRequest, ModelResponse, RequestCache, StreamEvent, Usage,
+};
 use crate::tool::{ToolExecError, ToolRegistry};
 
 type Events<'a> = Option<&'a UnboundedSender<AgentEvent>>;
@@ -47,6 +49,7 @@ pub(super) async fn drive(
             max_output_tokens: config.max_output_tokens,
             extra_body: config.extra_body.clone(),
         },
+        encoding: RequestCache::default(),
         request_tools: config.tools.clone(),
         steps: Vec::new(),
         usage: Usage::default(),
@@ -78,6 +81,8 @@ struct Run<'a> {
     cancel: CancellationToken,
     /// The request sent each step; `request.messages` is the conversation.
     request: ModelRequest,
+    /// The encoded conversation and tools, extended step by step.
+    encoding: RequestCache,
     /// The registry whose tools `request.tools` holds.
     request_tools: Arc<ToolRegistry>,
     steps: Vec<StepResult>,
@@ -178,10 +183,17 @@ impl Run<'_> {
 
         // The model call.
         let mut partial_text = String::new();
+        // A step with its own messages must not touch the run's encoded conversation.
+        let mut step_encoding = RequestCache::default();
+        let encoding = if saved_messages.is_some() {
+            &mut step_encoding
+        } else {
+            &mut self.encoding
+        };
         let response = tokio::select! {
             biased;
             () = self.cancel.cancelled() => None,
-            response = call_model(config, &self.request, self.events, &mut partial_text) => Some(response),
+            response = call_model(config, &self.request, self.events, encoding, &mut partial_text) => Some(response),
         };
         if let Some(saved) = saved_messages {
             self.request.messages = saved;
@@ -379,12 +391,13 @@ async fn call_model(
     config: &AgentConfig,
     request: &ModelRequest,
     events: Events<'_>,
+    encoding: &mut RequestCache,
     partial_text: &mut String,
 ) -> Result<ModelResponse, Error> {
     let Some(sender) = events else {
-        return config.client.generate(request).await;
+        return config.client.generate_cached(request, encoding).await;
     };
-    let mut stream = config.client.stream(request).await?;
+    let mut stream = config.client.stream_cached(request, encoding).await?;
     while let Some(event) = stream.next().await {
         match event? {
             StreamEvent::TextDelta(text) => {

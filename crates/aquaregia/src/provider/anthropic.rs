@@ -8,11 +8,12 @@ use serde_json::{Map, Value, json};
 use super::sse::SseEvent;
 use super::{
     AssistantBuilder, FinishReason, ModelRequest, ModelResponse, OutputPart, StreamDecoder,
-    StreamEvent, ToolChoice, Usage, WireApi, decode_error, merge_extra, object_schema, output_text,
+    StreamEvent, ToolChoice, Usage, WireApi, decode_error, object_schema, output_text,
     parse_arguments, parse_json, stream_error, system_text, tool_output_parts,
 };
 use crate::error::Error;
 use crate::message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
+use crate::tool::Tool;
 
 pub(crate) struct Anthropic;
 
@@ -29,7 +30,47 @@ impl WireApi for Anthropic {
     const PATH: &'static str = "/v1/messages";
     type Decoder = AnthropicDecoder;
 
-    fn request_body(request: &ModelRequest, stream: bool) -> Result<Value, Error> {
+    const HISTORY_FIELD: &'static str = "messages";
+
+    fn push_messages(_request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>) {
+        for message in messages {
+            match message.role {
+                Role::System => {} // sent as `system`
+                Role::User | Role::Tool => {
+                    let (results, blocks) = user_blocks(&message.content);
+                    push_turn(items, "user", results, blocks);
+                }
+                Role::Assistant => {
+                    push_turn(items, "assistant", Vec::new(), assistant_blocks(message));
+                }
+            }
+        }
+    }
+
+    /// A message of one text block goes as a plain string, the form the API documents.
+    fn seal_item(item: &mut Value) {
+        let single_text = match item.get("content") {
+            Some(Value::Array(blocks)) => match blocks.as_slice() {
+                [block] if block["type"] == "text" => block.get("text").cloned(),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(text) = single_text {
+            item["content"] = text;
+        }
+    }
+
+    fn tool_definition(tool: &Tool) -> Value {
+        let d = tool.descriptor();
+        json!({
+            "name": d.name,
+            "description": d.description,
+            "input_schema": object_schema(&d.input_schema),
+        })
+    }
+
+    fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value> {
         let mut body = Map::new();
         body.insert("model".into(), request.model.clone().into());
         body.insert(
@@ -39,21 +80,7 @@ impl WireApi for Anthropic {
         if let Some(system) = system_text(request) {
             body.insert("system".into(), Value::String(system));
         }
-        body.insert("messages".into(), messages(&request.messages));
         if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    let d = tool.descriptor();
-                    json!({
-                        "name": d.name,
-                        "description": d.description,
-                        "input_schema": object_schema(&d.input_schema),
-                    })
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
             body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
         }
         if let Some(temperature) = request.temperature {
@@ -62,9 +89,7 @@ impl WireApi for Anthropic {
         if stream {
             body.insert("stream".into(), Value::Bool(true));
         }
-        let mut body = Value::Object(body);
-        merge_extra(&mut body, request.extra_body.as_ref());
-        Ok(body)
+        body
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
@@ -98,67 +123,29 @@ fn tool_choice(choice: &ToolChoice) -> Value {
     }
 }
 
-/// One API message under construction.
-struct Turn {
-    role: &'static str,
-    content: Vec<Value>,
-}
-
-/// The conversation as the API wants it: strictly alternating user and assistant messages,
-/// with `tool_result` blocks at the start of their user message.
-fn messages(messages: &[Message]) -> Value {
-    let mut turns: Vec<Turn> = Vec::with_capacity(messages.len());
-    for message in messages {
-        match message.role {
-            Role::System => {} // sent as `system`
-            Role::User | Role::Tool => {
-                let (results, blocks) = user_blocks(&message.content);
-                push_turn(&mut turns, "user", results, blocks);
-            }
-            Role::Assistant => {
-                push_turn(
-                    &mut turns,
-                    "assistant",
-                    Vec::new(),
-                    assistant_blocks(message),
-                );
-            }
-        }
-    }
-    turns
-        .into_iter()
-        .map(|turn| {
-            let content = match turn.content.as_slice() {
-                [block] if block["type"] == "text" => block["text"].clone(),
-                _ => Value::Array(turn.content),
-            };
-            json!({"role": turn.role, "content": content})
-        })
-        .collect()
-}
-
-/// Merges into the previous message when the role repeats: the API rejects two user (or two
-/// assistant) messages in a row, and a tool message is a user message on this wire.
-fn push_turn(turns: &mut Vec<Turn>, role: &'static str, results: Vec<Value>, blocks: Vec<Value>) {
+/// Appends a message, or merges into the previous one when the role repeats: the API wants
+/// strictly alternating roles (a tool message is a user message on this wire), with
+/// `tool_result` blocks at the start of their user message.
+fn push_turn(items: &mut Vec<Value>, role: &'static str, results: Vec<Value>, blocks: Vec<Value>) {
     if results.is_empty() && blocks.is_empty() {
         return; // the API rejects empty messages
     }
-    match turns.last_mut() {
-        Some(turn) if turn.role == role => {
-            let at = turn
-                .content
-                .iter()
-                .take_while(|block| block["type"] == "tool_result")
-                .count();
-            turn.content.splice(at..at, results);
-            turn.content.extend(blocks);
-        }
-        _ => {
-            let mut content = results;
-            content.extend(blocks);
-            turns.push(Turn { role, content });
-        }
+    if let Some(Value::Array(content)) = items
+        .last_mut()
+        .filter(|last| last["role"] == role)
+        .and_then(|last| last.get_mut("content"))
+    {
+        let at = content
+            .iter()
+            .take_while(|block| block["type"] == "tool_result")
+            .count();
+        content.splice(at..at, results);
+        content.extend(blocks);
+        return;
     }
+    let mut content = results;
+    content.extend(blocks);
+    items.push(json!({"role": role, "content": content}));
 }
 
 /// `tool_result` blocks and the other blocks of a user or tool message, kept apart so the

@@ -228,19 +228,173 @@ pub(crate) trait StreamDecoder: Default + Send + 'static {
 }
 
 /// One provider wire format.
+///
+/// A request body is assembled by [`encode_request`] from these pieces, so the conversation
+/// and tool definitions can be encoded once and reused across the steps of a run.
 pub(crate) trait WireApi: Send + Sync + 'static {
     /// Name used in errors (`openai`, `openai-chat`, `anthropic`).
     const NAME: &'static str;
     /// Appended to the base URL.
     const PATH: &'static str;
+    /// The body field holding the conversation (`messages`, `input`).
+    const HISTORY_FIELD: &'static str;
     /// Stream decoding state.
     type Decoder: StreamDecoder;
 
-    /// The JSON body for `request`.
-    fn request_body(request: &ModelRequest, stream: bool) -> Result<Value, Error>;
+    /// A wire item that precedes the conversation (Chat Completions' system message).
+    fn leading_item(_request: &ModelRequest) -> Option<Value> {
+        None
+    }
+
+    /// Appends the wire items for `messages`. May merge into the last item of `items` (whose
+    /// earlier items are already encoded): wire formats that forbid two messages of one role
+    /// in a row do that.
+    fn push_messages(request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>);
+
+    /// Final form of a wire item that nothing will merge into any more, as it is sent.
+    fn seal_item(_item: &mut Value) {}
+
+    /// One tool definition.
+    fn tool_definition(tool: &Tool) -> Value;
+
+    /// Every other body field (model, options, tool choice...).
+    fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value>;
 
     /// Decodes a non-streaming response body.
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error>;
+}
+
+/// The encoded conversation and tool definitions of earlier requests, so each step of a run
+/// only encodes what is new: request building does not grow with the conversation.
+///
+/// Valid while the conversation only grows by appending; anything else resets it.
+#[derive(Debug, Default)]
+pub(crate) struct RequestCache {
+    provider: &'static str,
+    /// Messages encoded so far.
+    messages: usize,
+    /// Serialized wire items, comma-separated, except the last one.
+    history: Vec<u8>,
+    /// The last wire item, kept open because the next message may merge into it.
+    tail: Option<Value>,
+    /// The tools `tools_json` was made from.
+    tools: Vec<Tool>,
+    tools_json: Vec<u8>,
+}
+
+impl RequestCache {
+    fn reset(&mut self, provider: &'static str) {
+        *self = Self {
+            provider,
+            ..Self::default()
+        };
+    }
+}
+
+/// The JSON body for `request`, reusing and extending `cache`.
+///
+/// `extra_body` fields override everything else, the conversation and tools included.
+pub(crate) fn encode_request<P: WireApi>(
+    request: &ModelRequest,
+    stream: bool,
+    cache: &mut RequestCache,
+) -> Result<Vec<u8>, Error> {
+    if cache.provider != P::NAME || cache.messages > request.messages.len() {
+        cache.reset(P::NAME);
+    }
+    if cache.messages < request.messages.len() {
+        let mut items: Vec<Value> = cache.tail.take().into_iter().collect();
+        P::push_messages(request, &request.messages[cache.messages..], &mut items);
+        cache.tail = items.pop();
+        for mut item in items {
+            P::seal_item(&mut item);
+            append_item(&mut cache.history, &item)?;
+        }
+        cache.messages = request.messages.len();
+    }
+    let same_tools = cache.tools.len() == request.tools.len()
+        && cache
+            .tools
+            .iter()
+            .zip(&request.tools)
+            .all(|(a, b)| a.ptr_eq(b));
+    if !same_tools {
+        cache.tools_json.clear();
+        for tool in &request.tools {
+            append_item(&mut cache.tools_json, &P::tool_definition(tool))?;
+        }
+        cache.tools.clone_from(&request.tools);
+    }
+
+    let extra = request.extra_body.as_ref();
+    let overridden = |key: &str| extra.is_some_and(|extra| extra.contains_key(key));
+    let mut out = Vec::with_capacity(cache.history.len() + cache.tools_json.len() + 512);
+    out.push(b'{');
+    if !overridden(P::HISTORY_FIELD) {
+        write_key(&mut out, P::HISTORY_FIELD)?;
+        out.push(b'[');
+        let mut items = Vec::new();
+        if let Some(leading) = P::leading_item(request) {
+            append_item(&mut items, &leading)?;
+        }
+        out.extend_from_slice(&items);
+        if !cache.history.is_empty() {
+            if !items.is_empty() {
+                out.push(b',');
+            }
+            out.extend_from_slice(&cache.history);
+        }
+        if let Some(tail) = &cache.tail {
+            if out.last() != Some(&b'[') {
+                out.push(b',');
+            }
+            let mut tail = tail.clone();
+            P::seal_item(&mut tail);
+            write_json(&mut out, &tail)?;
+        }
+        out.push(b']');
+    }
+    if !request.tools.is_empty() && !overridden("tools") {
+        write_key(&mut out, "tools")?;
+        out.push(b'[');
+        out.extend_from_slice(&cache.tools_json);
+        out.push(b']');
+    }
+    for (key, value) in P::body_fields(request, stream) {
+        if !overridden(&key) {
+            write_key(&mut out, &key)?;
+            write_json(&mut out, &value)?;
+        }
+    }
+    for (key, value) in extra.into_iter().flatten() {
+        write_key(&mut out, key)?;
+        write_json(&mut out, value)?;
+    }
+    out.push(b'}');
+    Ok(out)
+}
+
+/// Writes `"key":`, preceded by a comma unless it is the object's first key.
+fn write_key(out: &mut Vec<u8>, key: &str) -> Result<(), Error> {
+    if out.last() != Some(&b'{') {
+        out.push(b',');
+    }
+    write_json(out, key)?;
+    out.push(b':');
+    Ok(())
+}
+
+/// Appends a comma-separated item.
+fn append_item(out: &mut Vec<u8>, item: &Value) -> Result<(), Error> {
+    if !out.is_empty() {
+        out.push(b',');
+    }
+    write_json(out, item)
+}
+
+fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), Error> {
+    serde_json::to_writer(out, value)
+        .map_err(|error| Error::InvalidRequest(format!("request body does not serialize: {error}")))
 }
 
 /// HTTP settings shared by every request of a [`Client`](crate::Client).
@@ -264,11 +418,9 @@ impl HttpConfig {
     }
 
     /// Sends one request, retrying connect errors, timeouts, 408, 429 and 5xx with backoff.
-    async fn send<P: WireApi>(&self, body: Value) -> Result<reqwest::Response, Error> {
+    async fn send<P: WireApi>(&self, body: Vec<u8>) -> Result<reqwest::Response, Error> {
         let url = self.url::<P>();
-        let body = Bytes::from(serde_json::to_vec(&body).map_err(|error| {
-            Error::InvalidRequest(format!("request body does not serialize: {error}"))
-        })?);
+        let body = Bytes::from(body);
         let mut attempt = 0u32;
         loop {
             let request = self
@@ -322,8 +474,9 @@ impl HttpConfig {
     pub(crate) async fn generate<P: WireApi>(
         &self,
         request: &ModelRequest,
+        cache: &mut RequestCache,
     ) -> Result<ModelResponse, Error> {
-        let body = P::request_body(request, false)?;
+        let body = encode_request::<P>(request, false, cache)?;
         let response = self.send::<P>(body).await?;
         let url = response.url().to_string();
         let bytes = tokio::time::timeout(self.timeout, response.bytes())
@@ -338,8 +491,9 @@ impl HttpConfig {
     pub(crate) async fn stream<P: WireApi>(
         &self,
         request: &ModelRequest,
+        cache: &mut RequestCache,
     ) -> Result<ModelStream, Error> {
-        let body = P::request_body(request, true)?;
+        let body = encode_request::<P>(request, true, cache)?;
         let response = self.send::<P>(body).await?;
         let is_json = response
             .headers()
@@ -669,15 +823,6 @@ pub(crate) fn output_text(parts: &[OutputPart<'_>]) -> String {
     out
 }
 
-/// Merges `extra` into the top level of `body`, overriding existing keys.
-pub(crate) fn merge_extra(body: &mut Value, extra: Option<&Map<String, Value>>) {
-    if let (Value::Object(body), Some(extra)) = (body, extra) {
-        for (key, value) in extra {
-            body.insert(key.clone(), value.clone());
-        }
-    }
-}
-
 /// The instructions plus any system messages of the conversation, in order.
 pub(crate) fn system_text(request: &ModelRequest) -> Option<String> {
     let mut parts: Vec<String> = request.instructions.iter().cloned().collect();
@@ -729,5 +874,92 @@ pub(crate) fn stream_error(provider: &'static str, error: &Value) -> Error {
         provider,
         message: field("message").unwrap_or_else(|| inner.to_string()),
         code: field("code").or_else(|| field("type")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{ToolCall, ToolResult};
+
+    fn conversation() -> Vec<Message> {
+        let call = |id: &str| {
+            ContentPart::ToolCall(ToolCall {
+                id: id.into(),
+                name: "t".into(),
+                arguments: serde_json::json!({"x": 1}),
+            })
+        };
+        let result = |id: &str| {
+            ContentPart::ToolResult(ToolResult {
+                call_id: id.into(),
+                name: "t".into(),
+                output: serde_json::json!([{"type": "text", "text": "r"}, {"type": "image", "mime_type": "image/png", "data": "AA=="}]),
+                is_error: false,
+            })
+        };
+        vec![
+            Message::user("hi"),
+            Message::new(
+                Role::Assistant,
+                vec![ContentPart::text("let me see"), call("a")],
+            ),
+            Message::new(Role::Tool, vec![result("a")]),
+            // A user message right after tool results: Anthropic merges it into the same turn.
+            Message::user("also this"),
+            Message::new(Role::Assistant, vec![call("b")]),
+            Message::new(Role::Tool, vec![result("b")]),
+            Message::assistant("done"),
+            Message::user("thanks"),
+        ]
+    }
+
+    /// Encoding step by step with the cache gives exactly the body a fresh encode gives.
+    fn incremental_equals_fresh<P: WireApi>() {
+        let all = conversation();
+        let tool = crate::tool::tool("t").execute_raw(|_| async { Ok(Value::Null) });
+        let mut cache = RequestCache::default();
+        for n in 1..=all.len() {
+            let request = ModelRequest::new("m", all[..n].to_vec())
+                .instructions("be brief")
+                .tools(vec![tool.clone()]);
+            let incremental = encode_request::<P>(&request, false, &mut cache).unwrap();
+            let fresh = encode_request::<P>(&request, false, &mut RequestCache::default()).unwrap();
+            assert_eq!(
+                String::from_utf8(incremental).unwrap(),
+                String::from_utf8(fresh).unwrap(),
+                "{} after {n} messages",
+                P::NAME
+            );
+        }
+    }
+
+    #[test]
+    fn cached_encoding_matches_fresh_encoding() {
+        incremental_equals_fresh::<openai_chat::OpenAiChat>();
+        incremental_equals_fresh::<openai_responses::OpenAiResponses>();
+        incremental_equals_fresh::<anthropic::Anthropic>();
+    }
+
+    #[test]
+    fn extra_body_overrides_every_field() {
+        let mut request = ModelRequest::new("m", vec![Message::user("hi")]);
+        request.extra_body = Some(
+            serde_json::from_value(
+                serde_json::json!({"model": "other", "messages": [], "seed": 1}),
+            )
+            .unwrap(),
+        );
+        let body = encode_request::<openai_chat::OpenAiChat>(
+            &request,
+            false,
+            &mut RequestCache::default(),
+        )
+        .unwrap();
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"model": "other", "messages": [], "seed": 1})
+        );
     }
 }

@@ -8,11 +8,12 @@ use serde_json::{Map, Value, json};
 use super::sse::SseEvent;
 use super::{
     AssistantBuilder, FinishReason, ModelRequest, ModelResponse, OutputPart, StreamDecoder,
-    StreamEvent, ToolChoice, Usage, WireApi, merge_extra, object_schema, output_text,
-    parse_arguments, parse_json, system_text, tool_output_parts,
+    StreamEvent, ToolChoice, Usage, WireApi, object_schema, output_text, parse_arguments,
+    parse_json, system_text, tool_output_parts,
 };
 use crate::error::Error;
 use crate::message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall};
+use crate::tool::Tool;
 
 pub(crate) struct OpenAiChat;
 
@@ -23,31 +24,31 @@ impl WireApi for OpenAiChat {
     const PATH: &'static str = "/chat/completions";
     type Decoder = ChatDecoder;
 
-    fn request_body(request: &ModelRequest, stream: bool) -> Result<Value, Error> {
-        let mut messages = Vec::with_capacity(request.messages.len() + 1);
-        if let Some(system) = system_text(request) {
-            messages.push(json!({"role": "system", "content": system}));
+    const HISTORY_FIELD: &'static str = "messages";
+
+    fn leading_item(request: &ModelRequest) -> Option<Value> {
+        system_text(request).map(|system| json!({"role": "system", "content": system}))
+    }
+
+    fn push_messages(_request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>) {
+        for message in messages {
+            push_message(items, message);
         }
-        for message in &request.messages {
-            push_message(&mut messages, message);
-        }
+    }
+
+    fn tool_definition(tool: &Tool) -> Value {
+        let d = tool.descriptor();
+        json!({"type": "function", "function": {
+            "name": d.name,
+            "description": d.description,
+            "parameters": object_schema(&d.input_schema),
+        }})
+    }
+
+    fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value> {
         let mut body = Map::new();
         body.insert("model".into(), request.model.clone().into());
-        body.insert("messages".into(), Value::Array(messages));
         if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    let d = tool.descriptor();
-                    json!({"type": "function", "function": {
-                        "name": d.name,
-                        "description": d.description,
-                        "parameters": object_schema(&d.input_schema),
-                    }})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
             body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
         }
         if let Some(temperature) = request.temperature {
@@ -60,9 +61,7 @@ impl WireApi for OpenAiChat {
             body.insert("stream".into(), Value::Bool(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
-        let mut body = Value::Object(body);
-        merge_extra(&mut body, request.extra_body.as_ref());
-        Ok(body)
+        body
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {

@@ -10,11 +10,12 @@ use super::openai_chat::{arguments_text, image_url};
 use super::sse::SseEvent;
 use super::{
     AssistantBuilder, FinishReason, ModelRequest, ModelResponse, OutputPart, StreamDecoder,
-    StreamEvent, ToolChoice, Usage, WireApi, merge_extra, object_schema, output_text,
-    parse_arguments, parse_json, stream_error, system_text, tool_output_parts,
+    StreamEvent, ToolChoice, Usage, WireApi, object_schema, output_text, parse_arguments,
+    parse_json, stream_error, system_text, tool_output_parts,
 };
 use crate::error::Error;
 use crate::message::{ContentPart, Message, Reasoning, Role, ToolCall};
+use crate::tool::Tool;
 
 pub(crate) struct OpenAiResponses;
 
@@ -25,7 +26,9 @@ impl WireApi for OpenAiResponses {
     const PATH: &'static str = "/responses";
     type Decoder = Decoder;
 
-    fn request_body(request: &ModelRequest, stream: bool) -> Result<Value, Error> {
+    const HISTORY_FIELD: &'static str = "input";
+
+    fn push_messages(request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>) {
         // Stored items can be referenced by id alone; with `store: false` (our default) a
         // reasoning item is only accepted back with its `encrypted_content`.
         let stored = request
@@ -34,32 +37,29 @@ impl WireApi for OpenAiResponses {
             .and_then(|extra| extra.get("store"))
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let mut input = Vec::with_capacity(request.messages.len());
-        for message in &request.messages {
-            push_items(&mut input, message, stored);
+        for message in messages {
+            push_items(items, message, stored);
         }
+    }
+
+    fn tool_definition(tool: &Tool) -> Value {
+        let d = tool.descriptor();
+        json!({
+            "type": "function",
+            "name": d.name,
+            "description": d.description,
+            "parameters": object_schema(&d.input_schema),
+            "strict": false,
+        })
+    }
+
+    fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value> {
         let mut body = Map::new();
         body.insert("model".into(), request.model.clone().into());
         if let Some(system) = system_text(request) {
             body.insert("instructions".into(), Value::String(system));
         }
-        body.insert("input".into(), Value::Array(input));
         if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    let d = tool.descriptor();
-                    json!({
-                        "type": "function",
-                        "name": d.name,
-                        "description": d.description,
-                        "parameters": object_schema(&d.input_schema),
-                        "strict": false,
-                    })
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
             body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
         }
         if let Some(temperature) = request.temperature {
@@ -75,9 +75,7 @@ impl WireApi for OpenAiResponses {
         if stream {
             body.insert("stream".into(), Value::Bool(true));
         }
-        let mut body = Value::Object(body);
-        merge_extra(&mut body, request.extra_body.as_ref());
-        Ok(body)
+        body
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
