@@ -64,6 +64,11 @@ pub use tool::{
     ToolExecutor, ToolRegistry, TypedToolBuilder, is_valid_tool_name, tool,
 };
 
+/// The README's examples, compiled as doctests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
+
 /// Re-exported so [`ToolExecutor`] and [`AgentHooks`] can be implemented without adding the
 /// dependency yourself.
 pub use async_trait::async_trait;

@@ -626,14 +626,18 @@ fn transport_error(url: &str, error: &reqwest::Error) -> Error {
             message: "timed out".to_owned(),
         };
     }
-    // reqwest's Display stops at the outermost layer; the cause chain says what really failed.
-    let mut message = error.to_string();
+    // reqwest's own text repeats the URL; the cause chain says what really failed.
+    let mut causes = Vec::new();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
+        causes.push(cause.to_string());
         source = cause.source();
     }
+    let message = if causes.is_empty() {
+        error.to_string()
+    } else {
+        causes.join(": ")
+    };
     Error::Transport {
         url: url.to_owned(),
         message,
