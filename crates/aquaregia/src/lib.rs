@@ -45,6 +45,8 @@
 mod agent;
 mod client;
 mod error;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod message;
 mod provider;
 mod tool;

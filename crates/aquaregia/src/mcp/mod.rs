@@ -1,0 +1,346 @@
+//! MCP servers' tools as aquaregia [`Tool`](crate::Tool)s (feature `mcp`).
+//!
+//! One MCP tool is exactly one `Tool`: the agent loop, hooks and error policy treat it like a
+//! hand-written one. [rmcp](https://docs.rs/rmcp) speaks the protocol; this module owns the
+//! mapping, the lifecycle and the robustness.
+//!
+//! ```no_run
+//! # async fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
+//! use tokio::process::Command;
+//!
+//! let mcp = aquaregia::mcp::connect_stdio(Command::new("mcp-server-fs")).await?;
+//! let agent = client.agent("gpt-5-mini").tools(mcp.tools().await?).build()?;
+//! # Ok(()) }
+//! ```
+//!
+//! Tools that change at run time reach a running agent through `prepare_step`:
+//!
+//! ```no_run
+//! # async fn demo(client: aquaregia::Client, mcp: aquaregia::mcp::McpConnection) -> Result<(), aquaregia::Error> {
+//! use aquaregia::StepOverrides;
+//! let agent = client
+//!     .agent("gpt-5-mini")
+//!     .prepare_step(move |_ctx| {
+//!         let mcp = mcp.clone();
+//!         async move { Ok(StepOverrides::new().tools(mcp.tools().await?)) }
+//!     })
+//!     .build()?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Transports
+//!
+//! | function | transport |
+//! |---|---|
+//! | [`connect_stdio`] | a child process in its own process group; stderr kept for errors |
+//! | [`connect_http`] | Streamable HTTP, falling back to legacy HTTP+SSE when the server does not speak it |
+//! | [`connect_sse`] | legacy HTTP+SSE (protocol 2024-11-05 transport) |
+//! | [`connect`] | any rmcp transport (in-memory pipes, the ACP tunnel...) |
+//!
+//! [`Connector`] sets a server name (used in logs and errors) and the connect timeout.
+//! Both MCP lifecycles are negotiated: `server/discover` (2026-07-28) first, then the
+//! 2025-11-25 `initialize` handshake.
+//!
+//! ## Result mapping
+//!
+//! | MCP `CallToolResult` | tool result |
+//! |---|---|
+//! | exactly one text block | that string |
+//! | several blocks, or any non-text block | a JSON array: `{"type":"text","text"}`, `{"type":"image","mime_type","data"}`, `{"type":"resource","uri","mime_type","text"\|"blob"}`, `{"type":"resource_link","uri","name","mime_type"?,"description"?}` |
+//! | `structuredContent` present | the structured value (its text duplicate is not sent twice) |
+//! | no content | `""` |
+//! | audio | a tool error saying audio is not supported |
+//! | `isError: true` | [`ToolExecError::Execution`](crate::ToolExecError::Execution) with the text blocks joined |
+//! | a block type this version does not know | kept as its JSON |
+//!
+//! Image items are sent to models as real images (see [`ToolResult`](crate::ToolResult)).
+
+mod connection;
+mod content;
+mod error;
+mod http;
+mod sse;
+mod stdio;
+
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::transport::IntoTransport;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+};
+use tokio::process::Command;
+
+use connection::{Handshake, HandshakeError, establish};
+pub use connection::{McpConnection, McpServerInfo, prefixed_name};
+pub use error::McpError;
+pub use http::HttpOptions;
+
+/// How long a server gets to finish the handshake by default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Starts `command` as a stdio MCP server and connects to it.
+///
+/// The server runs in its own process group with piped stderr; closing or dropping the
+/// connection terminates the whole group.
+pub async fn connect_stdio(command: Command) -> Result<McpConnection, McpError> {
+    Connector::new().stdio(command).await
+}
+
+/// Connects to a Streamable HTTP server, falling back to legacy HTTP+SSE when the server does
+/// not speak Streamable HTTP.
+pub async fn connect_http(url: impl Into<String>) -> Result<McpConnection, McpError> {
+    Connector::new().http(url, HttpOptions::new()).await
+}
+
+/// Connects to a legacy HTTP+SSE server (`GET` event stream, `POST` messages).
+pub async fn connect_sse(url: impl Into<String>) -> Result<McpConnection, McpError> {
+    Connector::new().sse(url, HttpOptions::new()).await
+}
+
+/// Connects over any rmcp transport: `(reader, writer)` pairs, `tokio::io::duplex` streams,
+/// `(Sink, Stream)` pairs of JSON-RPC messages, or a `Transport` implementation.
+pub async fn connect<T, E, A>(transport: T) -> Result<McpConnection, McpError>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    Connector::new().transport(transport).await
+}
+
+/// Connection settings shared by every transport: the server's name and the connect timeout.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), aquaregia::mcp::McpError> {
+/// use std::time::Duration;
+/// use aquaregia::mcp::{Connector, HttpOptions};
+///
+/// let github = Connector::new()
+///     .name("github")
+///     .timeout(Duration::from_secs(10))
+///     .http("https://mcp.example.com/mcp", HttpOptions::new().bearer_token("..."))
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct Connector {
+    name: Option<String>,
+    timeout: Duration,
+}
+
+impl Default for Connector {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Connector {
+    /// No name (one is derived from the command or URL), a 30 s connect timeout.
+    pub fn new() -> Self {
+        Self {
+            name: None,
+            timeout: DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
+
+    /// The server's name in logs and errors.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// How long the server gets to start and finish the handshake.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Starts and connects a stdio server.
+    pub async fn stdio(self, command: Command) -> Result<McpConnection, McpError> {
+        let name = self.name.clone().unwrap_or_else(|| {
+            let program = command
+                .as_std()
+                .get_program()
+                .to_string_lossy()
+                .into_owned();
+            std::path::Path::new(&program)
+                .file_name()
+                .map_or(program.clone(), |file| file.to_string_lossy().into_owned())
+        });
+        let std_command = command.as_std();
+        let retry = rebuild(std_command);
+        let (process, stdout, stdin) = stdio::spawn(command, &name)?;
+        let first = establish(
+            (stdout, stdin),
+            name.clone(),
+            self.timeout,
+            Some(process),
+            Handshake::Auto,
+        )
+        .await;
+        match first {
+            Ok(connection) => Ok(connection),
+            Err(failed) if failed.discover_confused => {
+                // The server misunderstood `server/discover`; start it again for `initialize`.
+                tracing::debug!(server = %name, error = %failed.error, "retrying with initialize");
+                let (process, stdout, stdin) = stdio::spawn(retry, &name)?;
+                establish(
+                    (stdout, stdin),
+                    name,
+                    self.timeout,
+                    Some(process),
+                    Handshake::Initialize,
+                )
+                .await
+                .map_err(|failed| failed.error)
+            }
+            Err(failed) => Err(failed.error),
+        }
+    }
+
+    /// Connects to a Streamable HTTP server, falling back to legacy HTTP+SSE.
+    pub async fn http(
+        self,
+        url: impl Into<String>,
+        options: HttpOptions,
+    ) -> Result<McpConnection, McpError> {
+        let url = url.into();
+        let name = self.name.clone().unwrap_or_else(|| name_from_url(&url));
+        let streamable = |handshake| {
+            let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
+                .max_json_response_size(options.max_response_bytes)
+                .max_sse_event_size(options.max_response_bytes)
+                .reinit_on_expired_session(true);
+            let headers = options.header_map();
+            let (client, name, timeout) = (options.client(), name.clone(), self.timeout);
+            async move {
+                let headers = headers.map_err(|error| HandshakeError {
+                    error,
+                    discover_confused: false,
+                })?;
+                let config = config.custom_headers(
+                    headers
+                        .into_iter()
+                        .filter_map(|(name, value)| Some((name?, value)))
+                        .collect(),
+                );
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                establish(transport, name, timeout, None, handshake).await
+            }
+        };
+        let error = match streamable(Handshake::Auto).await {
+            Ok(connection) => return Ok(connection),
+            Err(failed) if failed.discover_confused => {
+                match streamable(Handshake::Initialize).await {
+                    Ok(connection) => return Ok(connection),
+                    Err(failed) => failed.error,
+                }
+            }
+            Err(failed) => failed.error,
+        };
+        let error = http_error(&url, error);
+        if matches!(error, McpError::Unauthorized { .. }) {
+            return Err(error);
+        }
+        tracing::debug!(server = %name, %error, "Streamable HTTP failed; trying legacy HTTP+SSE");
+        match self.sse(url, options).await {
+            Ok(connection) => Ok(connection),
+            Err(McpError::Connect(sse)) => Err(McpError::Connect(format!(
+                "{} (legacy HTTP+SSE fallback: {sse})",
+                error_text(&error)
+            ))),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Connects to a legacy HTTP+SSE server.
+    pub async fn sse(
+        self,
+        url: impl Into<String>,
+        options: HttpOptions,
+    ) -> Result<McpConnection, McpError> {
+        let url = url.into();
+        let name = self.name.unwrap_or_else(|| name_from_url(&url));
+        let transport = tokio::time::timeout(self.timeout, sse::SseTransport::open(&url, &options))
+            .await
+            .map_err(|_| {
+                McpError::Connect(format!(
+                    "`{name}`: {url} sent no endpoint event within {:?}",
+                    self.timeout
+                ))
+            })??;
+        // Servers of the HTTP+SSE era predate `server/discover`.
+        establish(transport, name, self.timeout, None, Handshake::Initialize)
+            .await
+            .map_err(|failed| failed.error)
+    }
+
+    /// Connects over any rmcp transport.
+    pub async fn transport<T, E, A>(self, transport: T) -> Result<McpConnection, McpError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let name = self.name.unwrap_or_else(|| "mcp".to_owned());
+        establish(transport, name, self.timeout, None, Handshake::Auto)
+            .await
+            .map_err(|failed| failed.error)
+    }
+}
+
+/// A copy of `command` (program, arguments, environment, directory) to start it again.
+fn rebuild(command: &std::process::Command) -> Command {
+    let mut copy = std::process::Command::new(command.get_program());
+    copy.args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => copy.env(key, value),
+            None => copy.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        copy.current_dir(dir);
+    }
+    Command::from(copy)
+}
+
+/// `host:port/path` of a URL, for naming a server.
+fn name_from_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) => {
+            let host = parsed.host_str().unwrap_or("server");
+            match parsed.port() {
+                Some(port) => format!("{host}:{port}"),
+                None => host.to_owned(),
+            }
+        }
+        Err(_) => url.to_owned(),
+    }
+}
+
+/// Recognises an authentication failure in a handshake error.
+fn http_error(url: &str, error: McpError) -> McpError {
+    let McpError::Connect(message) = &error else {
+        return error;
+    };
+    for (status, markers) in [
+        (401, ["HTTP 401", "401 Unauthorized", "Auth required"]),
+        (403, ["HTTP 403", "403 Forbidden", "Insufficient scope"]),
+    ] {
+        if markers.iter().any(|marker| message.contains(marker)) {
+            return McpError::Unauthorized {
+                url: url.to_owned(),
+                status,
+            };
+        }
+    }
+    error
+}
+
+fn error_text(error: &McpError) -> String {
+    match error {
+        McpError::Connect(message) => message.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,78 @@
+//! The external programs the interoperability tests talk to (server-everything, the
+//! conformance suite, a Python MCP server), installed once by `scripts/test-deps.sh`.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// Paths from the installer's `env` file (`AQUAREGIA_SERVER_EVERYTHING`, `AQUAREGIA_NODE22`...).
+pub fn deps() -> &'static HashMap<String, String> {
+    static DEPS: OnceLock<HashMap<String, String>> = OnceLock::new();
+    DEPS.get_or_init(|| {
+        let script = repo_root().join("scripts/test-deps.sh");
+        let output = std::process::Command::new("bash")
+            .arg(&script)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+        assert!(
+            output.status.success(),
+            "{} failed; the MCP/ACP interoperability tests need npm and PyPI access",
+            script.display()
+        );
+        let env_sh = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let env_file = PathBuf::from(env_sh).with_file_name("env");
+        std::fs::read_to_string(&env_file)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", env_file.display()))
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    })
+}
+
+/// One path from [`deps`].
+pub fn dep(name: &str) -> String {
+    deps()
+        .get(name)
+        .unwrap_or_else(|| panic!("scripts/test-deps.sh did not provide {name}"))
+        .clone()
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free port")
+}
+
+/// Waits until something accepts TCP connections on `port` (generous bound).
+pub async fn wait_for_port(port: u16) {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("nothing listens on 127.0.0.1:{port} after 10 s");
+}
+
+/// A built example binary of this crate (cargo builds examples before running tests).
+pub fn example_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/<profile>/deps/<test> -> target/<profile>/examples/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target profile dir");
+    profile_dir.join("examples").join(name)
+}
