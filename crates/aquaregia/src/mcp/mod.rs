@@ -225,7 +225,10 @@ impl Connector {
                         .filter_map(|(name, value)| Some((name?, value)))
                         .collect(),
                 );
-                let transport = StreamableHttpClientTransport::with_client(client, config);
+                let transport = StreamableHttpClientTransport::with_client(
+                    http::RepairingClient(client),
+                    config,
+                );
                 establish(transport, name, timeout, None, handshake).await
             }
         };

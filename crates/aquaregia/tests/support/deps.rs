@@ -76,3 +76,53 @@ pub fn example_binary(name: &str) -> PathBuf {
         .expect("target profile dir");
     profile_dir.join("examples").join(name)
 }
+
+/// A background server process for a test; killed when dropped.
+pub struct Background {
+    child: tokio::process::Child,
+}
+
+impl Background {
+    /// Starts `program args` with `envs` (stdout/stderr discarded) and waits for `port`.
+    pub async fn start(program: &str, args: &[&str], envs: &[(&str, String)], port: u16) -> Self {
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        for (key, value) in envs {
+            command.env(key, value);
+        }
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {program}: {e}"));
+        wait_for_port(port).await;
+        Self { child }
+    }
+
+    /// server-everything in `mode` (`streamableHttp` or `sse`) on a free port; returns the port.
+    pub async fn server_everything(mode: &str) -> (Self, u16) {
+        let port = free_port();
+        (Self::server_everything_on(mode, port).await, port)
+    }
+
+    /// server-everything in `mode` on `port`.
+    pub async fn server_everything_on(mode: &str, port: u16) -> Self {
+        let script = dep("AQUAREGIA_SERVER_EVERYTHING");
+        Self::start(
+            "node",
+            &[&script, mode],
+            &[("PORT", port.to_string())],
+            port,
+        )
+        .await
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
