@@ -296,13 +296,12 @@ fn answer_oversized_events(
             Err(SseError::Body(error))
                 if error.to_string().contains("exceeded the maximum size") =>
             {
-                let Some(id) = id.take() else {
-                    return None;
-                };
-                let mut event = Sse::default();
-                event.event = Some("message".to_owned());
-                event.data = serde_json::to_string(&too_large(id, max_size)).ok();
-                Some(Ok(event))
+                let id = id.take()?;
+                Some(Ok(Sse {
+                    event: Some("message".to_owned()),
+                    data: serde_json::to_string(&too_large(id, max_size)).ok(),
+                    ..Sse::default()
+                }))
             }
             other => Some(other),
         })
