@@ -473,6 +473,12 @@ impl McpConnection {
         &self.shared.info
     }
 
+    /// The underlying rmcp peer, for what this module does not wrap (prompts, resources...).
+    /// Requests sent through it share the session.
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        &self.shared.peer
+    }
+
     /// The name used for this server in logs and errors.
     pub fn name(&self) -> &str {
         &self.shared.name
