@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aquaregia::mcp;
+use rmcp::ServiceExt;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::ServiceExt;
 use serde_json::json;
 
 const SEQUENTIAL_CALLS: usize = 2000;
@@ -69,7 +69,11 @@ fn serve() {
     runtime.block_on(async {
         let mut tools = vec![Tool::new("noop", "Does nothing", schema())];
         for i in 0..MANY_TOOLS {
-            tools.push(Tool::new(format!("tool_{i}"), format!("Tool number {i}"), schema()));
+            tools.push(Tool::new(
+                format!("tool_{i}"),
+                format!("Tool number {i}"),
+                schema(),
+            ));
         }
         let server = BenchServer {
             tools: Arc::new(tools),
@@ -165,8 +169,14 @@ fn main() {
         let calls = (20 * IN_FLIGHT) as f64;
         let (raw, ours) = (median(raw), median(ours));
         println!("{IN_FLIGHT} calls in flight:");
-        println!("  raw rmcp call_tool     {:>9.0} calls/s", calls / raw.as_secs_f64());
-        println!("  aquaregia Tool         {:>9.0} calls/s", calls / ours.as_secs_f64());
+        println!(
+            "  raw rmcp call_tool     {:>9.0} calls/s",
+            calls / raw.as_secs_f64()
+        );
+        println!(
+            "  aquaregia Tool         {:>9.0} calls/s",
+            calls / ours.as_secs_f64()
+        );
         println!(
             "  ratio                  {:>9.1} %",
             100.0 * raw.as_secs_f64() / ours.as_secs_f64()

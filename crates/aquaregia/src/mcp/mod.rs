@@ -55,6 +55,7 @@
 //!
 //! Image items are sent to models as real images (see [`ToolResult`](crate::ToolResult)).
 
+mod config;
 mod connection;
 mod content;
 mod error;
@@ -71,6 +72,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use tokio::process::Command;
 
+pub use config::{ConfigError, McpServerSpec, McpServersConfig};
 use connection::{Handshake, HandshakeError, establish};
 pub use connection::{McpConnection, McpServerInfo, prefixed_name};
 pub use error::McpError;

@@ -1,0 +1,320 @@
+//! Server specs and the common `mcpServers` JSON config (Claude Desktop, Cursor and others).
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+use tokio::process::Command;
+
+use super::{Connector, HttpOptions, McpConnection, McpError};
+
+/// How to reach one MCP server.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpServerSpec {
+    /// A local server started as a child process.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables set on top of the inherited environment.
+        env: Vec<(String, String)>,
+        /// The working directory (default: the current one).
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP server (falls back to legacy SSE when it does not speak it).
+    Http {
+        /// The endpoint URL.
+        url: String,
+        /// Headers sent with every request.
+        headers: Vec<(String, String)>,
+    },
+    /// A legacy HTTP+SSE server.
+    Sse {
+        /// The SSE endpoint URL.
+        url: String,
+        /// Headers sent with every request.
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl McpServerSpec {
+    /// A stdio server from a program and its arguments.
+    pub fn stdio(command: impl Into<String>, args: Vec<String>) -> Self {
+        Self::Stdio {
+            command: command.into(),
+            args,
+            env: Vec::new(),
+            cwd: None,
+        }
+    }
+
+    /// Connects with `connector`'s name and timeout. The environment of a stdio server is the
+    /// inherited one with `env` set on top.
+    pub async fn connect(&self, connector: Connector) -> Result<McpConnection, McpError> {
+        match self {
+            Self::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut process = Command::new(command);
+                process.args(args);
+                process.envs(env.iter().map(|(k, v)| (k, v)));
+                if let Some(cwd) = cwd {
+                    process.current_dir(cwd);
+                }
+                connector.stdio(process).await
+            }
+            Self::Http { url, headers } => connector.http(url, http_options(headers)).await,
+            Self::Sse { url, headers } => connector.sse(url, http_options(headers)).await,
+        }
+    }
+
+    /// A one-line description (`npx -y server`, `http https://...`) without secrets.
+    pub fn summary(&self) -> String {
+        match self {
+            Self::Stdio { command, args, .. } => {
+                let mut line = command.clone();
+                for arg in args {
+                    line.push(' ');
+                    line.push_str(arg);
+                }
+                line
+            }
+            Self::Http { url, .. } => format!("http {url}"),
+            Self::Sse { url, .. } => format!("sse {url}"),
+        }
+    }
+}
+
+fn http_options(headers: &[(String, String)]) -> HttpOptions {
+    headers
+        .iter()
+        .fold(HttpOptions::new(), |options, (name, value)| {
+            options.header(name, value)
+        })
+}
+
+/// A parsed `{"mcpServers": {...}}` file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpServersConfig {
+    /// The servers, in file order.
+    pub servers: Vec<(String, McpServerSpec)>,
+    /// Keys that were ignored, as human-readable warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Why a config file was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file is not valid JSON.
+    #[error("line {line}, column {column}: {message}")]
+    Syntax {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the JSON parser said.
+        message: String,
+    },
+    /// The JSON is valid but an entry is not a server.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl McpServersConfig {
+    /// Parses the `mcpServers` format: `{"name": {"command", "args", "env", "cwd"}}` for stdio
+    /// servers, `{"url", "headers", "type"?}` for HTTP ones (`"type": "sse"` for legacy SSE).
+    /// Unknown keys are kept as warnings, not errors, so files written for other tools load.
+    ///
+    /// ```
+    /// use aquaregia::mcp::{McpServerSpec, McpServersConfig};
+    /// let config = McpServersConfig::from_json(r#"{"mcpServers": {
+    ///     "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+    ///     "remote": {"url": "https://example.com/mcp", "headers": {"X-Team": "a"}, "disabled": false}
+    /// }}"#).unwrap();
+    /// assert_eq!(config.servers.len(), 2);
+    /// assert!(matches!(config.servers[1].1, McpServerSpec::Http { .. }));
+    /// assert_eq!(config.warnings.len(), 1); // "disabled" is not understood
+    /// ```
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        let root: Value = serde_json::from_str(text).map_err(|error| ConfigError::Syntax {
+            line: error.line(),
+            column: error.column(),
+            message: error.to_string(),
+        })?;
+        let Value::Object(mut root) = root else {
+            return Err(ConfigError::Invalid(
+                "the config must be a JSON object with an `mcpServers` object".into(),
+            ));
+        };
+        let mut config = Self::default();
+        let servers = match root.remove("mcpServers") {
+            Some(Value::Object(servers)) => servers,
+            Some(_) => {
+                return Err(ConfigError::Invalid(
+                    "`mcpServers` must be an object".into(),
+                ));
+            }
+            None => Map::new(),
+        };
+        for key in root.keys() {
+            config
+                .warnings
+                .push(format!("ignoring unknown top-level key `{key}`"));
+        }
+        for (name, entry) in servers {
+            let Value::Object(entry) = entry else {
+                return Err(ConfigError::Invalid(format!(
+                    "server `{name}` must be an object"
+                )));
+            };
+            let spec = parse_entry(&name, entry, &mut config.warnings)?;
+            config.servers.push((name, spec));
+        }
+        Ok(config)
+    }
+
+    /// The server called `name`.
+    pub fn get(&self, name: &str) -> Option<&McpServerSpec> {
+        self.servers
+            .iter()
+            .find(|(server, _)| server == name)
+            .map(|(_, spec)| spec)
+    }
+}
+
+fn parse_entry(
+    name: &str,
+    mut entry: Map<String, Value>,
+    warnings: &mut Vec<String>,
+) -> Result<McpServerSpec, ConfigError> {
+    let invalid = |what: &str| ConfigError::Invalid(format!("server `{name}`: {what}"));
+    let kind = match entry.remove("type") {
+        Some(Value::String(kind)) => Some(kind),
+        Some(_) => return Err(invalid("`type` must be a string")),
+        None => None,
+    };
+    let spec = match (entry.remove("command"), entry.remove("url")) {
+        (Some(_), Some(_)) => return Err(invalid("has both `command` and `url`")),
+        (Some(Value::String(command)), None) => {
+            if kind.as_deref().is_some_and(|kind| kind != "stdio") {
+                return Err(invalid("`command` servers must have type `stdio`"));
+            }
+            let args = match entry.remove("args") {
+                None => Vec::new(),
+                Some(Value::Array(args)) => args
+                    .into_iter()
+                    .map(|arg| match arg {
+                        Value::String(arg) => Ok(arg),
+                        other => Ok(other.to_string()),
+                    })
+                    .collect::<Result<_, ConfigError>>()?,
+                Some(_) => return Err(invalid("`args` must be an array of strings")),
+            };
+            let env = string_map(entry.remove("env"), "env").map_err(|e| invalid(&e))?;
+            let cwd = match entry.remove("cwd") {
+                None => None,
+                Some(Value::String(cwd)) => Some(PathBuf::from(cwd)),
+                Some(_) => return Err(invalid("`cwd` must be a string")),
+            };
+            McpServerSpec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            }
+        }
+        (None, Some(Value::String(url))) => {
+            let headers =
+                string_map(entry.remove("headers"), "headers").map_err(|e| invalid(&e))?;
+            match kind.as_deref() {
+                None | Some("http" | "streamable-http" | "streamableHttp" | "streamable_http") => {
+                    McpServerSpec::Http { url, headers }
+                }
+                Some("sse") => McpServerSpec::Sse { url, headers },
+                Some(other) => return Err(invalid(&format!("unknown type `{other}`"))),
+            }
+        }
+        (Some(_), None) => return Err(invalid("`command` must be a string")),
+        (None, Some(_)) => return Err(invalid("`url` must be a string")),
+        (None, None) => return Err(invalid("needs a `command` or a `url`")),
+    };
+    for key in entry.keys() {
+        warnings.push(format!("server `{name}`: ignoring unknown key `{key}`"));
+    }
+    Ok(spec)
+}
+
+fn string_map(value: Option<Value>, what: &str) -> Result<Vec<(String, String)>, String> {
+    match value {
+        None => Ok(Vec::new()),
+        Some(Value::Object(map)) => map
+            .into_iter()
+            .map(|(key, value)| match value {
+                Value::String(value) => Ok((key, value)),
+                Value::Number(_) | Value::Bool(_) => Ok((key, value.to_string())),
+                _ => Err(format!("`{what}.{key}` must be a string")),
+            })
+            .collect(),
+        Some(_) => Err(format!("`{what}` must be an object of strings")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_json_reports_line_and_column() {
+        let error =
+            McpServersConfig::from_json("{\n  \"mcpServers\": {\n    \"a\": {,}\n").unwrap_err();
+        assert!(
+            matches!(error, ConfigError::Syntax { line: 3, .. }),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn entries_are_checked() {
+        for bad in [
+            r#"{"mcpServers": {"a": {}}}"#,
+            r#"{"mcpServers": {"a": {"command": "x", "url": "y"}}}"#,
+            r#"{"mcpServers": {"a": {"url": "y", "type": "carrier-pigeon"}}}"#,
+            r#"{"mcpServers": {"a": {"command": "x", "env": {"K": []}}}}"#,
+            r#"{"mcpServers": []}"#,
+        ] {
+            let error = McpServersConfig::from_json(bad).unwrap_err();
+            assert!(matches!(error, ConfigError::Invalid(_)), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn stdio_and_sse_entries() {
+        let config = McpServersConfig::from_json(
+            r#"{"mcpServers": {
+                "a": {"type": "stdio", "command": "node", "args": ["s.js"], "env": {"K": "v"}, "cwd": "/tmp"},
+                "b": {"type": "sse", "url": "http://127.0.0.1:1/sse"}
+            }, "globalShortcut": "x"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            config.get("a"),
+            Some(&McpServerSpec::Stdio {
+                command: "node".into(),
+                args: vec!["s.js".into()],
+                env: vec![("K".into(), "v".into())],
+                cwd: Some("/tmp".into()),
+            })
+        );
+        assert!(matches!(config.get("b"), Some(McpServerSpec::Sse { .. })));
+        assert_eq!(
+            config.warnings,
+            ["ignoring unknown top-level key `globalShortcut`"]
+        );
+    }
+}
