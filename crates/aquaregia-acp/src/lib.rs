@@ -1,0 +1,1 @@
+//! Serve an aquaregia agent over ACP (Agent Client Protocol).

@@ -1,0 +1,3 @@
+//! The `aquaregia` command line.
+
+fn main() {}
