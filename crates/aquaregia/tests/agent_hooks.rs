@@ -253,3 +253,64 @@ async fn prepare_step_accepts_question_mark_on_other_errors() {
         "echo"
     );
 }
+
+/// Several hooks: they run in order, a rewrite is what the next one sees, a denial wins.
+#[tokio::test]
+async fn hooks_compose_in_order() {
+    struct Rewrite;
+    #[aquaregia::async_trait]
+    impl AgentHooks for Rewrite {
+        async fn on_tool_call_start(
+            &self,
+            call: &ToolCall,
+            _tool: Option<&Tool>,
+        ) -> ToolCallDecision {
+            ToolCallDecision::Rewrite(
+                json!({"text": format!("{}!", call.arguments["text"].as_str().unwrap())}),
+            )
+        }
+    }
+    struct DenyShouting(Recorder);
+    #[aquaregia::async_trait]
+    impl AgentHooks for DenyShouting {
+        async fn on_tool_call_start(
+            &self,
+            call: &ToolCall,
+            _tool: Option<&Tool>,
+        ) -> ToolCallDecision {
+            self.0.push(format!("saw {}", call.arguments["text"]));
+            if call.arguments["text"] == "stop!" {
+                ToolCallDecision::Deny("no shouting".into())
+            } else {
+                ToolCallDecision::Allow
+            }
+        }
+    }
+    let server = MockServer::start().await;
+    server.push(Reply::json(chat_tool_calls(&[(
+        "c1",
+        "echo",
+        json!({"text": "go"}),
+    )])));
+    server.push(Reply::json(chat_tool_calls(&[(
+        "c2",
+        "echo",
+        json!({"text": "stop"}),
+    )])));
+    server.push(Reply::json(chat_text("done")));
+    let recorder = Recorder::default();
+    let agent = chat_client(&server)
+        .agent("m")
+        .tool(echo())
+        .hooks(Rewrite)
+        .hooks(DenyShouting(recorder.clone()))
+        .build()
+        .unwrap();
+    let output = agent.run("go").await.unwrap();
+    assert_eq!(output.steps[0].tool_calls[0].result, Ok(json!("go!")));
+    assert_eq!(
+        output.steps[1].tool_calls[0].result,
+        Err(ToolExecError::Denied("no shouting".into()))
+    );
+    assert_eq!(recorder.entries(), ["saw \"go!\"", "saw \"stop!\""]);
+}

@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::hooks::HookChain;
 use super::{Agent, AgentConfig, AgentHooks, StepContext, StepOverrides, ToolErrorPolicy};
 use crate::client::Client;
 use crate::error::Error;
@@ -40,7 +41,7 @@ pub struct AgentBuilder {
     max_tool_concurrency: usize,
     tool_error_policy: ToolErrorPolicy,
     prepare_step: Option<Arc<PrepareStepFn>>,
-    hooks: Option<Arc<dyn AgentHooks>>,
+    hooks: Vec<Arc<dyn AgentHooks>>,
     cancellation: Option<CancellationToken>,
     temperature: Option<f32>,
     max_output_tokens: Option<u32>,
@@ -69,7 +70,7 @@ impl AgentBuilder {
             max_tool_concurrency: 8,
             tool_error_policy: ToolErrorPolicy::ReturnToModel,
             prepare_step: None,
-            hooks: None,
+            hooks: Vec::new(),
             cancellation: None,
             temperature: None,
             max_output_tokens: None,
@@ -141,15 +142,16 @@ impl AgentBuilder {
         self
     }
 
-    /// Callbacks around steps and tool calls.
+    /// Adds callbacks around steps and tool calls. Several can be added: they run in the
+    /// order added; for a tool call the first denial wins and a rewrite is what later hooks see.
     pub fn hooks(mut self, hooks: impl AgentHooks + 'static) -> Self {
-        self.hooks = Some(Arc::new(hooks));
+        self.hooks.push(Arc::new(hooks));
         self
     }
 
     /// Like [`hooks`](Self::hooks), for hooks already behind an `Arc`.
     pub fn shared_hooks(mut self, hooks: Arc<dyn AgentHooks>) -> Self {
-        self.hooks = Some(hooks);
+        self.hooks.push(hooks);
         self
     }
 
@@ -184,7 +186,7 @@ impl AgentBuilder {
     }
 
     /// Checks the configuration (tool names, limits) and builds the agent.
-    pub fn build(self) -> Result<Agent, Error> {
+    pub fn build(mut self) -> Result<Agent, Error> {
         if self.max_steps == 0 {
             return Err(Error::InvalidRequest("max_steps must be at least 1".into()));
         }
@@ -207,7 +209,11 @@ impl AgentBuilder {
                 max_tool_concurrency: self.max_tool_concurrency,
                 tool_error_policy: self.tool_error_policy,
                 prepare_step: self.prepare_step,
-                hooks: self.hooks,
+                hooks: match self.hooks.len() {
+                    0 => None,
+                    1 => self.hooks.pop(),
+                    _ => Some(Arc::new(HookChain(self.hooks))),
+                },
                 cancellation: self.cancellation,
                 temperature: self.temperature,
                 max_output_tokens: self.max_output_tokens,

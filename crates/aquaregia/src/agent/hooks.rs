@@ -59,3 +59,55 @@ pub trait AgentHooks: Send + Sync {
     /// Once, when the run ends with an output (also when cancelled).
     async fn on_finish(&self, _output: &AgentOutput) {}
 }
+
+/// Several hooks run in the order they were added. The first denial wins; a rewrite is what
+/// later hooks see and what runs.
+pub(crate) struct HookChain(pub(crate) Vec<std::sync::Arc<dyn AgentHooks>>);
+
+#[async_trait::async_trait]
+impl AgentHooks for HookChain {
+    async fn on_step_start(&self, ctx: &StepContext<'_>) {
+        for hooks in &self.0 {
+            hooks.on_step_start(ctx).await;
+        }
+    }
+
+    async fn on_tool_call_start(&self, call: &ToolCall, tool: Option<&Tool>) -> ToolCallDecision {
+        let mut rewritten: Option<ToolCall> = None;
+        for hooks in &self.0 {
+            let current = rewritten.as_ref().unwrap_or(call);
+            match hooks.on_tool_call_start(current, tool).await {
+                ToolCallDecision::Allow => {}
+                ToolCallDecision::Deny(reason) => return ToolCallDecision::Deny(reason),
+                ToolCallDecision::Rewrite(arguments) => {
+                    rewritten = Some(ToolCall {
+                        arguments,
+                        ..current.clone()
+                    });
+                }
+            }
+        }
+        match rewritten {
+            Some(call) => ToolCallDecision::Rewrite(call.arguments),
+            None => ToolCallDecision::Allow,
+        }
+    }
+
+    async fn on_tool_call_finish(&self, call: &ToolCall, result: &Result<Value, ToolExecError>) {
+        for hooks in &self.0 {
+            hooks.on_tool_call_finish(call, result).await;
+        }
+    }
+
+    async fn on_step_finish(&self, step: &StepResult) {
+        for hooks in &self.0 {
+            hooks.on_step_finish(step).await;
+        }
+    }
+
+    async fn on_finish(&self, output: &AgentOutput) {
+        for hooks in &self.0 {
+            hooks.on_finish(output).await;
+        }
+    }
+}
