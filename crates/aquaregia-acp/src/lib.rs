@@ -1,1 +1,43 @@
-//! Serve an aquaregia agent over ACP (Agent Client Protocol).
+//! # aquaregia-acp
+//!
+//! Serve an aquaregia agent to editors over ACP (Agent Client Protocol): newline-delimited
+//! JSON-RPC on stdin/stdout, built on the official `agent-client-protocol` SDK.
+//!
+//! Each session connects the MCP servers the editor declares, of every transport, through
+//! [`aquaregia::mcp::McpConnection`]: stdio (run in the session's `cwd`, the entry's `env`
+//! over the inherited one), Streamable HTTP, legacy SSE, and `acp` servers that live in the
+//! editor and are reached through the ACP connection itself (MCP-over-ACP, both the
+//! stateless and the connect-based binding). Servers connect in parallel within a startup
+//! budget; one failing server is reported and the others are used.
+//!
+//! Prompts run an aquaregia [`Agent`](aquaregia::Agent) over the session history and its
+//! current tools (`<server>__<tool>`), streaming text, thoughts and tool calls as
+//! `session/update`s, asking `session/request_permission` before tool calls (mode `default`:
+//! all but read-only tools; `bypass_permissions`: none; "always" answers remembered), picking
+//! up `tools/list_changed` between steps, and honouring `session/cancel` with stop reason
+//! `cancelled`. `session/close` and end of input close every MCP server.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use aquaregia::{Client, tool};
+//!
+//! let (client, model) = Client::from_env()?;
+//! let clock = tool("utc_now")
+//!     .description("Seconds since the Unix epoch")
+//!     .execute_raw(|_| async { Ok(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_err(|e| e.to_string())?.as_secs()) });
+//! aquaregia_acp::AcpServer::new(move |_session| {
+//!     client.agent(model.clone()).instructions("You are a careful coding agent.").tool(clock.clone())
+//! })
+//! .serve_stdio()
+//! .await?;
+//! # Ok(()) }
+//! ```
+
+mod mcp_over_acp;
+mod prompt;
+mod server;
+mod servers;
+mod session;
+mod updates;
+
+pub use server::{AcpError, AcpServer, SessionContext};

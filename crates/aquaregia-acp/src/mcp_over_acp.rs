@@ -1,0 +1,535 @@
+//! MCP-over-ACP: MCP servers that live in the client, reached through the ACP connection.
+//!
+//! Both bindings in use are rmcp transports, so `acp` servers go through the same
+//! [`aquaregia::mcp::connect`] path (handshake, tools, timeouts, cancellation, list changes)
+//! as stdio and HTTP servers:
+//!
+//! - **stateless** (current SDKs): each MCP request is its own ACP request
+//!   `mcp/message {serverId, requestId, method, params}` answered with `{result}` or `{error}`;
+//!   inner cancellation is `$/cancel_request` on the outer request; notifications for an active
+//!   request (e.g. a `subscriptions/listen` stream) come back as `mcp/message` notifications.
+//! - **connect-based** (the original RFD, older SDKs): `mcp/connect` yields a `connectionId`,
+//!   then a full MCP session runs over `mcp/message {connectionId, method, params}` in both
+//!   directions, and `mcp/disconnect` ends it.
+//!
+//! The stateless binding is tried first; a client answering -32601, or -32602 about a
+//! `connectionId`, gets the connect-based one, and the choice is remembered per client.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Client, RequestCancellationHandle, UntypedMessage};
+use rmcp::RoleClient;
+use rmcp::model::{
+    ClientJsonRpcMessage, JsonRpcMessage, ProtocolVersion, RequestId, ServerJsonRpcMessage,
+};
+use rmcp::transport::Transport;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Which MCP-over-ACP binding a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Binding {
+    Stateless,
+    ConnectBased,
+}
+
+/// Where incoming `mcp/message` traffic for one transport goes.
+#[derive(Clone)]
+struct Route {
+    inbox: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+    /// Requests from the client (connect-based binding only), answered when rmcp responds.
+    incoming: Arc<Mutex<HashMap<RequestId, Responder>>>,
+    next_incoming: Arc<AtomicI64>,
+}
+
+/// Per ACP connection: the binding in use and the live MCP-over-ACP transports.
+#[derive(Default)]
+pub(crate) struct McpOverAcp {
+    binding: Mutex<Option<Binding>>,
+    by_server: Mutex<HashMap<String, Route>>,
+    by_connection: Mutex<HashMap<String, Route>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The 2026-07-28 metadata every stateless inner request carries.
+fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// A JSON-RPC failure from the client, for binding detection and messages.
+fn is_binding_mismatch(error: &agent_client_protocol::Error) -> bool {
+    let code: i32 = error.code.into();
+    code == -32601
+        || (code == -32602
+            && (error.message.contains("connectionId")
+                || error
+                    .data
+                    .as_ref()
+                    .is_some_and(|data| data.to_string().contains("connectionId"))))
+}
+
+impl McpOverAcp {
+    /// Opens a transport to the client's server `server_id`, choosing the binding (and
+    /// remembering it) on first use.
+    pub(crate) async fn open(
+        self: &Arc<Self>,
+        cx: &ConnectionTo<Client>,
+        server_id: &str,
+    ) -> Result<AcpTransport, String> {
+        let known = *lock(&self.binding);
+        let (binding, discover) = match known {
+            Some(Binding::ConnectBased) => (Binding::ConnectBased, None),
+            _ => match probe_stateless(cx, server_id).await {
+                Ok(discover) => (Binding::Stateless, Some(discover)),
+                Err(error) if known.is_none() && is_binding_mismatch(&error) => {
+                    tracing::info!(
+                        server_id,
+                        "client speaks the connect-based MCP-over-ACP binding"
+                    );
+                    (Binding::ConnectBased, None)
+                }
+                Err(error) => {
+                    return Err(format!(
+                        "mcp/message to `{server_id}` failed: {}",
+                        error.message
+                    ));
+                }
+            },
+        };
+        *lock(&self.binding) = Some(binding);
+
+        let (inbox, received) = mpsc::unbounded_channel();
+        let route = Route {
+            inbox,
+            incoming: Arc::default(),
+            next_incoming: Arc::new(AtomicI64::new(1)),
+        };
+        let target = match binding {
+            Binding::Stateless => {
+                lock(&self.by_server).insert(server_id.to_owned(), route.clone());
+                Target::Stateless {
+                    server_id: server_id.to_owned(),
+                    // A server without `server/discover` is still 2026-07-28: answer for it.
+                    synthesize_discover: matches!(discover, Some(false)),
+                }
+            }
+            Binding::ConnectBased => {
+                let params = json!({"acpId": server_id, "serverId": server_id});
+                let reply = cx
+                    .send_request(
+                        UntypedMessage::new("mcp/connect", params).map_err(|e| e.message)?,
+                    )
+                    .block_task()
+                    .await
+                    .map_err(|error| {
+                        format!("mcp/connect `{server_id}` failed: {}", error.message)
+                    })?;
+                let connection_id = reply
+                    .get("connectionId")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("mcp/connect `{server_id}` returned no connectionId"))?
+                    .to_owned();
+                lock(&self.by_connection).insert(connection_id.clone(), route.clone());
+                Target::Connection { connection_id }
+            }
+        };
+        Ok(AcpTransport {
+            shared: Arc::new(Shared {
+                cx: cx.clone(),
+                target,
+                route,
+                in_flight: Mutex::default(),
+                closed: CancellationToken::new(),
+                router: self.clone(),
+            }),
+            received,
+        })
+    }
+
+    /// An `mcp/message` notification from the client.
+    pub(crate) fn notification(&self, params: &Value) {
+        let Some(route) = self.route(params) else {
+            tracing::debug!(%params, "mcp/message notification for no known server; dropped");
+            return;
+        };
+        let message = json!({
+            "jsonrpc": "2.0",
+            "method": params.get("method").cloned().unwrap_or(Value::Null),
+            "params": params.get("params").cloned().unwrap_or_else(|| json!({})),
+        });
+        match serde_json::from_value::<ServerJsonRpcMessage>(message) {
+            Ok(message) => {
+                let _ = route.inbox.send(message);
+            }
+            Err(error) => tracing::warn!(%error, "malformed mcp/message notification"),
+        }
+    }
+
+    /// An `mcp/message` request from the client (connect-based binding: `ping` and the like).
+    pub(crate) fn request(&self, params: &Value, responder: Responder) {
+        let Some(route) = self.route(params) else {
+            let _ = responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params()
+                    .data(json!({"reason": "unknown connectionId or serverId"})),
+            );
+            return;
+        };
+        let id = RequestId::Number(route.next_incoming.fetch_add(1, Ordering::Relaxed));
+        let message = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": params.get("method").cloned().unwrap_or(Value::Null),
+            "params": params.get("params").cloned().unwrap_or_else(|| json!({})),
+        });
+        match serde_json::from_value::<ServerJsonRpcMessage>(message) {
+            Ok(message) => {
+                lock(&route.incoming).insert(id, responder);
+                let _ = route.inbox.send(message);
+            }
+            Err(error) => {
+                let _ = responder.respond_with_error(
+                    agent_client_protocol::Error::invalid_params()
+                        .data(json!({"reason": error.to_string()})),
+                );
+            }
+        }
+    }
+
+    fn route(&self, params: &Value) -> Option<Route> {
+        let field = |name: &str| params.get(name).and_then(Value::as_str);
+        if let Some(connection) = field("connectionId") {
+            return lock(&self.by_connection).get(connection).cloned();
+        }
+        field("serverId").and_then(|server| lock(&self.by_server).get(server).cloned())
+    }
+}
+
+/// Sends `server/discover` the stateless way. `Ok(true)`: the server answered it;
+/// `Ok(false)`: the binding works but the server has no `server/discover`.
+async fn probe_stateless(
+    cx: &ConnectionTo<Client>,
+    server_id: &str,
+) -> Result<bool, agent_client_protocol::Error> {
+    let params = json!({
+        "serverId": server_id,
+        "requestId": "aquaregia-probe",
+        "method": "server/discover",
+        "params": {"_meta": modern_meta()},
+    });
+    let reply = cx
+        .send_request(UntypedMessage::new("mcp/message", params)?)
+        .block_task()
+        .await?;
+    Ok(reply.get("result").is_some())
+}
+
+enum Target {
+    Stateless {
+        server_id: String,
+        synthesize_discover: bool,
+    },
+    Connection {
+        connection_id: String,
+    },
+}
+
+struct Shared {
+    cx: ConnectionTo<Client>,
+    target: Target,
+    route: Route,
+    /// Outer requests still waiting, by inner id, to cancel them.
+    in_flight: Mutex<HashMap<RequestId, RequestCancellationHandle>>,
+    closed: CancellationToken,
+    router: Arc<McpOverAcp>,
+}
+
+/// An rmcp transport over the ACP connection.
+pub(crate) struct AcpTransport {
+    shared: Arc<Shared>,
+    received: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+}
+
+/// Why a message could not go out.
+#[derive(Debug, thiserror::Error)]
+#[error("MCP-over-ACP: {0}")]
+pub(crate) struct AcpTransportError(String);
+
+impl Transport<RoleClient> for AcpTransport {
+    type Error = AcpTransportError;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let shared = self.shared.clone();
+        async move { shared.send(&item) }
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        tokio::select! {
+            () = self.shared.closed.cancelled() => None,
+            message = self.received.recv() => message,
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.shared.close();
+        Ok(())
+    }
+}
+
+impl Drop for AcpTransport {
+    fn drop(&mut self) {
+        self.shared.close();
+    }
+}
+
+impl Shared {
+    fn send(self: &Arc<Self>, item: &ClientJsonRpcMessage) -> Result<(), AcpTransportError> {
+        if self.closed.is_cancelled() {
+            return Err(AcpTransportError("the transport is closed".into()));
+        }
+        let item = serde_json::to_value(item).map_err(|e| AcpTransportError(e.to_string()))?;
+        let method = item
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let id = item
+            .get("id")
+            .cloned()
+            .and_then(|id| serde_json::from_value::<RequestId>(id).ok());
+        let params = item.get("params").cloned();
+        match (method, id) {
+            (Some(method), Some(id)) => self.send_request(id, &method, params),
+            (Some(method), None) => self.send_notification(&method, params),
+            (None, Some(id)) => {
+                self.answer_client(&id, &item);
+                Ok(())
+            }
+            (None, None) => Ok(()),
+        }
+    }
+
+    fn send_request(
+        self: &Arc<Self>,
+        id: RequestId,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<(), AcpTransportError> {
+        let envelope = match &self.target {
+            Target::Stateless {
+                server_id,
+                synthesize_discover,
+            } => {
+                if *synthesize_discover && method == "server/discover" {
+                    self.deliver_result(&id, Ok(local_discover()));
+                    return Ok(());
+                }
+                let mut params = match params {
+                    Some(Value::Object(params)) => params,
+                    _ => Map::new(),
+                };
+                // rmcp adds the modern `_meta` itself after discovery; make sure it is there.
+                let meta = params
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let (Value::Object(meta), Value::Object(required)) = (meta, modern_meta()) {
+                    for (key, value) in required {
+                        meta.entry(key).or_insert(value);
+                    }
+                }
+                json!({"serverId": server_id, "requestId": id, "method": method, "params": params})
+            }
+            Target::Connection { connection_id } => {
+                let mut envelope = json!({"connectionId": connection_id, "method": method});
+                if let Some(params) = params {
+                    envelope["params"] = params;
+                }
+                envelope
+            }
+        };
+        let message = UntypedMessage::new("mcp/message", envelope)
+            .map_err(|e| AcpTransportError(e.message))?;
+        let sent = self.cx.send_request(message);
+        lock(&self.in_flight).insert(id.clone(), sent.cancellation_handle());
+        let shared = self.clone();
+        let stateless = matches!(self.target, Target::Stateless { .. });
+        tokio::spawn(async move {
+            let reply = tokio::select! {
+                () = shared.closed.cancelled() => return,
+                reply = sent.block_task() => reply,
+            };
+            lock(&shared.in_flight).remove(&id);
+            let outcome = match reply {
+                // Stateless: the inner outcome is wrapped; connect-based: the result is inner.
+                Ok(reply) if stateless => match (reply.get("result"), reply.get("error")) {
+                    (Some(result), _) => Ok(result.clone()),
+                    (None, Some(error)) => Err(error.clone()),
+                    (None, None) => Err(
+                        json!({"code": -32603, "message": "mcp/message reply had neither result nor error"}),
+                    ),
+                },
+                Ok(reply) => Ok(reply),
+                Err(error) => Err(json!({
+                    "code": i32::from(error.code),
+                    "message": error.message,
+                    "data": error.data,
+                })),
+            };
+            shared.deliver_result(&id, outcome);
+        });
+        Ok(())
+    }
+
+    fn send_notification(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<(), AcpTransportError> {
+        match &self.target {
+            Target::Stateless { .. } => {
+                // Inner cancellation is `$/cancel_request` on the outer request; other
+                // notifications (`notifications/initialized`...) do not exist in this binding.
+                if method == "notifications/cancelled" {
+                    let inner = params
+                        .as_ref()
+                        .and_then(|p| p.get("requestId"))
+                        .cloned()
+                        .and_then(|id| serde_json::from_value::<RequestId>(id).ok());
+                    if let Some(handle) = inner.and_then(|id| lock(&self.in_flight).remove(&id)) {
+                        let _ = handle.cancel();
+                    }
+                }
+                Ok(())
+            }
+            Target::Connection { connection_id } => {
+                let mut envelope = json!({"connectionId": connection_id, "method": method});
+                if let Some(params) = params {
+                    envelope["params"] = params;
+                }
+                let message = UntypedMessage::new("mcp/message", envelope)
+                    .map_err(|e| AcpTransportError(e.message))?;
+                self.cx
+                    .send_notification(message)
+                    .map_err(|e| AcpTransportError(e.message))
+            }
+        }
+    }
+
+    /// rmcp's answer to a request the client sent us (connect-based binding).
+    fn answer_client(&self, id: &RequestId, item: &Value) {
+        let Some(responder) = lock(&self.route.incoming).remove(id) else {
+            return;
+        };
+        let _ = match (item.get("result"), item.get("error")) {
+            (Some(result), _) => responder.respond(result.clone()),
+            (None, Some(error)) => {
+                let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error");
+                responder.respond_with_error(agent_client_protocol::Error::new(
+                    i32::try_from(code).unwrap_or(-32603),
+                    message,
+                ))
+            }
+            (None, None) => responder.respond(Value::Null),
+        };
+    }
+
+    fn deliver_result(&self, id: &RequestId, outcome: Result<Value, Value>) {
+        let message = match outcome {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+        };
+        match serde_json::from_value::<ServerJsonRpcMessage>(message) {
+            Ok(message) => {
+                let _ = self.route.inbox.send(message);
+            }
+            Err(error) => {
+                let fallback = JsonRpcMessage::error(
+                    rmcp::model::ErrorData::internal_error(
+                        format!("malformed MCP reply: {error}"),
+                        None,
+                    ),
+                    Some(id.clone()),
+                );
+                let _ = self.route.inbox.send(fallback);
+            }
+        }
+    }
+
+    fn close(&self) {
+        if self.closed.is_cancelled() {
+            return;
+        }
+        self.closed.cancel();
+        for (_, handle) in lock(&self.in_flight).drain() {
+            let _ = handle.cancel();
+        }
+        match &self.target {
+            Target::Stateless { server_id, .. } => {
+                lock(&self.router.by_server).remove(server_id);
+            }
+            Target::Connection { connection_id } => {
+                lock(&self.router.by_connection).remove(connection_id);
+                if let Ok(message) =
+                    UntypedMessage::new("mcp/disconnect", json!({"connectionId": connection_id}))
+                {
+                    // Fire and forget: the answer (or the closed connection) is irrelevant now.
+                    self.cx.send_request(message).detach();
+                }
+            }
+        }
+    }
+}
+
+/// A `server/discover` answer for a stateless server that has none: it speaks 2026-07-28
+/// (the binding says so) and may announce tool changes.
+fn local_discover() -> Value {
+    json!({
+        "resultType": "complete",
+        "supportedVersions": [ProtocolVersion::V_2026_07_28],
+        "capabilities": {"tools": {"listChanged": true}},
+        "ttlMs": 0,
+        "cacheScope": "private",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_local_discover_result_is_valid() {
+        let result: rmcp::model::DiscoverResult = serde_json::from_value(local_discover()).unwrap();
+        assert_eq!(result.supported_versions, [ProtocolVersion::V_2026_07_28]);
+    }
+
+    #[test]
+    fn binding_mismatch_detection() {
+        assert!(is_binding_mismatch(
+            &agent_client_protocol::Error::method_not_found()
+        ));
+        assert!(is_binding_mismatch(
+            &agent_client_protocol::Error::invalid_params()
+                .data(json!({"missing": "connectionId"}))
+        ));
+        assert!(!is_binding_mismatch(
+            &agent_client_protocol::Error::invalid_params()
+        ));
+    }
+}
