@@ -1,3 +1,153 @@
-//! The `aquaregia` command line.
+//! The `aquaregia` command line: run an agent over MCP tools, inspect MCP servers, serve ACP.
+//!
+//! stdout carries only each command's output (for `acp`, only JSON-RPC); everything else
+//! (logs, progress, prompts, warnings, errors) goes to stderr.
 
-fn main() {}
+mod acp;
+mod config;
+mod mcp_cmd;
+mod output;
+mod run;
+mod servers;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use aquaregia::CancellationToken;
+use clap::{Parser, Subcommand};
+
+/// Run LLM agents whose tools come from MCP servers.
+#[derive(Debug, Parser)]
+#[command(name = "aquaregia", version, propagate_version = true)]
+#[command(after_help = "\
+MCP servers are named in a config file in the common `mcpServers` format (Claude Desktop,
+Cursor...) or given inline with --stdio/--http/--sse. Without --config, ./aquaregia.json is
+used, else <user config dir>/aquaregia/aquaregia.json.
+
+Logs go to stderr, filtered by RUST_LOG (default: warn, rmcp off). NO_COLOR turns colours off.")]
+struct Cli {
+    /// The MCP servers config file (`{"mcpServers": {...}}`).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run an agent on a prompt with the tools of MCP servers; the answer streams to stdout.
+    Run(run::RunArgs),
+    /// Inspect MCP servers: list their tools, call one.
+    #[command(subcommand)]
+    Mcp(mcp_cmd::McpCommand),
+    /// Serve an agent over ACP (Agent Client Protocol) on stdio, for editors.
+    Acp(acp::AcpArgs),
+}
+
+/// The command was stopped by Ctrl-C; exits with 130 like a shell would report SIGINT.
+#[derive(Debug)]
+struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.command);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            output::print_error(&anyhow::anyhow!(
+                "could not start the async runtime: {error}"
+            ));
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(run_until_interrupted(cli));
+    // Don't wait on blocking work nobody needs any more (a DNS lookup, a stdin read).
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    code
+}
+
+/// Runs the command. The first Ctrl-C cancels `run` cleanly (servers closed); other commands,
+/// and a second Ctrl-C, stop at once: dropping the command kills its stdio servers' process
+/// groups, so nothing is left behind.
+async fn run_until_interrupted(cli: Cli) -> ExitCode {
+    let cancel = CancellationToken::new();
+    let graceful = matches!(cli.command, Command::Run(_));
+    let mut work = Box::pin(dispatch(cli, cancel.clone()));
+    let result = loop {
+        tokio::select! {
+            result = &mut work => break result,
+            signal = tokio::signal::ctrl_c() => {
+                if let Err(error) = signal {
+                    tracing::warn!(%error, "cannot listen for Ctrl-C");
+                    break (&mut work).await;
+                }
+                if !graceful || cancel.is_cancelled() {
+                    break Err(Interrupted.into());
+                }
+                cancel.cancel();
+                eprintln!("stopping... (press Ctrl-C again to quit at once)");
+            }
+        }
+    };
+    drop(work);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`| head`): it has what it wanted.
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) if error.is::<Interrupted>() => {
+            eprintln!("interrupted");
+            ExitCode::from(130)
+        }
+        Err(error) => {
+            output::print_error(&error);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<()> {
+    let config = cli.config;
+    match cli.command {
+        Command::Run(args) => run::run(args, config.as_deref(), cancel).await,
+        Command::Mcp(command) => mcp_cmd::run(command, config.as_deref()).await,
+        Command::Acp(args) => acp::run(args).await,
+    }
+}
+
+fn init_logging(command: &Command) {
+    // rmcp logs transport failures at ERROR that the SDK already turns into the one error line
+    // we print; RUST_LOG brings them back. Editors keep an agent's stderr as its log, so `acp`
+    // also says which model and servers it uses.
+    let default = match command {
+        Command::Acp(_) => "warn,rmcp=off,aquaregia=info,aquaregia_acp=info,aquaregia_cli=info",
+        _ => "warn,rmcp=off",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(output::Styles::stderr().enabled())
+        .init();
+}

@@ -316,9 +316,7 @@ impl ClientBuilder {
         let key_optional = self.defaults == Defaults::Ollama
             || (self.kind == ProviderKind::OpenAiChat && explicit_url.is_some());
         if api_key.is_none() && !key_optional {
-            return Err(Error::Config(format!(
-                "no API key: set {key_var} or call .api_key(..)"
-            )));
+            return Err(Error::MissingApiKey { env_var: key_var });
         }
 
         let mut headers = HeaderMap::new();

@@ -64,9 +64,15 @@ pub enum Error {
     /// The request could not be built (bad header, bad option, unusable message list...).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
-    /// Client configuration is missing or wrong (unknown provider, missing API key...).
+    /// Client configuration is wrong (unknown provider, bad URL or header...).
     #[error("configuration error: {0}")]
     Config(String),
+    /// No API key was given and the provider's environment variable is not set.
+    #[error("no API key: set {env_var}")]
+    MissingApiKey {
+        /// The variable to set (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`).
+        env_var: &'static str,
+    },
     /// A tool set was rejected: invalid or duplicate names.
     #[error("invalid tool set: {0}")]
     ToolRegistry(String),

@@ -103,6 +103,8 @@ fn http_options(headers: &[(String, String)]) -> HttpOptions {
 pub struct McpServersConfig {
     /// The servers, in file order.
     pub servers: Vec<(String, McpServerSpec)>,
+    /// Servers marked `"disabled": true`, which are not in `servers`.
+    pub disabled: Vec<String>,
     /// Keys that were ignored, as human-readable warnings.
     pub warnings: Vec<String>,
 }
@@ -135,11 +137,13 @@ impl McpServersConfig {
     /// use aquaregia::mcp::{McpServerSpec, McpServersConfig};
     /// let config = McpServersConfig::from_json(r#"{"mcpServers": {
     ///     "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
-    ///     "remote": {"url": "https://example.com/mcp", "headers": {"X-Team": "a"}, "disabled": false}
+    ///     "remote": {"url": "https://example.com/mcp", "headers": {"X-Team": "a"}, "timeout": 60},
+    ///     "old": {"command": "old-server", "disabled": true}
     /// }}"#).unwrap();
     /// assert_eq!(config.servers.len(), 2);
     /// assert!(matches!(config.servers[1].1, McpServerSpec::Http { .. }));
-    /// assert_eq!(config.warnings.len(), 1); // "disabled" is not understood
+    /// assert_eq!(config.disabled, ["old"]);
+    /// assert_eq!(config.warnings.len(), 1); // "timeout" is not understood
     /// ```
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
         let root: Value = serde_json::from_str(text).map_err(|error| ConfigError::Syntax {
@@ -168,13 +172,27 @@ impl McpServersConfig {
                 .push(format!("ignoring unknown top-level key `{key}`"));
         }
         for (name, entry) in servers {
-            let Value::Object(entry) = entry else {
+            let Value::Object(mut entry) = entry else {
                 return Err(ConfigError::Invalid(format!(
                     "server `{name}` must be an object"
                 )));
             };
+            // Cline, Roo and others switch servers off in place.
+            let disabled = match entry.remove("disabled") {
+                None | Some(Value::Bool(false)) => false,
+                Some(Value::Bool(true)) => true,
+                Some(_) => {
+                    return Err(ConfigError::Invalid(format!(
+                        "server `{name}`: `disabled` must be true or false"
+                    )));
+                }
+            };
             let spec = parse_entry(&name, entry, &mut config.warnings)?;
-            config.servers.push((name, spec));
+            if disabled {
+                config.disabled.push(name);
+            } else {
+                config.servers.push((name, spec));
+            }
         }
         Ok(config)
     }

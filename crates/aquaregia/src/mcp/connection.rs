@@ -247,9 +247,14 @@ where
 }
 
 fn describe_init_error(error: &ClientInitializeError) -> String {
-    // The Display of nested transport errors hides the useful part in `source()`.
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
+    // rmcp's Display of transport errors names Rust types; the causes say what failed.
+    let (mut message, mut source) = match error {
+        ClientInitializeError::TransportError { error, context } => (
+            format!("{context}"),
+            Some(error.error.as_ref() as &(dyn std::error::Error + 'static)),
+        ),
+        other => (other.to_string(), std::error::Error::source(other)),
+    };
     while let Some(cause) = source {
         let cause_text = cause.to_string();
         if !message.contains(&cause_text) {

@@ -1,0 +1,331 @@
+//! How things look: colours, error lines, argument signatures and result summaries.
+
+use std::io::{IsTerminal, Write};
+
+use serde_json::Value;
+
+/// ANSI styling for one output stream: on only for a terminal, and never with `NO_COLOR`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Styles {
+    enabled: bool,
+}
+
+impl Styles {
+    pub(crate) fn stdout() -> Self {
+        Self::for_terminal(std::io::stdout().is_terminal())
+    }
+
+    pub(crate) fn stderr() -> Self {
+        Self::for_terminal(std::io::stderr().is_terminal())
+    }
+
+    fn for_terminal(terminal: bool) -> Self {
+        // https://no-color.org: set and not empty.
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+        Self {
+            enabled: terminal && !no_color,
+        }
+    }
+
+    pub(crate) fn enabled(self) -> bool {
+        self.enabled
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.enabled {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    pub(crate) fn bold(self, text: &str) -> String {
+        self.paint("1", text)
+    }
+
+    pub(crate) fn dim(self, text: &str) -> String {
+        self.paint("2", text)
+    }
+
+    pub(crate) fn red(self, text: &str) -> String {
+        self.paint("31", text)
+    }
+
+    pub(crate) fn green(self, text: &str) -> String {
+        self.paint("32", text)
+    }
+
+    pub(crate) fn yellow(self, text: &str) -> String {
+        self.paint("33", text)
+    }
+}
+
+/// Writes and flushes `text` on stdout. Unlike `print!`, a closed pipe is an error to handle,
+/// not a panic.
+pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// `error: <message>` on stderr; continuation lines (a server's stderr tail) are indented.
+pub(crate) fn print_error(error: &anyhow::Error) {
+    let styles = Styles::stderr();
+    let text = format!("{error:#}");
+    let mut lines = text.lines().filter(|line| !line.trim().is_empty());
+    eprintln!(
+        "{} {}",
+        styles.red(&styles.bold("error:")),
+        lines.next().unwrap_or("unknown error")
+    );
+    for line in lines {
+        eprintln!("  {line}");
+    }
+}
+
+/// A tool's arguments as a compact signature, `(path: string, recursive?: boolean)`:
+/// required ones first in their `required` order, then the optional ones.
+pub(crate) fn signature(schema: &Value) -> String {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return "()".to_owned();
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let required_first = required
+        .iter()
+        .filter_map(|name| properties.get_key_value(*name))
+        .map(|(name, property)| format!("{name}: {}", type_name(property, 0)));
+    let optional = properties
+        .iter()
+        .filter(|(name, _)| !required.contains(&name.as_str()))
+        .map(|(name, property)| format!("{name}?: {}", type_name(property, 0)));
+    format!(
+        "({})",
+        required_first
+            .chain(optional)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// A short type for one JSON schema: `string`, `integer[]`, `"a"|"b"`, `string|null`...
+fn type_name(schema: &Value, depth: usize) -> String {
+    const MAX_DEPTH: usize = 3;
+    const MAX_ENUM: usize = 4;
+    let Value::Object(schema) = schema else {
+        return "any".to_owned();
+    };
+    if depth > MAX_DEPTH {
+        return "…".to_owned();
+    }
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        let mut shown: Vec<String> = values.iter().take(MAX_ENUM).map(Value::to_string).collect();
+        if values.len() > MAX_ENUM {
+            shown.push("…".to_owned());
+        }
+        return shown.join("|");
+    }
+    if let Some(value) = schema.get("const") {
+        return value.to_string();
+    }
+    if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
+        return reference.rsplit('/').next().unwrap_or(reference).to_owned();
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(variants) = schema.get(key).and_then(Value::as_array) {
+            let names: Vec<String> = variants.iter().map(|v| type_name(v, depth + 1)).collect();
+            return names.join("|");
+        }
+    }
+    let array_of = || {
+        let items = schema
+            .get("items")
+            .map_or_else(|| "any".to_owned(), |items| type_name(items, depth + 1));
+        if items.contains('|') {
+            format!("({items})[]")
+        } else {
+            format!("{items}[]")
+        }
+    };
+    match schema.get("type") {
+        Some(Value::String(kind)) if kind == "array" => array_of(),
+        Some(Value::String(kind)) => kind.clone(),
+        Some(Value::Array(kinds)) => kinds
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|kind| {
+                if kind == "array" {
+                    array_of()
+                } else {
+                    kind.to_owned()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ if schema.contains_key("properties") => "object".to_owned(),
+        _ => "any".to_owned(),
+    }
+}
+
+/// A call's arguments on one line, `path: "/tmp", recursive: true`, long values cut.
+pub(crate) fn arguments_summary(arguments: &Value) -> String {
+    const MAX_VALUE: usize = 40;
+    const MAX_TOTAL: usize = 120;
+    let text = match arguments {
+        Value::Object(arguments) => arguments
+            .iter()
+            .map(|(name, value)| format!("{name}: {}", truncate(&value.to_string(), MAX_VALUE)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    truncate(&text, MAX_TOTAL)
+}
+
+/// A tool result for people: text as text, media and resources as one-line summaries,
+/// structured content as pretty JSON.
+pub(crate) fn render_result(result: &Value) -> String {
+    match result {
+        Value::String(text) => text.clone(),
+        Value::Array(items) => items.iter().map(render_item).collect::<Vec<_>>().join("\n"),
+        other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+    }
+}
+
+/// One item of a multi-part result (see the mapping table of `aquaregia::mcp`).
+fn render_item(item: &Value) -> String {
+    let field = |name: &str| item.get(name).and_then(Value::as_str);
+    let with_mime = |what: &str, uri: &str| match field("mime_type") {
+        Some(mime) => format!("[{what} {uri} {mime}]"),
+        None => format!("[{what} {uri}]"),
+    };
+    match (field("type"), field("uri")) {
+        (Some("text"), _) => field("text").unwrap_or_default().to_owned(),
+        (Some("image"), _) => {
+            let size = field("data").map_or(0, base64_decoded_len);
+            let mime = field("mime_type").unwrap_or("unknown type");
+            format!("[image {mime}, {}]", human_size(size))
+        }
+        (Some("resource"), Some(uri)) => with_mime("resource", uri),
+        (Some("resource_link"), Some(uri)) => format!("[link {uri}]"),
+        _ => item.to_string(),
+    }
+}
+
+/// A result in one short line, for progress output.
+pub(crate) fn result_summary(result: &Value) -> String {
+    const MAX: usize = 80;
+    let rendered = render_result(result);
+    let lines: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    match lines.as_slice() {
+        [] => "(empty)".to_owned(),
+        [line] => truncate(line, MAX),
+        [line, rest @ ..] => format!("{} (+{} lines)", truncate(line, MAX), rest.len()),
+    }
+}
+
+/// The first line of `text`, cut to `max` characters with an ellipsis.
+pub(crate) fn first_line(text: &str, max: usize) -> String {
+    truncate(text.lines().next().unwrap_or_default().trim(), max)
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+fn base64_decoded_len(data: &str) -> usize {
+    let symbols = data.bytes().filter(|b| !b.is_ascii_whitespace()).count();
+    let padding = data
+        .trim_end()
+        .bytes()
+        .rev()
+        .take_while(|&b| b == b'=')
+        .count();
+    (symbols * 3 / 4).saturating_sub(padding)
+}
+
+/// `512 B`, `1.2 KB`, `3.4 MB`.
+pub(crate) fn human_size(bytes: usize) -> String {
+    const UNITS: [&str; 3] = ["KB", "MB", "GB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut size = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while size >= 1024.0 && unit + 1 < UNITS.len() {
+        size /= 1024.0;
+        unit += 1;
+    }
+    format!("{size:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn signatures_summarise_schemas() {
+        let schema = json!({
+            "type": "object",
+            // In alphabetical order: serde_json's map order depends on its features.
+            "properties": {
+                "limit": {"type": ["integer", "null"]},
+                "mode": {"enum": ["r", "w"]},
+                "path": {"type": "string"},
+                "recursive": {"type": "boolean"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "target": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/Point"}]}
+            },
+            "required": ["path"]
+        });
+        assert_eq!(
+            signature(&schema),
+            r#"(path: string, limit?: integer|null, mode?: "r"|"w", recursive?: boolean, tags?: string[], target?: string|Point)"#
+        );
+        assert_eq!(signature(&json!({"type": "object"})), "()");
+        assert_eq!(signature(&json!(true)), "()");
+    }
+
+    #[test]
+    fn results_render_media_as_summaries() {
+        let result = json!([
+            {"type": "text", "text": "here"},
+            {"type": "image", "mime_type": "image/png", "data": "A".repeat(1638) + "=="},
+            {"type": "resource", "uri": "file:///x", "mime_type": "text/plain", "text": "hi"},
+            {"type": "resource_link", "uri": "file:///y", "name": "y"},
+            {"type": "hologram"}
+        ]);
+        assert_eq!(
+            render_result(&result),
+            "here\n[image image/png, 1.2 KB]\n[resource file:///x text/plain]\n[link file:///y]\n{\"type\":\"hologram\"}"
+        );
+        assert_eq!(render_result(&json!("plain")), "plain");
+        assert_eq!(render_result(&json!({"a": 1})), "{\n  \"a\": 1\n}");
+    }
+
+    #[test]
+    fn summaries_are_short() {
+        assert_eq!(
+            arguments_summary(&json!({"n": 3, "path": "/tmp"})),
+            r#"n: 3, path: "/tmp""#
+        );
+        assert_eq!(result_summary(&json!("a\nb\nc")), "a (+2 lines)");
+        assert_eq!(first_line(&"x".repeat(10), 4), "xxxx…");
+        assert_eq!(human_size(100), "100 B");
+        assert_eq!(human_size(1229), "1.2 KB");
+        assert_eq!(human_size(5 * 1024 * 1024), "5.0 MB");
+    }
+}

@@ -1,0 +1,363 @@
+//! Which MCP servers a command uses (names from the config, inline specs), and connecting to
+//! them in parallel.
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail};
+use aquaregia::mcp::{Connector, McpConnection, McpServerSpec};
+use clap::Args;
+use futures::future::join_all;
+
+use crate::config::Config;
+
+/// Servers given on the command line (`run`: any number).
+#[derive(Debug, Args)]
+pub(crate) struct InlineServers {
+    /// A stdio MCP server: its command line, split like a shell would (repeatable).
+    #[arg(long, value_name = "COMMAND")]
+    stdio: Vec<String>,
+    /// A Streamable HTTP MCP server (falls back to legacy SSE) (repeatable).
+    #[arg(long, value_name = "URL")]
+    http: Vec<String>,
+    /// A legacy HTTP+SSE MCP server (repeatable).
+    #[arg(long, value_name = "URL")]
+    sse: Vec<String>,
+}
+
+/// One server given on the command line (`mcp tools`, `mcp call`).
+#[derive(Debug, Args)]
+#[group(multiple = false)]
+pub(crate) struct InlineServer {
+    /// A stdio MCP server: its command line, split like a shell would.
+    #[arg(long, value_name = "COMMAND")]
+    stdio: Option<String>,
+    /// A Streamable HTTP MCP server (falls back to legacy SSE).
+    #[arg(long, value_name = "URL")]
+    http: Option<String>,
+    /// A legacy HTTP+SSE MCP server.
+    #[arg(long, value_name = "URL")]
+    sse: Option<String>,
+}
+
+impl InlineServer {
+    pub(crate) fn is_given(&self) -> bool {
+        self.stdio.is_some() || self.http.is_some() || self.sse.is_some()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Transport {
+    Stdio,
+    Http,
+    Sse,
+}
+
+/// A server to connect to, with the name it goes by in prefixes, logs and errors.
+#[derive(Debug)]
+pub(crate) struct Target {
+    name: String,
+    spec: McpServerSpec,
+}
+
+/// A connected server.
+#[derive(Debug)]
+pub(crate) struct Server {
+    pub(crate) name: String,
+    pub(crate) connection: McpConnection,
+}
+
+/// The servers of a `run`: the named ones plus the inline ones, or every server of the config
+/// when none is given.
+pub(crate) fn select(
+    config_path: Option<&Path>,
+    names: &[String],
+    inline: &InlineServers,
+) -> anyhow::Result<Vec<Target>> {
+    let inline_specs = inline_specs(
+        [
+            (Transport::Stdio, &inline.stdio),
+            (Transport::Http, &inline.http),
+            (Transport::Sse, &inline.sse),
+        ]
+        .into_iter()
+        .flat_map(|(transport, values)| values.iter().map(move |value| (transport, value))),
+    )?;
+    let mut targets: Vec<Target> = Vec::new();
+    if names.is_empty() && inline_specs.is_empty() {
+        if let Some(config) = Config::load(config_path)? {
+            targets.extend(config.servers().iter().map(|(name, spec)| Target {
+                name: name.clone(),
+                spec: spec.clone(),
+            }));
+        }
+        return Ok(targets);
+    }
+    if !names.is_empty() {
+        let config = Config::require(config_path)?;
+        for name in names {
+            if targets.iter().all(|target| &target.name != name) {
+                let spec = config.server(name)?.clone();
+                targets.push(Target {
+                    name: name.clone(),
+                    spec,
+                });
+            }
+        }
+    }
+    for spec in inline_specs {
+        let name = unique_name(&base_name(&spec), &targets);
+        targets.push(Target { name, spec });
+    }
+    Ok(targets)
+}
+
+/// The one server of `mcp tools` / `mcp call`: a config name or an inline spec.
+pub(crate) fn select_one(
+    config_path: Option<&Path>,
+    name: Option<&str>,
+    inline: &InlineServer,
+) -> anyhow::Result<Target> {
+    let given = [
+        (Transport::Stdio, &inline.stdio),
+        (Transport::Http, &inline.http),
+        (Transport::Sse, &inline.sse),
+    ]
+    .into_iter()
+    .filter_map(|(transport, value)| Some((transport, value.as_ref()?)));
+    match (name, inline_specs(given)?.pop()) {
+        (Some(_), Some(_)) => {
+            bail!("give either a server name or --stdio/--http/--sse, not both")
+        }
+        (Some(name), None) => {
+            let config = Config::require(config_path)?;
+            Ok(Target {
+                name: name.to_owned(),
+                spec: config.server(name)?.clone(),
+            })
+        }
+        (None, Some(spec)) => Ok(Target {
+            name: base_name(&spec),
+            spec,
+        }),
+        (None, None) => {
+            bail!("name a server from the config, or give one with --stdio, --http or --sse")
+        }
+    }
+}
+
+fn inline_specs<'a>(
+    given: impl Iterator<Item = (Transport, &'a String)>,
+) -> anyhow::Result<Vec<McpServerSpec>> {
+    given
+        .map(|(transport, value)| match transport {
+            Transport::Stdio => {
+                let words = shlex::split(value)
+                    .ok_or_else(|| anyhow!("--stdio `{value}`: unbalanced quotes"))?;
+                let mut words = words.into_iter();
+                let command = words
+                    .next()
+                    .ok_or_else(|| anyhow!("--stdio needs a command line"))?;
+                Ok(McpServerSpec::stdio(command, words.collect()))
+            }
+            Transport::Http => Ok(McpServerSpec::Http {
+                url: value.clone(),
+                headers: Vec::new(),
+            }),
+            Transport::Sse => Ok(McpServerSpec::Sse {
+                url: value.clone(),
+                headers: Vec::new(),
+            }),
+        })
+        .collect()
+}
+
+/// A readable name for an inline server: the package or script a launcher runs
+/// (`npx -y @scope/server-x` -> `server-x`), else the program; the host for a URL.
+fn base_name(spec: &McpServerSpec) -> String {
+    const LAUNCHERS: &[&str] = &[
+        "node", "npx", "bun", "bunx", "deno", "python", "python3", "uv", "uvx", "pipx", "docker",
+    ];
+    const SUBCOMMANDS: &[&str] = &["run", "x", "exec", "tool"];
+    const GENERIC: &[&str] = &[
+        "index", "main", "server", "cli", "dist", "build", "src", "lib",
+    ];
+    let name = match spec {
+        McpServerSpec::Stdio { command, args, .. } => {
+            let program = file_stem(command);
+            let target = LAUNCHERS
+                .contains(&program.as_str())
+                .then(|| {
+                    args.iter()
+                        .find(|arg| !arg.starts_with('-') && !SUBCOMMANDS.contains(&arg.as_str()))
+                })
+                .flatten();
+            match target {
+                // The last meaningful path segment, without an npm `@version`.
+                Some(target) => target
+                    .rsplit('/')
+                    .map(file_stem)
+                    .map(|segment| match segment.rsplit_once('@') {
+                        Some((name, _)) if !name.is_empty() => name.to_owned(),
+                        _ => segment,
+                    })
+                    .find(|segment| !segment.is_empty() && !GENERIC.contains(&segment.as_str()))
+                    .unwrap_or(program),
+                None => program,
+            }
+        }
+        McpServerSpec::Http { url, .. } | McpServerSpec::Sse { url, .. } => url
+            .split_once("://")
+            .map_or(url.as_str(), |(_, rest)| rest)
+            .split(['/', '?', '#'])
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        _ => String::new(),
+    };
+    if name.is_empty() {
+        "server".to_owned()
+    } else {
+        name
+    }
+}
+
+fn file_stem(path: &str) -> String {
+    let file = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    match file.rsplit_once('.') {
+        Some((stem, "js" | "mjs" | "cjs" | "ts" | "py" | "exe")) if !stem.is_empty() => {
+            stem.to_owned()
+        }
+        _ => file.to_owned(),
+    }
+}
+
+/// `base`, or `base-2`, `base-3`... when taken.
+fn unique_name(base: &str, taken: &[Target]) -> String {
+    let free = |name: &str| taken.iter().all(|target| target.name != name);
+    if free(base) {
+        return base.to_owned();
+    }
+    (2..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|name| free(name))
+        .unwrap_or_else(|| base.to_owned())
+}
+
+/// Connects to every target at once. If one fails, the others are closed and the first
+/// failure is returned.
+pub(crate) async fn connect_all(targets: Vec<Target>) -> anyhow::Result<Vec<Server>> {
+    let attempts = join_all(targets.into_iter().map(|target| async move {
+        let connection = target
+            .spec
+            .connect(Connector::new().name(&target.name))
+            .await;
+        (target.name, connection)
+    }))
+    .await;
+    let mut servers = Vec::new();
+    let mut failures = Vec::new();
+    for (name, result) in attempts {
+        match result {
+            Ok(connection) => servers.push(Server { name, connection }),
+            Err(error) => failures.push(error),
+        }
+    }
+    let mut failures = failures.into_iter();
+    let Some(first) = failures.next() else {
+        return Ok(servers);
+    };
+    for other in failures {
+        tracing::warn!(error = %other, "another MCP server failed too");
+    }
+    close_all(servers).await;
+    Err(first.into())
+}
+
+/// Connects to one target.
+pub(crate) async fn connect(target: Target) -> anyhow::Result<Server> {
+    let mut servers = connect_all(vec![target]).await?;
+    servers
+        .pop()
+        .ok_or_else(|| anyhow!("no server was connected"))
+}
+
+/// Closes every server: stdio servers get stdin closed, then SIGTERM, then SIGKILL.
+pub(crate) async fn close_all(servers: Vec<Server>) {
+    join_all(servers.into_iter().map(|server| async move {
+        if let Err(error) = server.connection.close().await {
+            tracing::warn!(server = %server.name, %error, "closing the MCP server failed");
+        }
+    }))
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdio(line: &str) -> McpServerSpec {
+        inline_specs([(Transport::Stdio, &line.to_owned())].into_iter())
+            .unwrap()
+            .remove(0)
+    }
+
+    #[test]
+    fn stdio_command_lines_are_split_like_a_shell() {
+        assert_eq!(
+            stdio(r#"python3 -c 'print("a b")' "x y" z\ w"#),
+            McpServerSpec::stdio(
+                "python3",
+                vec![
+                    "-c".into(),
+                    r#"print("a b")"#.into(),
+                    "x y".into(),
+                    "z w".into()
+                ]
+            )
+        );
+        let error = inline_specs([(Transport::Stdio, &"node 'oops".to_owned())].into_iter());
+        assert!(error.unwrap_err().to_string().contains("unbalanced quotes"));
+        assert!(inline_specs([(Transport::Stdio, &"  ".to_owned())].into_iter()).is_err());
+    }
+
+    #[test]
+    fn inline_servers_get_readable_names() {
+        for (line, name) in [
+            (
+                "npx -y @modelcontextprotocol/server-everything",
+                "server-everything",
+            ),
+            ("npx -y some-server@1.2.3 /tmp", "some-server"),
+            (
+                "node /opt/server-everything/dist/index.js stdio",
+                "server-everything",
+            ),
+            ("python3 -m weather_server", "weather_server"),
+            ("uvx mcp-server-git", "mcp-server-git"),
+            ("/usr/local/bin/my-server --flag", "my-server"),
+        ] {
+            assert_eq!(base_name(&stdio(line)), name, "{line}");
+        }
+        let http = McpServerSpec::Http {
+            url: "http://127.0.0.1:8080/mcp".into(),
+            headers: Vec::new(),
+        };
+        assert_eq!(base_name(&http), "127.0.0.1:8080");
+    }
+
+    #[test]
+    fn duplicate_names_get_a_suffix() {
+        let taken = vec![
+            Target {
+                name: "a".into(),
+                spec: stdio("a"),
+            },
+            Target {
+                name: "a-2".into(),
+                spec: stdio("a"),
+            },
+        ];
+        assert_eq!(unique_name("a", &taken), "a-3");
+        assert_eq!(unique_name("b", &taken), "b");
+    }
+}

@@ -1,0 +1,112 @@
+//! `aquaregia mcp tools`: a server's tools as the agent sees them, as text and as JSON.
+
+mod common;
+#[path = "support/deps.rs"]
+mod deps;
+
+use common::{Scratch, cli, run, test_server_command};
+use serde_json::{Value, json};
+
+fn tool<'a>(tools: &'a Value, name: &str) -> &'a Value {
+    tools
+        .as_array()
+        .and_then(|tools| tools.iter().find(|tool| tool["name"] == name))
+        .unwrap_or_else(|| panic!("no tool {name} in {tools:#}"))
+}
+
+#[tokio::test]
+async fn lists_server_everything_tools_from_the_config_file() {
+    let scratch = Scratch::new();
+    scratch.config(&json!({"everything": deps::server_everything_entry()}));
+
+    let mut command = cli(&scratch);
+    command.args(["mcp", "tools", "everything"]);
+    let text = run(command, "").await;
+    assert_eq!(text.code, Some(0), "{text:?}");
+    assert!(text.stdout.contains("echo(message: string)"), "{text:?}");
+    assert!(
+        text.stdout.contains("    Echoes back the input string\n"),
+        "{text:?}"
+    );
+    assert!(
+        text.stdout.contains("get-sum(a: number, b: number)"),
+        "{text:?}"
+    );
+    assert!(text.stderr.is_empty(), "{text:?}");
+
+    let mut command = cli(&scratch);
+    command.args(["mcp", "tools", "everything", "--json"]);
+    let json = run(command, "").await;
+    assert_eq!(json.code, Some(0), "{json:?}");
+    let tools: Value = serde_json::from_str(&json.stdout).expect("stdout is JSON");
+    let echo = tool(&tools, "echo");
+    assert_eq!(echo["description"], "Echoes back the input string");
+    assert_eq!(
+        echo["input_schema"]["properties"]["message"]["type"],
+        "string"
+    );
+    assert_eq!(echo["annotations"]["read_only"], true);
+}
+
+#[tokio::test]
+async fn lists_an_inline_stdio_server_with_signatures_and_hints() {
+    let scratch = Scratch::new();
+    let mut command = cli(&scratch);
+    command.args(["mcp", "tools", "--stdio", &test_server_command()]);
+    let text = run(command, "").await;
+    assert_eq!(text.code, Some(0), "{text:?}");
+    assert_eq!(
+        text.stdout,
+        "greet(name: string, excited?: boolean)  [read-only]\n    Greets someone.\n    Say who.\n\
+         fail()\n    Always fails.\n\
+         media()\n    Returns an image, a resource and a link.\n\
+         hang()  [destructive]\n    Never returns.\n"
+    );
+
+    let mut command = cli(&scratch);
+    command.args(["mcp", "tools", "--json", "--stdio", &test_server_command()]);
+    let json = run(command, "").await;
+    assert_eq!(json.code, Some(0), "{json:?}");
+    let tools: Value = serde_json::from_str(&json.stdout).expect("stdout is JSON");
+    assert_eq!(
+        tool(&tools, "greet"),
+        &json!({
+            "name": "greet",
+            "description": "Greets someone.\nSay who.",
+            "input_schema": {
+                "type": "object",
+                "properties": {"excited": {"type": "boolean"}, "name": {"type": "string"}},
+                "required": ["name"]
+            },
+            "annotations": {"read_only": true}
+        })
+    );
+    assert_eq!(
+        tool(&tools, "hang")["annotations"],
+        json!({"destructive": true})
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_fails_to_start_is_one_error_with_its_stderr_tail() {
+    let scratch = Scratch::new();
+    let mut command = cli(&scratch);
+    command.args([
+        "mcp",
+        "tools",
+        "--stdio",
+        "sh -c 'echo \"fatal: no token\" >&2; exit 3'",
+    ]);
+    let outcome = run(command, "").await;
+    assert_eq!(outcome.code, Some(1), "{outcome:?}");
+    assert!(outcome.stdout.is_empty(), "{outcome:?}");
+    let lines: Vec<&str> = outcome.stderr.lines().collect();
+    assert!(
+        lines[0].starts_with("error: could not connect to MCP server `sh`"),
+        "{outcome:?}"
+    );
+    assert!(lines[0].contains("exited with status 3"), "{outcome:?}");
+    // The stderr tail follows, indented.
+    assert!(lines[1..].contains(&"  fatal: no token"), "{outcome:?}");
+    assert!(!outcome.stderr.contains("panicked"), "{outcome:?}");
+}

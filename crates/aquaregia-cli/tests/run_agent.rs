@@ -1,0 +1,214 @@
+//! `aquaregia run` against a mock model: the answer on stdout, tool calls on stderr, and the
+//! permission question.
+
+mod common;
+#[path = "support/deps.rs"]
+mod deps;
+
+use common::{
+    MockModel, Scratch, cli, offered_tools, run, test_server_command, test_server_entry,
+    text_stream, tool_messages, tool_stream,
+};
+use serde_json::json;
+
+#[tokio::test]
+async fn with_yes_runs_the_tool_and_streams_the_answer() {
+    let scratch = Scratch::new();
+    scratch.config(&json!({"everything": deps::server_everything_entry()}));
+    let model = MockModel::start(vec![
+        tool_stream(&[("call_1", "echo", json!({"message": "hi"}))]),
+        text_stream(&["The echo ", "said: hi"]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command.args(["run", "--yes", "Echo hi, please."]);
+    model.use_in(&mut command);
+    let outcome = run(command, "").await;
+
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert_eq!(outcome.stdout, "The echo said: hi\n");
+    assert!(
+        outcome.stderr.contains(r#"✓ echo(message: "hi") ok in "#),
+        "{outcome:?}"
+    );
+    assert!(outcome.stderr.contains(": Echo: hi\n"), "{outcome:?}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    // One server: its tools keep their own names.
+    assert!(offered_tools(&requests[0]).contains(&"echo".to_owned()));
+    assert_eq!(
+        tool_messages(&requests[1]),
+        [("call_1".to_owned(), "Echo: hi".to_owned())]
+    );
+}
+
+#[tokio::test]
+async fn several_servers_prefix_their_tools_and_failures_are_reported() {
+    let scratch = Scratch::new();
+    scratch.config(&json!({
+        "everything": deps::server_everything_entry(),
+        "test": test_server_entry(),
+        "unused": {"command": "false"}
+    }));
+    let model = MockModel::start(vec![
+        tool_stream(&[
+            ("call_1", "test__greet", json!({"name": "Ann"})),
+            ("call_2", "test__fail", json!({})),
+        ]),
+        text_stream(&["Done."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command.args([
+        "run",
+        "--yes",
+        "--server",
+        "everything",
+        "--server",
+        "test",
+        "--system",
+        "Be brief.",
+        "Greet Ann.",
+    ]);
+    model.use_in(&mut command);
+    let outcome = run(command, "").await;
+
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert_eq!(outcome.stdout, "Done.\n");
+    assert!(
+        outcome
+            .stderr
+            .contains(r#"✓ test__greet(name: "Ann") ok in "#),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.stderr.contains("✗ test__fail() failed in "),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.stderr.contains(": the disk is on fire\n"),
+        "{outcome:?}"
+    );
+    let requests = model.requests();
+    let tools = offered_tools(&requests[0]);
+    assert!(tools.contains(&"everything__echo".to_owned()), "{tools:?}");
+    assert!(tools.contains(&"test__greet".to_owned()), "{tools:?}");
+    assert_eq!(requests[0]["messages"][0]["content"], "Be brief.");
+    assert_eq!(
+        tool_messages(&requests[1])[0],
+        ("call_1".to_owned(), "Hello, Ann.".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn answering_n_denies_the_call() {
+    let scratch = Scratch::new();
+    let model = MockModel::start(vec![
+        tool_stream(&[("call_1", "greet", json!({"name": "Ann"}))]),
+        text_stream(&["Understood, I will not."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command.args(["run", "--stdio", &test_server_command(), "Greet Ann."]);
+    model.use_in(&mut command);
+    let outcome = run(command, "n\n").await;
+
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert_eq!(outcome.stdout, "Understood, I will not.\n");
+    assert!(
+        outcome
+            .stderr
+            .contains("Allow greet(name: \"Ann\")? [y/N/always] n\n"),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("✗ greet denied: the user declined\n"),
+        "{outcome:?}"
+    );
+    let results = tool_messages(&model.requests()[1]);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].1.contains("the user declined"), "{results:?}");
+}
+
+#[tokio::test]
+async fn always_allows_the_tool_for_the_rest_of_the_run() {
+    let scratch = Scratch::new();
+    let model = MockModel::start(vec![
+        tool_stream(&[
+            ("call_1", "greet", json!({"name": "Ann"})),
+            ("call_2", "greet", json!({"name": "Bo"})),
+        ]),
+        tool_stream(&[("call_3", "greet", json!({"name": "Cy"}))]),
+        text_stream(&["Greeted all three."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command.args(["run", "--stdio", &test_server_command(), "Greet them."]);
+    model.use_in(&mut command);
+    let outcome = run(command, "always\n").await;
+
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert_eq!(outcome.stderr.matches("Allow ").count(), 1, "{outcome:?}");
+    assert_eq!(outcome.stderr.matches(" ok in ").count(), 3, "{outcome:?}");
+    let requests = model.requests();
+    assert_eq!(
+        tool_messages(&requests[1])
+            .into_iter()
+            .map(|(_, content)| content)
+            .collect::<Vec<_>>(),
+        ["Hello, Ann.", "Hello, Bo."]
+    );
+}
+
+#[tokio::test]
+async fn a_closed_stdin_denies_instead_of_hanging() {
+    let scratch = Scratch::new();
+    let model = MockModel::start(vec![
+        tool_stream(&[("call_1", "greet", json!({"name": "Ann"}))]),
+        text_stream(&["No greeting then."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command.args(["run", "--stdio", &test_server_command(), "Greet Ann."]);
+    model.use_in(&mut command);
+    let outcome = run(command, "").await;
+
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("stdin is closed") && outcome.stderr.contains("--yes"),
+        "{outcome:?}"
+    );
+    assert!(outcome.stderr.contains("✗ greet denied"), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn running_out_of_steps_is_an_error() {
+    let scratch = Scratch::new();
+    let model = MockModel::start(vec![tool_stream(&[(
+        "call_1",
+        "greet",
+        json!({"name": "Ann"}),
+    )])])
+    .await;
+    let mut command = cli(&scratch);
+    command.args([
+        "run",
+        "--yes",
+        "--max-steps",
+        "1",
+        "--stdio",
+        &test_server_command(),
+        "Greet Ann.",
+    ]);
+    model.use_in(&mut command);
+    let outcome = run(command, "").await;
+    assert_eq!(outcome.code, Some(1), "{outcome:?}");
+    assert!(
+        outcome.error_lines().last().is_some_and(
+            |line| line.starts_with("error: the agent was still calling tools after 1 steps")
+        ),
+        "{outcome:?}"
+    );
+}
