@@ -1,0 +1,398 @@
+//! `aquaregia acp` figures: start-up to the `initialize` answer, exit on stdin EOF, memory,
+//! `session/new` with slow servers in parallel, and a tool call over MCP-over-ACP against the
+//! same MCP server over stdio.
+//!
+//! `cargo bench -p aquaregia-cli --bench acp`. The bench binary is also the MCP server
+//! (`--serve-mcp`) and the mock model; the agent is the real `aquaregia` binary.
+#![allow(missing_docs, clippy::print_stdout)]
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::response::Response;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{mpsc, oneshot};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_aquaregia");
+
+/// The one MCP server both transports reach: `server/discover`, `tools/list`, `tools/call`.
+fn handle_mcp(method: &str) -> Result<Value, Value> {
+    match method {
+        "server/discover" => Ok(json!({
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private"
+        })),
+        "initialize" => Ok(json!({
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "bench", "version": "1"}
+        })),
+        "tools/list" => Ok(json!({"tools": [{
+            "name": "noop", "description": "Does nothing",
+            "inputSchema": {"type": "object", "properties": {}},
+            "annotations": {"readOnlyHint": true}
+        }]})),
+        "tools/call" => Ok(json!({"content": [{"type": "text", "text": "ok"}]})),
+        _ => Err(json!({"code": -32601, "message": "Method not found"})),
+    }
+}
+
+/// `--serve-mcp`: the MCP server over stdio.
+fn serve_mcp() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut lines = BufReader::new(tokio::io::stdin()).lines();
+        let mut stdout = tokio::io::stdout();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            let (Some(id), Some(method)) = (message.get("id"), message["method"].as_str()) else {
+                continue;
+            };
+            let reply = match handle_mcp(method) {
+                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+            };
+            let mut bytes = reply.to_string().into_bytes();
+            bytes.push(b'\n');
+            if stdout.write_all(&bytes).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// A mock Chat Completions model: `steps` answers calling `tool`, then a text answer.
+struct MockModel {
+    url: String,
+    plan: Arc<Mutex<(usize, String)>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MockModel {
+    async fn start() -> Self {
+        let plan = Arc::new(Mutex::new((0usize, String::new())));
+        let shared = plan.clone();
+        let app = Router::new().fallback(move |_body: Bytes| {
+            let plan = shared.clone();
+            async move {
+                let body = {
+                    let mut plan = plan.lock().expect("plan");
+                    if plan.0 > 0 {
+                        plan.0 -= 1;
+                        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+                            "tool_calls": [{"id": format!("c{}", plan.0), "type": "function",
+                                "function": {"name": plan.1, "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]})
+                    } else {
+                        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "done"},
+                            "finish_reason": "stop"}]})
+                    }
+                };
+                Response::builder()
+                    .header("content-type", "application/json")
+                    .body(axum::body::Body::from(body.to_string()))
+                    .expect("response")
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { url, plan, task }
+    }
+
+    fn script(&self, steps: usize, tool: &str) {
+        *self.plan.lock().expect("plan") = (steps, tool.to_owned());
+    }
+}
+
+/// A raw ACP client over the agent's stdio; it serves `acp` MCP servers with [`handle_mcp`].
+struct AcpClient {
+    child: Child,
+    out: mpsc::UnboundedSender<String>,
+    /// Dropping it closes the agent's stdin.
+    close: Option<oneshot::Sender<()>>,
+    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>,
+    next_id: u64,
+}
+
+impl AcpClient {
+    fn spawn(model_url: &str) -> Self {
+        let mut child = Command::new(AGENT)
+            .args(["acp", "--max-steps", "200"])
+            .env("AQUAREGIA_MODEL", "openai-chat:mock")
+            .env("OPENAI_BASE_URL", model_url)
+            .env("OPENAI_API_KEY", "bench")
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn aquaregia acp");
+        let mut stdin: ChildStdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (out, mut lines_out) = mpsc::unbounded_channel::<String>();
+        let (close, mut closed) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            loop {
+                let mut line = tokio::select! {
+                    _ = &mut closed => break,
+                    line = lines_out.recv() => match line { Some(line) => line, None => break },
+                };
+                line.push('\n');
+                if stdin.write_all(line.as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>> = Arc::default();
+        let routes = pending.clone();
+        let replies = out.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                match (message.get("id"), message["method"].as_str()) {
+                    (Some(id), Some(method)) => {
+                        let result = if method == "mcp/message" {
+                            match handle_mcp(message["params"]["method"].as_str().unwrap_or("")) {
+                                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": {"result": result}}),
+                                Err(error) => json!({"jsonrpc": "2.0", "id": id, "result": {"error": error}}),
+                            }
+                        } else {
+                            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not here"}})
+                        };
+                        let _ = replies.send(result.to_string());
+                    }
+                    (Some(id), None) => {
+                        let waiter = id
+                            .as_u64()
+                            .and_then(|id| routes.lock().expect("routes").remove(&id));
+                        if let Some(waiter) = waiter {
+                            let _ = waiter.send(message);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+        Self {
+            child,
+            out,
+            close: Some(close),
+            pending,
+            next_id: 1,
+        }
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let (waiter, reply) = oneshot::channel();
+        self.pending.lock().expect("pending").insert(id, waiter);
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.out.send(message.to_string()).expect("agent stdin");
+        let reply = tokio::time::timeout(Duration::from_secs(60), reply)
+            .await
+            .expect("agent answered in time")
+            .expect("agent answered");
+        assert!(reply.get("error").is_none(), "{method} failed: {reply}");
+        reply["result"].clone()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
+    /// Closes stdin and waits for the agent to exit.
+    async fn finish(mut self) -> Duration {
+        let started = Instant::now();
+        self.close = None;
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("the agent exits on EOF")
+            .expect("wait");
+        started.elapsed()
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("VmRSS:"))
+                .and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Processes whose parent is `pid`.
+fn children_of(pid: u32) -> usize {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|child| {
+                    std::fs::read_to_string(format!("/proc/{child}/stat")).is_ok_and(|stat| {
+                        stat.rsplit(')')
+                            .next()
+                            .and_then(|rest| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                            == Some(pid)
+                    })
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn initialize() -> Value {
+    json!({"protocolVersion": 1, "clientCapabilities": {}})
+}
+
+fn stdio_server(name: &str, delay_ms: u64) -> Value {
+    let exe = std::env::current_exe().expect("bench binary");
+    let command = format!("sleep {}; exec '{}' --serve-mcp", delay_ms as f64 / 1000.0, exe.display());
+    json!({"name": name, "command": "sh", "args": ["-c", command], "env": []})
+}
+
+async fn bench() {
+    let model = MockModel::start().await;
+
+    // 1. Spawn to the initialize answer, and exit on EOF.
+    let (mut starts, mut exits) = (Vec::new(), Vec::new());
+    for _ in 0..30 {
+        let started = Instant::now();
+        let mut client = AcpClient::spawn(&model.url);
+        client.request("initialize", initialize()).await;
+        starts.push(started.elapsed());
+        exits.push(client.finish().await);
+    }
+    println!("spawn -> initialize answer      {:>8.2} ms (median of 30)", ms(median(starts)));
+    println!("stdin EOF -> exit               {:>8.2} ms", ms(median(exits)));
+
+    // 2. Memory, idle and per session.
+    let mut client = AcpClient::spawn(&model.url);
+    client.request("initialize", initialize()).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let idle = rss_kib(client.pid());
+    for _ in 0..50 {
+        client.request("session/new", json!({"cwd": "/tmp", "mcpServers": []})).await;
+    }
+    let with_sessions = rss_kib(client.pid());
+    println!("memory idle                     {:>8.1} MiB", idle as f64 / 1024.0);
+    println!(
+        "memory per session (50)         {:>8.1} KiB",
+        with_sessions.saturating_sub(idle) as f64 / 50.0
+    );
+    client.finish().await;
+
+    // 3. session/new with slow servers: 5 in parallel against 1.
+    let mut client = AcpClient::spawn(&model.url);
+    client.request("initialize", initialize()).await;
+    let mut timings = Vec::new();
+    for count in [1usize, 5] {
+        let servers: Vec<Value> = (0..count).map(|i| stdio_server(&format!("slow{i}"), 500)).collect();
+        let mut samples = Vec::new();
+        for _ in 0..5 {
+            let started = Instant::now();
+            let session = client
+                .request("session/new", json!({"cwd": "/tmp", "mcpServers": servers}))
+                .await;
+            samples.push(started.elapsed());
+            client
+                .request("session/close", json!({"sessionId": session["sessionId"]}))
+                .await;
+        }
+        timings.push(median(samples));
+    }
+    println!(
+        "session/new, 1 slow server       {:>8.1} ms; 5 slow servers {:>8.1} ms (ratio {:.2})",
+        ms(timings[0]),
+        ms(timings[1]),
+        timings[1].as_secs_f64() / timings[0].as_secs_f64()
+    );
+    let pid = client.pid();
+    client.finish().await;
+    assert_eq!(children_of(pid), 0);
+
+    // 4. A tool call over MCP-over-ACP against the same server over stdio.
+    const CALLS: usize = 40;
+    let mut client = AcpClient::spawn(&model.url);
+    client.request("initialize", initialize()).await;
+    let mut per_call = HashMap::new();
+    // The baseline calls a tool that does not exist: a step with no MCP round trip.
+    for (label, server, tool) in [
+        ("baseline", stdio_server("bench", 0), "missing"),
+        ("stdio", stdio_server("bench", 0), "bench__noop"),
+        ("acp", json!({"type": "acp", "name": "bench", "serverId": "bench-1"}), "bench__noop"),
+    ] {
+        let session = client
+            .request("session/new", json!({"cwd": "/tmp", "mcpServers": [server]}))
+            .await;
+        let id = session["sessionId"].clone();
+        client
+            .request("session/set_mode", json!({"sessionId": id, "modeId": "bypass_permissions"}))
+            .await;
+        let mut samples = Vec::new();
+        for round in 0..6 {
+            model.script(CALLS, tool);
+            let started = Instant::now();
+            let reply = client
+                .request("session/prompt", json!({"sessionId": id, "prompt": [{"type": "text", "text": "go"}]}))
+                .await;
+            assert_eq!(reply["stopReason"], "end_turn");
+            if round > 0 {
+                samples.push(started.elapsed() / (CALLS as u32 + 1));
+            }
+        }
+        per_call.insert(label, median(samples));
+        client.request("session/close", json!({"sessionId": id})).await;
+    }
+    let round_trip = |label: &str| per_call[label].saturating_sub(per_call["baseline"]);
+    println!(
+        "agent step (model + loop) {:>6.3} ms; tool call round trip: stdio {:>6.3} ms, MCP-over-ACP {:>6.3} ms (ratio {:.2})",
+        ms(per_call["baseline"]),
+        ms(round_trip("stdio")),
+        ms(round_trip("acp")),
+        round_trip("acp").as_secs_f64() / round_trip("stdio").as_secs_f64()
+    );
+    client.finish().await;
+    model.task.abort();
+}
+
+fn main() {
+    if std::env::args().any(|arg| arg == "--serve-mcp") {
+        serve_mcp();
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(bench());
+}
