@@ -23,7 +23,8 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, RequestCancellationHandle, UntypedMessage};
 use rmcp::RoleClient;
 use rmcp::model::{
-    ClientJsonRpcMessage, JsonRpcMessage, ProtocolVersion, RequestId, ServerJsonRpcMessage,
+    ClientJsonRpcMessage, ErrorData, JsonRpcMessage, ProtocolVersion, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::transport::Transport;
 use serde_json::{Map, Value, json};
@@ -40,18 +41,56 @@ pub(crate) enum Binding {
 /// Where incoming `mcp/message` traffic for one transport goes.
 #[derive(Clone)]
 struct Route {
+    /// Unique per transport on this connection.
+    transport: i64,
     inbox: mpsc::UnboundedSender<ServerJsonRpcMessage>,
     /// Requests from the client (connect-based binding only), answered when rmcp responds.
     incoming: Arc<Mutex<HashMap<RequestId, Responder>>>,
     next_incoming: Arc<AtomicI64>,
+    /// Stateless binding: the wire `requestId` of each active inner request, mapped back to
+    /// rmcp's id, to route the client's notifications to the transport that owns the
+    /// request and to restore ids they name (a subscription's
+    /// `io.modelcontextprotocol/subscriptionId`).
+    wire_ids: Arc<Mutex<HashMap<String, RequestId>>>,
+}
+
+impl Route {
+    /// The `requestId` the stateless binding sends for an inner request: a string (the SDKs
+    /// reject numbers), prefixed with the transport so requests stay unique per server when
+    /// several sessions use the same registration (the SDKs reject duplicate active ids).
+    fn wire_id(&self, id: &RequestId) -> String {
+        match id {
+            RequestId::Number(number) => format!("t{}-{number}", self.transport),
+            RequestId::String(text) => format!("t{}-{text}", self.transport),
+        }
+    }
+
+    /// Puts rmcp's own id back where a stateless notification names its request by the
+    /// wire id (a subscription's `io.modelcontextprotocol/subscriptionId`).
+    fn restore_ids(&self, params: &mut Value) {
+        let Some(subscription) = params
+            .get_mut("_meta")
+            .and_then(|meta| meta.get_mut("io.modelcontextprotocol/subscriptionId"))
+        else {
+            return;
+        };
+        if let Some(original) = subscription
+            .as_str()
+            .and_then(|wire| lock(&self.wire_ids).get(wire).cloned())
+        {
+            *subscription = json!(original);
+        }
+    }
 }
 
 /// Per ACP connection: the binding in use and the live MCP-over-ACP transports.
 #[derive(Default)]
 pub(crate) struct McpOverAcp {
     binding: Mutex<Option<Binding>>,
-    by_server: Mutex<HashMap<String, Route>>,
+    /// Stateless transports by server id: several sessions may use one registration.
+    by_server: Mutex<HashMap<String, Vec<Route>>>,
     by_connection: Mutex<HashMap<String, Route>>,
+    transports: AtomicI64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -112,13 +151,18 @@ impl McpOverAcp {
 
         let (inbox, received) = mpsc::unbounded_channel();
         let route = Route {
+            transport: self.transports.fetch_add(1, Ordering::Relaxed),
             inbox,
             incoming: Arc::default(),
             next_incoming: Arc::new(AtomicI64::new(1)),
+            wire_ids: Arc::default(),
         };
         let target = match binding {
             Binding::Stateless => {
-                lock(&self.by_server).insert(server_id.to_owned(), route.clone());
+                lock(&self.by_server)
+                    .entry(server_id.to_owned())
+                    .or_default()
+                    .push(route.clone());
                 Target::Stateless {
                     server_id: server_id.to_owned(),
                     // A server without `server/discover` is still 2026-07-28: answer for it.
@@ -164,10 +208,12 @@ impl McpOverAcp {
             tracing::debug!(%params, "mcp/message notification for no known server; dropped");
             return;
         };
+        let mut inner = params.get("params").cloned().unwrap_or_else(|| json!({}));
+        route.restore_ids(&mut inner);
         let message = json!({
             "jsonrpc": "2.0",
             "method": params.get("method").cloned().unwrap_or(Value::Null),
-            "params": params.get("params").cloned().unwrap_or_else(|| json!({})),
+            "params": inner,
         });
         match serde_json::from_value::<ServerJsonRpcMessage>(message) {
             Ok(message) => {
@@ -207,12 +253,20 @@ impl McpOverAcp {
         }
     }
 
+    /// The transport `params` is for: by `connectionId`, or (stateless) by `serverId` and the
+    /// active `requestId` it belongs to.
     fn route(&self, params: &Value) -> Option<Route> {
         let field = |name: &str| params.get(name).and_then(Value::as_str);
         if let Some(connection) = field("connectionId") {
             return lock(&self.by_connection).get(connection).cloned();
         }
-        field("serverId").and_then(|server| lock(&self.by_server).get(server).cloned())
+        let request = field("requestId")?;
+        let by_server = lock(&self.by_server);
+        by_server
+            .get(field("serverId")?)?
+            .iter()
+            .find(|route| lock(&route.wire_ids).contains_key(request))
+            .cloned()
     }
 }
 
@@ -222,9 +276,12 @@ async fn probe_stateless(
     cx: &ConnectionTo<Client>,
     server_id: &str,
 ) -> Result<bool, agent_client_protocol::Error> {
+    // Unique: two sessions may probe the same registration at once.
+    static PROBES: AtomicI64 = AtomicI64::new(1);
+    let probe = PROBES.fetch_add(1, Ordering::Relaxed);
     let params = json!({
         "serverId": server_id,
-        "requestId": "aquaregia-probe",
+        "requestId": format!("aquaregia-probe-{probe}"),
         "method": "server/discover",
         "params": {"_meta": modern_meta()},
     });
@@ -301,21 +358,24 @@ impl Shared {
         if self.closed.is_cancelled() {
             return Err(AcpTransportError("the transport is closed".into()));
         }
-        let item = serde_json::to_value(item).map_err(|e| AcpTransportError(e.to_string()))?;
-        let method = item
-            .get("method")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let Value::Object(mut item) =
+            serde_json::to_value(item).map_err(|e| AcpTransportError(e.to_string()))?
+        else {
+            return Ok(());
+        };
+        let method = match item.remove("method") {
+            Some(Value::String(method)) => Some(method),
+            _ => None,
+        };
         let id = item
-            .get("id")
-            .cloned()
+            .remove("id")
             .and_then(|id| serde_json::from_value::<RequestId>(id).ok());
-        let params = item.get("params").cloned();
+        let params = item.remove("params");
         match (method, id) {
             (Some(method), Some(id)) => self.send_request(id, &method, params),
             (Some(method), None) => self.send_notification(&method, params),
             (None, Some(id)) => {
-                self.answer_client(&id, &item);
+                self.answer_client(&id, &Value::Object(item));
                 Ok(())
             }
             (None, None) => Ok(()),
@@ -350,7 +410,9 @@ impl Shared {
                         meta.entry(key).or_insert(value);
                     }
                 }
-                json!({"serverId": server_id, "requestId": id, "method": method, "params": params})
+                let wire = self.route.wire_id(&id);
+                lock(&self.route.wire_ids).insert(wire.clone(), id.clone());
+                json!({"serverId": server_id, "requestId": wire, "method": method, "params": params})
             }
             Target::Connection { connection_id } => {
                 let mut envelope = json!({"connectionId": connection_id, "method": method});
@@ -360,37 +422,59 @@ impl Shared {
                 envelope
             }
         };
-        let message = UntypedMessage::new("mcp/message", envelope)
-            .map_err(|e| AcpTransportError(e.message))?;
-        let sent = self.cx.send_request(message);
-        lock(&self.in_flight).insert(id.clone(), sent.cancellation_handle());
+        // The envelope is already JSON: build the message directly, without another copy.
+        let message = UntypedMessage {
+            method: "mcp/message".to_owned(),
+            params: envelope,
+        };
+        let request = self.cx.prepare_request(message);
+        lock(&self.in_flight).insert(id.clone(), request.cancellation_handle());
         let shared = self.clone();
         let stateless = matches!(self.target, Target::Stateless { .. });
-        tokio::spawn(async move {
-            let reply = tokio::select! {
-                () = shared.closed.cancelled() => return,
-                reply = sent.block_task() => reply,
-            };
-            lock(&shared.in_flight).remove(&id);
-            let outcome = match reply {
-                // Stateless: the inner outcome is wrapped; connect-based: the result is inner.
-                Ok(reply) if stateless => match (reply.get("result"), reply.get("error")) {
-                    (Some(result), _) => Ok(result.clone()),
-                    (None, Some(error)) => Err(error.clone()),
-                    (None, None) => Err(
-                        json!({"code": -32603, "message": "mcp/message reply had neither result nor error"}),
-                    ),
-                },
-                Ok(reply) => Ok(reply),
-                Err(error) => Err(json!({
-                    "code": i32::from(error.code),
-                    "message": error.message,
-                    "data": error.data,
-                })),
-            };
-            shared.deliver_result(&id, outcome);
-        });
-        Ok(())
+        // Answered in the connection's own dispatch, in order, with no task per request.
+        request
+            .on_receiving_result(move |reply| {
+                shared.on_reply(&id, reply, stateless);
+                std::future::ready(Ok(()))
+            })
+            .map_err(|e| AcpTransportError(e.message))
+    }
+
+    fn on_reply(
+        &self,
+        id: &RequestId,
+        reply: Result<Value, agent_client_protocol::Error>,
+        stateless: bool,
+    ) {
+        lock(&self.in_flight).remove(id);
+        lock(&self.route.wire_ids).remove(&self.route.wire_id(id));
+        if self.closed.is_cancelled() {
+            return;
+        }
+        let outcome = match reply {
+            // Stateless: the inner outcome is wrapped; connect-based: the result is inner.
+            Ok(Value::Object(mut reply)) if stateless => {
+                match (reply.remove("result"), reply.remove("error")) {
+                    (Some(result), _) => Ok(result),
+                    (None, Some(error)) => Err(error),
+                    (None, None) => Err(json!({
+                        "code": -32603,
+                        "message": "mcp/message reply had neither result nor error"
+                    })),
+                }
+            }
+            Ok(reply) if stateless => Err(json!({
+                "code": -32603,
+                "message": format!("mcp/message reply is not an object: {reply}")
+            })),
+            Ok(reply) => Ok(reply),
+            Err(error) => Err(json!({
+                "code": i32::from(error.code),
+                "message": error.message,
+                "data": error.data,
+            })),
+        };
+        self.deliver_result(id, outcome);
     }
 
     fn send_notification(
@@ -452,24 +536,18 @@ impl Shared {
 
     fn deliver_result(&self, id: &RequestId, outcome: Result<Value, Value>) {
         let message = match outcome {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+            Ok(result) => serde_json::from_value::<ServerResult>(result)
+                .map(|result| JsonRpcMessage::response(result, id.clone())),
+            Err(error) => serde_json::from_value::<ErrorData>(error)
+                .map(|error| JsonRpcMessage::error(error, Some(id.clone()))),
         };
-        match serde_json::from_value::<ServerJsonRpcMessage>(message) {
-            Ok(message) => {
-                let _ = self.route.inbox.send(message);
-            }
-            Err(error) => {
-                let fallback = JsonRpcMessage::error(
-                    rmcp::model::ErrorData::internal_error(
-                        format!("malformed MCP reply: {error}"),
-                        None,
-                    ),
-                    Some(id.clone()),
-                );
-                let _ = self.route.inbox.send(fallback);
-            }
-        }
+        let message = message.unwrap_or_else(|error| {
+            JsonRpcMessage::error(
+                ErrorData::internal_error(format!("malformed MCP reply: {error}"), None),
+                Some(id.clone()),
+            )
+        });
+        let _ = self.route.inbox.send(message);
     }
 
     fn close(&self) {
@@ -482,7 +560,13 @@ impl Shared {
         }
         match &self.target {
             Target::Stateless { server_id, .. } => {
-                lock(&self.router.by_server).remove(server_id);
+                let mut by_server = lock(&self.router.by_server);
+                if let Some(routes) = by_server.get_mut(server_id) {
+                    routes.retain(|route| route.transport != self.route.transport);
+                    if routes.is_empty() {
+                        by_server.remove(server_id);
+                    }
+                }
             }
             Target::Connection { connection_id } => {
                 lock(&self.router.by_connection).remove(connection_id);

@@ -184,9 +184,20 @@ impl State {
                 tokio::spawn(async move { state.new_session(params, responder, cx).await });
             }
             "session/prompt" => match self.session_of(&params) {
-                Ok(session) => {
-                    tokio::spawn(async move { state.prompt(session, params, responder, cx).await });
-                }
+                // The prompt is registered before the next message is read, so a
+                // `session/cancel` right behind it finds it.
+                Ok(session) => match session.begin_prompt() {
+                    Some(token) => {
+                        tokio::spawn(async move {
+                            state.prompt(session, params, token, responder, cx).await;
+                        });
+                    }
+                    None => {
+                        let _ = responder.respond_with_error(invalid_params(
+                            "a prompt is already running in this session",
+                        ));
+                    }
+                },
                 Err(error) => {
                     let _ = responder.respond_with_error(error);
                 }
@@ -312,18 +323,14 @@ impl State {
         self: Arc<Self>,
         session: Arc<Session>,
         params: Value,
+        token: tokio_util::sync::CancellationToken,
         responder: Responder,
         cx: ConnectionTo<Client>,
     ) {
         let Some(blocks) = params.get("prompt").and_then(Value::as_array) else {
+            session.end_prompt(&token);
             let _ = responder.respond_with_error(invalid_params(
                 "`prompt` must be an array of content blocks",
-            ));
-            return;
-        };
-        let Some(token) = session.begin_prompt() else {
-            let _ = responder.respond_with_error(invalid_params(
-                "a prompt is already running in this session",
             ));
             return;
         };

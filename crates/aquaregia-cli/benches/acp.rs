@@ -103,7 +103,9 @@ impl MockModel {
                     .expect("response")
             }
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -140,25 +142,29 @@ impl AcpClient {
             .kill_on_drop(true)
             .spawn()
             .expect("spawn aquaregia acp");
-        let mut stdin: ChildStdin = child.stdin.take().expect("stdin");
+        let stdin: ChildStdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
+        // One writer, shared: our requests and the answers to the agent's `mcp/message`s,
+        // which the reader writes directly, as a stdio server would.
+        let stdin = Arc::new(tokio::sync::Mutex::new(Some(stdin)));
         let (out, mut lines_out) = mpsc::unbounded_channel::<String>();
         let (close, mut closed) = oneshot::channel::<()>();
+        let writer = stdin.clone();
         tokio::spawn(async move {
             loop {
-                let mut line = tokio::select! {
+                let line = tokio::select! {
                     _ = &mut closed => break,
                     line = lines_out.recv() => match line { Some(line) => line, None => break },
                 };
-                line.push('\n');
-                if stdin.write_all(line.as_bytes()).await.is_err() {
+                if !write_line(&writer, line).await {
                     break;
                 }
             }
+            writer.lock().await.take();
         });
         let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>> = Arc::default();
         let routes = pending.clone();
-        let replies = out.clone();
+        let replies = stdin.clone();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -175,7 +181,7 @@ impl AcpClient {
                         } else {
                             json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not here"}})
                         };
-                        let _ = replies.send(result.to_string());
+                        write_line(&replies, result.to_string()).await;
                     }
                     (Some(id), None) => {
                         let waiter = id
@@ -229,6 +235,14 @@ impl AcpClient {
     }
 }
 
+async fn write_line(stdin: &tokio::sync::Mutex<Option<ChildStdin>>, mut line: String) -> bool {
+    line.push('\n');
+    match stdin.lock().await.as_mut() {
+        Some(stdin) => stdin.write_all(line.as_bytes()).await.is_ok(),
+        None => false,
+    }
+}
+
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -275,7 +289,11 @@ fn initialize() -> Value {
 
 fn stdio_server(name: &str, delay_ms: u64) -> Value {
     let exe = std::env::current_exe().expect("bench binary");
-    let command = format!("sleep {}; exec '{}' --serve-mcp", delay_ms as f64 / 1000.0, exe.display());
+    let command = format!(
+        "sleep {}; exec '{}' --serve-mcp",
+        delay_ms as f64 / 1000.0,
+        exe.display()
+    );
     json!({"name": name, "command": "sh", "args": ["-c", command], "env": []})
 }
 
@@ -291,8 +309,14 @@ async fn bench() {
         starts.push(started.elapsed());
         exits.push(client.finish().await);
     }
-    println!("spawn -> initialize answer      {:>8.2} ms (median of 30)", ms(median(starts)));
-    println!("stdin EOF -> exit               {:>8.2} ms", ms(median(exits)));
+    println!(
+        "spawn -> initialize answer      {:>8.2} ms (median of 30)",
+        ms(median(starts))
+    );
+    println!(
+        "stdin EOF -> exit               {:>8.2} ms",
+        ms(median(exits))
+    );
 
     // 2. Memory, idle and per session.
     let mut client = AcpClient::spawn(&model.url);
@@ -300,10 +324,15 @@ async fn bench() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let idle = rss_kib(client.pid());
     for _ in 0..50 {
-        client.request("session/new", json!({"cwd": "/tmp", "mcpServers": []})).await;
+        client
+            .request("session/new", json!({"cwd": "/tmp", "mcpServers": []}))
+            .await;
     }
     let with_sessions = rss_kib(client.pid());
-    println!("memory idle                     {:>8.1} MiB", idle as f64 / 1024.0);
+    println!(
+        "memory idle                     {:>8.1} MiB",
+        idle as f64 / 1024.0
+    );
     println!(
         "memory per session (50)         {:>8.1} KiB",
         with_sessions.saturating_sub(idle) as f64 / 50.0
@@ -315,7 +344,9 @@ async fn bench() {
     client.request("initialize", initialize()).await;
     let mut timings = Vec::new();
     for count in [1usize, 5] {
-        let servers: Vec<Value> = (0..count).map(|i| stdio_server(&format!("slow{i}"), 500)).collect();
+        let servers: Vec<Value> = (0..count)
+            .map(|i| stdio_server(&format!("slow{i}"), 500))
+            .collect();
         let mut samples = Vec::new();
         for _ in 0..5 {
             let started = Instant::now();
@@ -339,12 +370,13 @@ async fn bench() {
     client.finish().await;
     assert_eq!(children_of(pid), 0);
 
-    // 4. A tool call over MCP-over-ACP against the same server over stdio.
-    const CALLS: usize = 40;
+    // 4. A tool call over MCP-over-ACP against the same server over stdio. The baseline
+    // session's model calls a tool that does not exist: a step with no MCP round trip.
+    // Sessions take turns each round, so drift hits all three alike.
+    const CALLS: usize = 60;
     let mut client = AcpClient::spawn(&model.url);
     client.request("initialize", initialize()).await;
-    let mut per_call = HashMap::new();
-    // The baseline calls a tool that does not exist: a step with no MCP round trip.
+    let mut sessions = Vec::new();
     for (label, server, tool) in [
         ("baseline", stdio_server("bench", 0), "missing"),
         ("stdio", stdio_server("bench", 0), "bench__noop"),
@@ -357,21 +389,29 @@ async fn bench() {
         client
             .request("session/set_mode", json!({"sessionId": id, "modeId": "bypass_permissions"}))
             .await;
-        let mut samples = Vec::new();
-        for round in 0..6 {
+        sessions.push((label, id, tool));
+    }
+    let mut samples: HashMap<&str, Vec<Duration>> = HashMap::new();
+    for round in 0..12 {
+        for (label, id, tool) in &sessions {
             model.script(CALLS, tool);
             let started = Instant::now();
             let reply = client
                 .request("session/prompt", json!({"sessionId": id, "prompt": [{"type": "text", "text": "go"}]}))
                 .await;
             assert_eq!(reply["stopReason"], "end_turn");
-            if round > 0 {
-                samples.push(started.elapsed() / (CALLS as u32 + 1));
+            if round > 1 {
+                samples
+                    .entry(label)
+                    .or_default()
+                    .push(started.elapsed() / (CALLS as u32 + 1));
             }
         }
-        per_call.insert(label, median(samples));
-        client.request("session/close", json!({"sessionId": id})).await;
     }
+    let per_call: HashMap<&str, Duration> = samples
+        .into_iter()
+        .map(|(label, samples)| (label, median(samples)))
+        .collect();
     let round_trip = |label: &str| per_call[label].saturating_sub(per_call["baseline"]);
     println!(
         "agent step (model + loop) {:>6.3} ms; tool call round trip: stdio {:>6.3} ms, MCP-over-ACP {:>6.3} ms (ratio {:.2})",

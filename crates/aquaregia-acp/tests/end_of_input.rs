@@ -1,0 +1,81 @@
+//! The end of input (the client closes its write side) makes `serve` return and leaves no
+//! child process behind, idle or in the middle of a tool call.
+
+mod support;
+
+use serde_json::json;
+
+use support::mock::{self, MockModel};
+use support::raw::{RawClient, ok};
+use support::scripts::toolbox_entry;
+use support::{
+    agent_for, assert_no_process_left, marker, processes_with_marker, tool_updates, updates,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn end_of_input_ends_serve_and_every_server() {
+    let mock = MockModel::start().await;
+    let client = RawClient::connect(agent_for(&mock));
+    client.initialize().await;
+    let marker = marker("eof-idle");
+    let env = [("AQUAREGIA_TEST_MARKER", marker.as_str())];
+    client
+        .new_session(
+            "/tmp",
+            json!([
+                toolbox_entry("one", &[], &env),
+                toolbox_entry("two", &[], &env)
+            ]),
+        )
+        .await;
+    client
+        .new_session("/tmp", json!([toolbox_entry("three", &[], &env)]))
+        .await;
+    assert_eq!(processes_with_marker(&marker).len(), 3);
+
+    client
+        .finish()
+        .await
+        .expect("serve returns Ok at the end of input");
+    assert_no_process_left(&marker).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn end_of_input_during_a_tool_call_ends_serve_and_the_server() {
+    let mock = MockModel::start().await;
+    let client = RawClient::connect(agent_for(&mock));
+    client.set_handler(|request| {
+        (request["method"] == "session/request_permission").then(|| {
+            ok(
+                request,
+                json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+            )
+        })
+    });
+    client.initialize().await;
+    let marker = marker("eof-busy");
+    let session = client
+        .new_session(
+            "/tmp",
+            json!([toolbox_entry(
+                "box",
+                &[],
+                &[("AQUAREGIA_TEST_MARKER", &marker)]
+            )]),
+        )
+        .await;
+    mock.push(mock::tool_call("call-1", "box__sleep_forever", json!({})));
+    client.start_prompt(&session, "sleep").await;
+    support::eventually("the call to start", || {
+        tool_updates(&updates(&client.log(), &session))
+            .iter()
+            .any(|u| u["status"] == "in_progress")
+    })
+    .await;
+
+    client
+        .finish()
+        .await
+        .expect("serve returns at the end of input");
+    assert_no_process_left(&marker).await;
+}

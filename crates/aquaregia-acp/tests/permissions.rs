@@ -1,0 +1,194 @@
+//! Permission requests: the `bypass_permissions` mode, and rejections as the model and the
+//! client see them.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use support::mock::{self, MockModel, content_text, tool_messages};
+use support::raw::{RawClient, ok};
+use support::scripts::toolbox_entry;
+use support::{agent_for, assert_no_process_left, marker, tool_updates, updates};
+
+fn permission_requests(client: &RawClient) -> Vec<Value> {
+    client
+        .log()
+        .into_iter()
+        .filter(|m| m["method"] == "session/request_permission")
+        .collect()
+}
+
+/// Answers every permission request with `option`.
+fn answer_with(client: &RawClient, option: &'static str) {
+    client.set_handler(move |request| {
+        (request["method"] == "session/request_permission").then(|| {
+            ok(
+                request,
+                json!({"outcome": {"outcome": "selected", "optionId": option}}),
+            )
+        })
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bypass_permissions_mode_runs_tools_without_asking() {
+    let mock = MockModel::start().await;
+    let client = RawClient::connect(agent_for(&mock));
+    answer_with(&client, "allow_once");
+    client.initialize().await;
+    let marker = marker("bypass");
+    let response = client
+        .request(
+            "session/new",
+            json!({"cwd": "/tmp", "mcpServers": [toolbox_entry("box", &[], &[("AQUAREGIA_TEST_MARKER", &marker)])]}),
+        )
+        .await;
+    let session = response["result"]["sessionId"].as_str().unwrap().to_owned();
+    let modes = &response["result"]["modes"];
+    assert_eq!(modes["currentModeId"], "default");
+    let ids: Vec<&str> = modes["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["default", "bypass_permissions"]);
+
+    // Default mode: asked.
+    mock.push(mock::tool_call(
+        "call-1",
+        "box__write_note",
+        json!({"text": "one"}),
+    ))
+    .push(mock::text("Done."));
+    let answer = client.prompt(&session, "write").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(permission_requests(&client).len(), 1);
+
+    let unknown = client
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "yolo"}),
+        )
+        .await;
+    assert!(unknown.get("error").is_some(), "{unknown}");
+    let set = client
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "bypass_permissions"}),
+        )
+        .await;
+    assert_eq!(set["result"], json!({}), "{set}");
+    assert!(
+        updates(&client.log(), &session)
+            .iter()
+            .any(|u| u["sessionUpdate"] == "current_mode_update"
+                && u["currentModeId"] == "bypass_permissions")
+    );
+
+    // Bypass mode: not asked, and the tool runs.
+    mock.push(mock::tool_call(
+        "call-2",
+        "box__write_note",
+        json!({"text": "two"}),
+    ))
+    .push(mock::text("Done again."));
+    let answer = client.prompt(&session, "write again").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(permission_requests(&client).len(), 1, "no new request");
+    let statuses: Vec<Value> = tool_updates(&updates(&client.log(), &session))
+        .iter()
+        .filter(|u| u["toolCallId"] == "call-2")
+        .map(|u| u["status"].clone())
+        .collect();
+    assert_eq!(statuses, ["pending", "in_progress", "completed"]);
+    let requests = mock.requests();
+    assert_eq!(content_text(&tool_messages(&requests[3])[1]), "written");
+    client.finish().await.unwrap();
+    assert_no_process_left(&marker).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rejected_call_is_reported_to_the_model_and_fails() {
+    let mock = MockModel::start().await;
+    let client = RawClient::connect(agent_for(&mock));
+    let answers = Arc::new(Mutex::new(vec!["reject_always", "reject_once"]));
+    client.set_handler({
+        let answers = answers.clone();
+        move |request| {
+            (request["method"] == "session/request_permission").then(|| {
+                let option = answers.lock().unwrap().pop().expect("an answer left");
+                ok(
+                    request,
+                    json!({"outcome": {"outcome": "selected", "optionId": option}}),
+                )
+            })
+        }
+    });
+    client.initialize().await;
+    let marker = marker("reject");
+    let session = client
+        .new_session(
+            "/tmp",
+            json!([toolbox_entry(
+                "box",
+                &[],
+                &[("AQUAREGIA_TEST_MARKER", &marker)]
+            )]),
+        )
+        .await;
+
+    // reject_once: the model is told, the update fails, the tool never ran.
+    mock.push(mock::tool_call(
+        "call-1",
+        "box__write_note",
+        json!({"text": "secret"}),
+    ))
+    .push(mock::text("Understood."));
+    let answer = client.prompt(&session, "write").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let requests = mock.requests();
+    let told = tool_messages(&requests[1]);
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0]["tool_call_id"], "call-1");
+    let text = content_text(&told[0]);
+    assert!(
+        text.contains("rejected"),
+        "the model sees a rejection: {text}"
+    );
+    assert!(!text.contains("written"), "the tool did not run: {text}");
+    let failed: Vec<Value> = tool_updates(&updates(&client.log(), &session))
+        .into_iter()
+        .filter(|u| u["toolCallId"] == "call-1")
+        .collect();
+    let statuses: Vec<&Value> = failed.iter().map(|u| &u["status"]).collect();
+    assert_eq!(statuses, ["pending", "failed"], "{failed:#?}");
+
+    // reject_always is remembered: the next call is rejected without asking.
+    mock.push(mock::tool_call(
+        "call-2",
+        "box__write_note",
+        json!({"text": "again"}),
+    ))
+    .push(mock::text("Fine."));
+    let answer = client.prompt(&session, "write again").await; // answered reject_always
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    mock.push(mock::tool_call(
+        "call-3",
+        "box__write_note",
+        json!({"text": "third"}),
+    ))
+    .push(mock::text("Fine."));
+    let answer = client.prompt(&session, "and again").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(permission_requests(&client).len(), 2);
+    let last = tool_messages(&mock.requests()[5]);
+    assert!(
+        content_text(last.last().unwrap()).contains("rejected"),
+        "{last:?}"
+    );
+    client.finish().await.unwrap();
+    assert_no_process_left(&marker).await;
+}

@@ -1,0 +1,150 @@
+//! Bad `mcpServers` entries and servers that do not start are reported as session updates
+//! naming them, and never fail the session: the other servers' tools are still used.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use support::mock::{self, MockModel, tool_names};
+use support::raw::{RawClient, stateless_server};
+use support::scripts::toolbox_entry;
+use support::{BOUND, agent_for, assert_no_process_left, marker, updates};
+
+/// The texts of the `agent_message_chunk` updates of `session`.
+fn messages(client: &RawClient, session: &str) -> Vec<String> {
+    updates(&client.log(), session)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+async fn reported(client: &RawClient, session: &str, name: &str) -> String {
+    let needle = format!("`{name}`");
+    support::eventually(&format!("a report about {name}"), || {
+        messages(client, session)
+            .iter()
+            .any(|m| m.contains(&needle))
+    })
+    .await;
+    messages(client, session)
+        .into_iter()
+        .find(|m| m.contains(&needle))
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn invalid_entries_are_reported_and_the_session_still_works() {
+    let mock = MockModel::start().await;
+    let client = RawClient::connect(agent_for(&mock));
+    let acp_tools = json!([{"name": "peek", "inputSchema": {"type": "object"}}]);
+    client.set_handler(move |request| stateless_server(request, &acp_tools));
+    client.initialize().await;
+    let marker = marker("invalid-entries");
+    let session = client
+        .new_session(
+            "/tmp",
+            json!([
+                {"name": "nocmd", "args": []},
+                {"type": "carrier-pigeon", "name": "pigeon", "url": "coo://roof"},
+                {"type": "acp", "name": "first", "serverId": "dup"},
+                {"type": "acp", "name": "second", "serverId": "dup"},
+                {"type": "http", "name": "nourl"},
+                toolbox_entry("box", &[], &[("AQUAREGIA_TEST_MARKER", &marker)]),
+            ]),
+        )
+        .await;
+
+    assert!(
+        reported(&client, &session, "nocmd")
+            .await
+            .contains("command")
+    );
+    assert!(
+        reported(&client, &session, "pigeon")
+            .await
+            .contains("carrier-pigeon")
+    );
+    assert!(reported(&client, &session, "second").await.contains("dup"));
+    assert!(reported(&client, &session, "nourl").await.contains("url"));
+    assert!(
+        !messages(&client, &session)
+            .iter()
+            .any(|m| m.contains("`first`") || m.contains("`box`")),
+        "the valid servers are not reported: {:?}",
+        messages(&client, &session)
+    );
+
+    mock.push(mock::text("Works."));
+    let answer = client.prompt(&session, "hi").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let names = tool_names(&mock.requests()[0]);
+    assert!(names.contains(&"first__peek".to_owned()), "{names:?}");
+    assert!(names.contains(&"box__echo".to_owned()), "{names:?}");
+    client.finish().await.unwrap();
+    assert_no_process_left(&marker).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_server_that_fails_or_hangs_at_startup_does_not_fail_the_session() {
+    let mock = MockModel::start().await;
+    let client = RawClient::connect(agent_for(&mock).mcp_startup_timeout(Duration::from_secs(3)));
+    client.initialize().await;
+    let marker = marker("failing-servers");
+    let env = [("AQUAREGIA_TEST_MARKER", marker.as_str())];
+    let hanging = json!({
+        "name": "stuck",
+        "command": "python3",
+        "args": ["-c", "import time\nwhile True: time.sleep(60)"],
+        "env": [{"name": "AQUAREGIA_TEST_MARKER", "value": marker}],
+    });
+    let started = Instant::now();
+    let response = client
+        .request(
+            "session/new",
+            json!({"cwd": "/tmp", "mcpServers": [
+                toolbox_entry("broken", &["fail"], &env),
+                hanging,
+                toolbox_entry("good", &[], &env),
+            ]}),
+        )
+        .await;
+    let session = response["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{response}"))
+        .to_owned();
+    assert!(
+        started.elapsed() < BOUND,
+        "session/new is bounded by the startup timeout, not by the stuck server"
+    );
+
+    let broken = reported(&client, &session, "broken").await;
+    assert!(
+        broken.contains("refusing to start") || broken.contains("status 7"),
+        "the failure says why: {broken}"
+    );
+    let stuck = reported(&client, &session, "stuck").await;
+    assert!(stuck.contains("3"), "the timeout is named: {stuck}");
+
+    mock.push(mock::tool_call("call-1", "good__read_note", json!({})))
+        .push(mock::text("Read it."));
+    let answer = client.prompt(&session, "read the note").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let names = tool_names(&mock.requests()[0]);
+    assert!(names.contains(&"good__read_note".to_owned()), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("broken__") || n.starts_with("stuck__")),
+        "{names:?}"
+    );
+    let tool_message: Vec<Value> = support::mock::tool_messages(&mock.requests()[1]);
+    assert!(
+        support::mock::content_text(&tool_message[0]).contains("a note"),
+        "{tool_message:?}"
+    );
+    client.finish().await.unwrap();
+    assert_no_process_left(&marker).await;
+}

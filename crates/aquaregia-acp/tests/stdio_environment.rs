@@ -1,0 +1,90 @@
+//! Stdio servers run in the session's `cwd`, with the entry's `env` over the inherited one.
+
+mod support;
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use support::mock::{self, MockModel, content_text, tool_messages};
+use support::raw::RawClient;
+use support::scripts::toolbox_entry;
+use support::{agent_for, assert_no_process_left, marker, tool_updates, updates};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stdio_servers_get_the_session_cwd_and_the_merged_env() {
+    let dir = std::env::temp_dir().join(format!("acp-cwd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    let _cleanup = RemoveOnDrop(dir.clone());
+    let mock = MockModel::start().await;
+    let client = RawClient::connect(agent_for(&mock));
+    client.initialize().await;
+    let marker = marker("stdio-env");
+    let session = client
+        .new_session(
+            dir.to_str().unwrap(),
+            json!([toolbox_entry(
+                "box",
+                &[],
+                &[
+                    ("AQUAREGIA_TEST_MARKER", &marker),
+                    ("ACP_ENTRY_VAR", "from the entry"),
+                    ("HOME", "/acp-test-home"),
+                ]
+            )]),
+        )
+        .await;
+
+    mock.push(mock::tool_call(
+        "call-1",
+        "box__whereami",
+        json!({"names": ["ACP_ENTRY_VAR", "HOME", "PATH", "CARGO_MANIFEST_DIR"]}),
+    ))
+    .push(mock::text("Noted."));
+    let answer = client.prompt(&session, "where are you?").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+
+    let told = tool_messages(&mock.requests()[1]);
+    let report: Value =
+        serde_json::from_str(&content_text(&told[0])).unwrap_or_else(|e| panic!("{told:?}: {e}"));
+    assert_eq!(
+        PathBuf::from(report["cwd"].as_str().unwrap())
+            .canonicalize()
+            .unwrap(),
+        dir,
+        "run in the session cwd"
+    );
+    assert_eq!(report["env"]["ACP_ENTRY_VAR"], "from the entry");
+    assert_eq!(
+        report["env"]["HOME"], "/acp-test-home",
+        "the entry wins over the inherited value"
+    );
+    // (pyenv's `python3` shim may prepend to PATH.)
+    let path = report["env"]["PATH"].as_str().unwrap_or_default();
+    assert!(
+        path.ends_with(&std::env::var("PATH").unwrap()),
+        "the inherited environment is kept: {path}"
+    );
+    if let Ok(manifest_dir) = std::env::var("CARGO_MANIFEST_DIR") {
+        assert_eq!(report["env"]["CARGO_MANIFEST_DIR"], manifest_dir.as_str());
+    }
+    // The same report is shown to the client.
+    let completed = tool_updates(&updates(&client.log(), &session))
+        .into_iter()
+        .find(|u| u["status"] == "completed")
+        .expect("completed");
+    let shown = completed["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(shown.contains("from the entry"), "{shown}");
+    client.finish().await.unwrap();
+    assert_no_process_left(&marker).await;
+}
+
+/// Removes the directory when the test ends, passed or not.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

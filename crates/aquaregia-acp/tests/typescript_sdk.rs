@@ -1,0 +1,217 @@
+//! Smoke test with the official TypeScript SDK (`@agentclientprotocol/sdk`, installed by
+//! `scripts/test-deps.sh`): a Node client spawns the `custom_agent` example over stdio,
+//! serves an MCP server through `McpOverAcpProvider.registerServer`, and prompts; the mock
+//! model calls the ACP-served tool.
+
+mod support;
+
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use support::deps::{dep, example_binary};
+use support::mock::{self, MockModel, content_text, tool_messages, tool_names};
+use support::{BOUND, assert_no_process_left, marker};
+
+/// The Node client. ES-module `import` ignores NODE_PATH, so it is written next to the
+/// installed `node_modules`.
+const CLIENT: &str = r#"
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk/unstable";
+
+setTimeout(() => { console.error("smoke client: overall timeout"); process.exit(2); }, 60000).unref();
+
+const agentPath = process.argv[2];
+const child = spawn(agentPath, [], { stdio: ["pipe", "pipe", "inherit"], env: process.env });
+const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+
+const calls = [];
+const methods = [];
+const permissions = [];
+let subscribed = false;
+const provider = new acp.McpOverAcpProvider();
+const app = acp.client()
+  .onRequest(acp.methods.client.mcp.message, provider.handleRequest)
+  .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+    permissions.push(params);
+    return { outcome: { outcome: "selected", optionId: "allow_once" } };
+  });
+const connection = app.connect(stream);
+const agent = connection.agent;
+
+const init = await agent.request("initialize", {
+  protocolVersion: acp.PROTOCOL_VERSION,
+  clientCapabilities: {},
+  clientInfo: { name: "ts-smoke", version: "1" },
+});
+
+const notes = provider.registerServer(agent, {
+  name: "notes",
+  handler: async (op) => {
+    methods.push(op.method);
+    switch (op.method) {
+      case "server/discover":
+        return { result: {
+          resultType: "complete", supportedVersions: ["2026-07-28"],
+          capabilities: { tools: { listChanged: true } }, ttlMs: 0, cacheScope: "private",
+        } };
+      case "tools/list":
+        return { result: { resultType: "complete", tools: [{
+          name: "lookup", description: "Looks a note up",
+          inputSchema: { type: "object", properties: { topic: { type: "string" } }, required: ["topic"] },
+        }] } };
+      case "tools/call":
+        calls.push({ requestId: op.requestId, params: op.params });
+        return { result: { resultType: "complete", content: [
+          { type: "text", text: `note about ${op.params.arguments.topic}: served by TypeScript` },
+        ] } };
+      case "subscriptions/listen":
+        await op.notify("notifications/subscriptions/acknowledged", {
+          notifications: op.params.notifications,
+          _meta: { "io.modelcontextprotocol/subscriptionId": op.requestId },
+        });
+        subscribed = true;
+        await new Promise((resolve) => op.signal.addEventListener("abort", resolve, { once: true }));
+        throw op.signal.reason ?? new Error("cancelled");
+      default:
+        throw new acp.McpProtocolError(-32601, "Method not found");
+    }
+  },
+});
+
+const session = await agent
+  .buildSession({ cwd: process.cwd(), mcpServers: [] })
+  .withMcpServer(notes.declaration)
+  .start();
+const done = session.prompt("What do my notes say about rust?");
+const updates = [];
+let stopReason;
+for (;;) {
+  const message = await session.nextUpdate();
+  if (message.kind === "stop") { stopReason = message.stopReason; break; }
+  updates.push(message.update);
+}
+await done;
+session.dispose();
+
+connection.close();
+child.stdin.end();
+const exit = await exited;
+console.log(JSON.stringify({ init, stopReason, updates, calls, methods, permissions, subscribed, exit }));
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_typescript_sdk_serves_a_tool_to_the_agent() {
+    let agent = example_binary("custom_agent");
+    let npm_dir = format!("{}/npm", dep("AQUAREGIA_TEST_DEPS"));
+    let script = format!("{npm_dir}/aquaregia-acp-smoke-{}.mjs", std::process::id());
+    std::fs::write(&script, CLIENT).unwrap();
+    let _cleanup = RemoveOnDrop(script.clone());
+
+    let mock = MockModel::start().await;
+    mock.push(mock::tool_call(
+        "call-1",
+        "notes__lookup",
+        json!({"topic": "rust"}),
+    ))
+    .push(mock::text("Your notes say Rust is served by TypeScript."));
+
+    let marker = marker("typescript");
+    let output = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg(&agent)
+        .current_dir(std::env::temp_dir())
+        .env("AQUAREGIA_MODEL", "openai-chat:mock-model")
+        .env("OPENAI_BASE_URL", &mock.url)
+        .env("OPENAI_API_KEY", "test")
+        .env("AQUAREGIA_TEST_MARKER", &marker)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(BOUND * 2, output)
+        .await
+        .expect("the smoke client finished")
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "node failed: {}\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: stdout: {stdout}\nstderr: {stderr}"));
+
+    assert_eq!(report["init"]["agentInfo"]["name"], "aquaregia");
+    assert_eq!(
+        report["init"]["agentCapabilities"]["mcpCapabilities"]["acp"],
+        true
+    );
+    assert_eq!(report["stopReason"], "end_turn", "{report:#}");
+    // The tool ran in the TypeScript client, through the stateless binding.
+    assert_eq!(
+        report["calls"].as_array().unwrap().len(),
+        1,
+        "{report:#}\nstderr: {stderr}"
+    );
+    assert_eq!(
+        report["calls"][0]["params"]["arguments"],
+        json!({"topic": "rust"})
+    );
+    assert!(report["calls"][0]["requestId"].is_string());
+    let methods: Vec<&str> = report["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(!methods.contains(&"initialize"), "{methods:?}");
+    assert!(methods.contains(&"tools/list"), "{methods:?}");
+    assert_eq!(report["subscribed"], true, "list changes are subscribed to");
+    assert_eq!(report["permissions"].as_array().unwrap().len(), 1);
+    let statuses: Vec<&str> = report["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["toolCallId"] == "call-1")
+        .filter_map(|u| u["status"].as_str())
+        .collect();
+    assert_eq!(statuses, ["pending", "in_progress", "completed"]);
+    let text: String = report["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "Your notes say Rust is served by TypeScript.");
+    assert_eq!(
+        report["exit"]["code"], 0,
+        "the agent exits cleanly at the end of input"
+    );
+
+    // The model saw the example's own tool and the ACP-served one, and got the result.
+    let requests = mock.requests();
+    let names = tool_names(&requests[0]);
+    assert!(names.contains(&"word_count".to_owned()), "{names:?}");
+    assert!(names.contains(&"notes__lookup".to_owned()), "{names:?}");
+    assert!(
+        content_text(&tool_messages(&requests[1])[0]).contains("served by TypeScript"),
+        "{:?}",
+        tool_messages(&requests[1])
+    );
+    assert_no_process_left(&marker).await;
+}
+
+/// Removes the script when the test ends, passed or not.
+struct RemoveOnDrop(String);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
