@@ -164,7 +164,7 @@ impl AcpClient {
         });
         let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>> = Arc::default();
         let routes = pending.clone();
-        let replies = stdin.clone();
+        let replies = stdin;
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
