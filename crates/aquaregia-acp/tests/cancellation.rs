@@ -7,10 +7,11 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use support::mock::{self, MockModel};
+use aquaregia_test_support::mock_model::{MockServer, Reply};
+use aquaregia_test_support::processes::{assert_no_process_left, marker};
 use support::raw::{RawClient, ok};
 use support::scripts::toolbox_entry;
-use support::{BOUND, agent_for, assert_no_process_left, marker, tool_updates, updates};
+use support::{BOUND, agent_for, tool_updates, updates};
 
 fn position(log: &[Value], what: impl Fn(&Value) -> bool) -> Option<usize> {
     log.iter().position(what)
@@ -18,7 +19,7 @@ fn position(log: &[Value], what: impl Fn(&Value) -> bool) -> Option<usize> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancel_during_a_tool_call_that_never_returns() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     client.set_handler(|request| {
         (request["method"] == "session/request_permission").then(|| {
@@ -40,7 +41,7 @@ async fn cancel_during_a_tool_call_that_never_returns() {
             )]),
         )
         .await;
-    mock.push(mock::tool_call("call-1", "box__sleep_forever", json!({})));
+    mock.push(Reply::tool_call("call-1", "box__sleep_forever", json!({})));
 
     let prompt = client.start_prompt(&session, "sleep").await;
     support::eventually("the call to start", || {
@@ -78,16 +79,16 @@ async fn cancel_during_a_tool_call_that_never_returns() {
     );
 
     // The session goes on.
-    mock.push(mock::text("Awake."));
+    mock.push(Reply::text("Awake."));
     let again = client.prompt(&session, "hello?").await;
     assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
     client.finish().await.unwrap();
-    assert_no_process_left(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancel_while_a_permission_request_is_pending() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     client.initialize().await;
     let marker = marker("cancel-permission");
@@ -101,7 +102,7 @@ async fn cancel_while_a_permission_request_is_pending() {
             )]),
         )
         .await;
-    mock.push(mock::tool_call(
+    mock.push(Reply::tool_call(
         "call-1",
         "box__write_note",
         json!({"text": "x"}),
@@ -140,23 +141,23 @@ async fn cancel_while_a_permission_request_is_pending() {
             json!({"outcome": {"outcome": "selected", "optionId": "allow_always"}}),
         ))
         .await;
-    mock.push(mock::text("Okay."));
+    mock.push(Reply::text("Okay."));
     let again = client.prompt(&session, "never mind").await;
     assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
     assert_eq!(mock.request_count(), 2, "no step ran after the cancel");
     client.finish().await.unwrap();
-    assert_no_process_left(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }
 
 #[tokio::test]
 async fn a_cancel_right_behind_the_prompt_is_not_lost() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     client.initialize().await;
     let session = client.new_session("/tmp", json!([])).await;
     for round in 0..5 {
         // Without the cancel this prompt would never end: the model never answers.
-        mock.push(mock::Reply::Hang);
+        mock.push(Reply::Hang);
         let id = 1000 + round;
         let prompt = json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
             "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hang"}]}});

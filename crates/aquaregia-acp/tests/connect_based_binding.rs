@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use support::mock::{self, MockModel, Reply, tool_names};
+use aquaregia_test_support::mock_model::{MockServer, Reply, tool_names};
 use support::raw::{RawClient, error, ok};
 use support::{agent_for, tool_updates, updates};
 
@@ -94,22 +94,22 @@ fn acp_entry(name: &str, server_id: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_connect_based_binding_runs_a_full_mcp_session() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let gate = Arc::new(Notify::new());
-    mock.push(mock::tool_call(
+    mock.push(Reply::tool_call(
         "call-1",
         "editor__lookup",
         json!({"query": "main"}),
     ))
     .push(Reply::Gated(
         gate.clone(),
-        Box::new(mock::tool_call(
+        Box::new(Reply::tool_call(
             "call-2",
             "editor__lookup",
             json!({"query": "again"}),
         )),
     ))
-    .push(mock::text("Found it."));
+    .push(Reply::text("Found it."));
 
     let client = RawClient::connect(agent_for(&mock));
     let editor = Arc::new(Mutex::new(Editor::default()));
@@ -191,7 +191,7 @@ async fn the_connect_based_binding_runs_a_full_mcp_session() {
     let answer = client.response(prompt).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
 
-    let requests = mock.requests();
+    let requests = mock.bodies();
     assert_eq!(requests.len(), 3);
     assert_eq!(tool_names(&requests[0]), ["editor__lookup"]);
     assert_eq!(tool_names(&requests[1]), ["editor__lookup"]);
@@ -263,7 +263,7 @@ async fn the_connect_based_binding_runs_a_full_mcp_session() {
         )
         .await;
     assert!(gone.get("error").is_some(), "{gone}");
-    mock.push(mock::text("Still here."));
+    mock.push(Reply::text("Still here."));
     let still = client.prompt(&second, "hi").await;
     assert_eq!(still["result"]["stopReason"], "end_turn", "{still}");
 

@@ -6,14 +6,17 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use support::mock::{self, MockModel, content_text, tool_messages, tool_names};
+use aquaregia_test_support::mock_model::{
+    MockServer, Reply, content_text, tool_messages, tool_names,
+};
+use aquaregia_test_support::processes::{assert_no_process_left, marker};
 use support::raw::{RawClient, stateless_server};
 use support::scripts::toolbox_entry;
-use support::{agent_for, assert_no_process_left, marker};
+use support::{BOUND, agent_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn disabled_patterns_hide_tools_of_every_transport() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock).disable_tools([
         "box__*write*",
         "ed__*write*",
@@ -51,13 +54,13 @@ async fn disabled_patterns_hide_tools_of_every_transport() {
         .await;
 
     // The model tries a hidden tool anyway, then a visible one.
-    mock.push(mock::tool_call("call-1", "ed__write_file", json!({})))
-        .push(mock::tool_call("call-2", "ed__read_file", json!({})))
-        .push(mock::text("Done."));
+    mock.push(Reply::tool_call("call-1", "ed__write_file", json!({})))
+        .push(Reply::tool_call("call-2", "ed__read_file", json!({})))
+        .push(Reply::text("Done."));
     let answer = client.prompt(&session, "go").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
 
-    let requests = mock.requests();
+    let requests = mock.bodies();
     let mut names = tool_names(&requests[0]);
     names.sort();
     assert_eq!(
@@ -83,5 +86,5 @@ async fn disabled_patterns_hide_tools_of_every_transport() {
     );
     assert_eq!(calls[0]["name"], "read_file");
     client.finish().await.unwrap();
-    assert_no_process_left(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }

@@ -5,16 +5,15 @@ mod support;
 
 use serde_json::json;
 
-use support::mock::{self, MockModel};
+use aquaregia_test_support::mock_model::{MockServer, Reply};
+use aquaregia_test_support::processes::{assert_no_process_left, marker, processes_with_marker};
 use support::raw::{RawClient, ok};
 use support::scripts::toolbox_entry;
-use support::{
-    agent_for, assert_no_process_left, marker, processes_with_marker, tool_updates, updates,
-};
+use support::{BOUND, agent_for, tool_updates, updates};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn end_of_input_ends_serve_and_every_server() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     client.initialize().await;
     let marker = marker("eof-idle");
@@ -37,12 +36,12 @@ async fn end_of_input_ends_serve_and_every_server() {
         .finish()
         .await
         .expect("serve returns Ok at the end of input");
-    assert_no_process_left(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn end_of_input_during_a_tool_call_ends_serve_and_the_server() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     client.set_handler(|request| {
         (request["method"] == "session/request_permission").then(|| {
@@ -64,7 +63,7 @@ async fn end_of_input_during_a_tool_call_ends_serve_and_the_server() {
             )]),
         )
         .await;
-    mock.push(mock::tool_call("call-1", "box__sleep_forever", json!({})));
+    mock.push(Reply::tool_call("call-1", "box__sleep_forever", json!({})));
     client.start_prompt(&session, "sleep").await;
     support::eventually("the call to start", || {
         tool_updates(&updates(&client.log(), &session))
@@ -77,5 +76,5 @@ async fn end_of_input_during_a_tool_call_ends_serve_and_the_server() {
         .finish()
         .await
         .expect("serve returns at the end of input");
-    assert_no_process_left(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }

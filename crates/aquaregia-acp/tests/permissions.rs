@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use support::mock::{self, MockModel, content_text, tool_messages};
+use aquaregia_test_support::mock_model::{MockServer, Reply, content_text, tool_messages};
+use aquaregia_test_support::processes::{assert_no_process_left, marker};
 use support::raw::{RawClient, ok};
 use support::scripts::toolbox_entry;
-use support::{agent_for, assert_no_process_left, marker, tool_updates, updates};
+use support::{BOUND, agent_for, tool_updates, updates};
 
 fn permission_requests(client: &RawClient) -> Vec<Value> {
     client
@@ -34,7 +35,7 @@ fn answer_with(client: &RawClient, option: &'static str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bypass_permissions_mode_runs_tools_without_asking() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     answer_with(&client, "allow_once");
     client.initialize().await;
@@ -57,12 +58,12 @@ async fn bypass_permissions_mode_runs_tools_without_asking() {
     assert_eq!(ids, ["default", "bypass_permissions"]);
 
     // Default mode: asked.
-    mock.push(mock::tool_call(
+    mock.push(Reply::tool_call(
         "call-1",
         "box__write_note",
         json!({"text": "one"}),
     ))
-    .push(mock::text("Done."));
+    .push(Reply::text("Done."));
     let answer = client.prompt(&session, "write").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert_eq!(permission_requests(&client).len(), 1);
@@ -89,12 +90,12 @@ async fn bypass_permissions_mode_runs_tools_without_asking() {
     );
 
     // Bypass mode: not asked, and the tool runs.
-    mock.push(mock::tool_call(
+    mock.push(Reply::tool_call(
         "call-2",
         "box__write_note",
         json!({"text": "two"}),
     ))
-    .push(mock::text("Done again."));
+    .push(Reply::text("Done again."));
     let answer = client.prompt(&session, "write again").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert_eq!(permission_requests(&client).len(), 1, "no new request");
@@ -104,15 +105,15 @@ async fn bypass_permissions_mode_runs_tools_without_asking() {
         .map(|u| u["status"].clone())
         .collect();
     assert_eq!(statuses, ["pending", "in_progress", "completed"]);
-    let requests = mock.requests();
+    let requests = mock.bodies();
     assert_eq!(content_text(&tool_messages(&requests[3])[1]), "written");
     client.finish().await.unwrap();
-    assert_no_process_left(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_rejected_call_is_reported_to_the_model_and_fails() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     let answers = Arc::new(Mutex::new(vec!["reject_always", "reject_once"]));
     client.set_handler({
@@ -141,15 +142,15 @@ async fn a_rejected_call_is_reported_to_the_model_and_fails() {
         .await;
 
     // reject_once: the model is told, the update fails, the tool never ran.
-    mock.push(mock::tool_call(
+    mock.push(Reply::tool_call(
         "call-1",
         "box__write_note",
         json!({"text": "secret"}),
     ))
-    .push(mock::text("Understood."));
+    .push(Reply::text("Understood."));
     let answer = client.prompt(&session, "write").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    let requests = mock.requests();
+    let requests = mock.bodies();
     let told = tool_messages(&requests[1]);
     assert_eq!(told.len(), 1);
     assert_eq!(told[0]["tool_call_id"], "call-1");
@@ -167,28 +168,28 @@ async fn a_rejected_call_is_reported_to_the_model_and_fails() {
     assert_eq!(statuses, ["pending", "failed"], "{failed:#?}");
 
     // reject_always is remembered: the next call is rejected without asking.
-    mock.push(mock::tool_call(
+    mock.push(Reply::tool_call(
         "call-2",
         "box__write_note",
         json!({"text": "again"}),
     ))
-    .push(mock::text("Fine."));
+    .push(Reply::text("Fine."));
     let answer = client.prompt(&session, "write again").await; // answered reject_always
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    mock.push(mock::tool_call(
+    mock.push(Reply::tool_call(
         "call-3",
         "box__write_note",
         json!({"text": "third"}),
     ))
-    .push(mock::text("Fine."));
+    .push(Reply::text("Fine."));
     let answer = client.prompt(&session, "and again").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert_eq!(permission_requests(&client).len(), 2);
-    let last = tool_messages(&mock.requests()[5]);
+    let last = tool_messages(&mock.bodies()[5]);
     assert!(
         content_text(last.last().unwrap()).contains("rejected"),
         "{last:?}"
     );
     client.finish().await.unwrap();
-    assert_no_process_left(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }

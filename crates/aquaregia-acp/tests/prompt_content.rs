@@ -4,8 +4,8 @@ mod support;
 
 use serde_json::{Value, json};
 
+use aquaregia_test_support::mock_model::{MockServer, Reply};
 use support::agent_for;
-use support::mock::{self, MockModel};
 use support::raw::RawClient;
 
 /// A 1x1 PNG.
@@ -13,12 +13,12 @@ const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP
 
 #[tokio::test]
 async fn text_links_resources_and_images_reach_the_model() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     client.initialize().await;
     let session = client.new_session("/tmp", json!([])).await;
 
-    mock.push(mock::text("I see them."));
+    mock.push(Reply::text("I see them."));
     let response = client
         .request(
             "session/prompt",
@@ -36,7 +36,7 @@ async fn text_links_resources_and_images_reach_the_model() {
         .await;
     assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
 
-    let request = &mock.requests()[0];
+    let request = &mock.bodies()[0];
     let user = request["messages"]
         .as_array()
         .unwrap()

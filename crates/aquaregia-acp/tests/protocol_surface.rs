@@ -4,13 +4,13 @@ mod support;
 
 use serde_json::json;
 
+use aquaregia_test_support::mock_model::{MockServer, Reply};
 use support::agent_for;
-use support::mock::{self, MockModel};
 use support::raw::RawClient;
 
 #[tokio::test]
 async fn initialize_advertises_what_the_agent_supports() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     let result = client.initialize().await;
     assert_eq!(result["protocolVersion"], 1);
@@ -41,7 +41,7 @@ async fn initialize_advertises_what_the_agent_supports() {
 
 #[tokio::test]
 async fn unknown_methods_and_sessions_are_errors_and_the_agent_keeps_serving() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     client.initialize().await;
 
@@ -87,7 +87,7 @@ async fn unknown_methods_and_sessions_are_errors_and_the_agent_keeps_serving() {
     assert_eq!(relative["error"]["code"], -32602, "{relative}");
 
     // Still serving: a session and a prompt work.
-    mock.push(mock::text("Hello there."));
+    mock.push(Reply::text("Hello there."));
     let session = client.new_session("/tmp", json!([])).await;
     let answer = client.prompt(&session, "hi").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
@@ -96,7 +96,7 @@ async fn unknown_methods_and_sessions_are_errors_and_the_agent_keeps_serving() {
 
 #[tokio::test]
 async fn a_malformed_line_gets_a_parse_error_and_the_agent_keeps_serving() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     client.initialize().await;
 
@@ -111,7 +111,7 @@ async fn a_malformed_line_gets_a_parse_error_and_the_agent_keeps_serving() {
     client.send_line(r#"{"jsonrpc": "2.0", "id": 77}"#).await;
     client.send_line("[]").await;
 
-    mock.push(mock::text("Still fine."));
+    mock.push(Reply::text("Still fine."));
     let session = client.new_session("/tmp", json!([])).await;
     let answer = client.prompt(&session, "hi").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");

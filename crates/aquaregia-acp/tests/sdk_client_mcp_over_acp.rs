@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use support::mock::{self, MockModel, Reply, tool_names};
+use aquaregia_test_support::mock_model::{MockServer, Reply, tool_names};
 use support::{BOUND, agent_for, serve_in_memory, tool_updates};
 
 /// Open `subscriptions/listen` requests: subscription id and the request's context.
@@ -218,15 +218,15 @@ fn updates(seen: &[Seen]) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_rust_sdk_client_serves_tools_to_the_agent_over_acp() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let write = |id: &str, path: &str| {
-        mock::tool_call(id, "ws__write_file", json!({"path": path, "text": "hello"}))
+        Reply::tool_call(id, "ws__write_file", json!({"path": path, "text": "hello"}))
     };
     // Prompt 1: one call, allowed once. Prompt 2: asked again, allowed always.
     mock.push(write("call-1", "/work/a.txt"))
-        .push(mock::text("Wrote a.txt."));
+        .push(Reply::text("Wrote a.txt."));
     mock.push(write("call-2", "/work/b.txt"))
-        .push(mock::text("Wrote b.txt."));
+        .push(Reply::text("Wrote b.txt."));
     // Prompt 3: no question; the list changes while step 2 is pending.
     let gate = Arc::new(Notify::new());
     mock.push(write("call-3", "/work/c.txt"))
@@ -234,7 +234,7 @@ async fn the_rust_sdk_client_serves_tools_to_the_agent_over_acp() {
             gate.clone(),
             Box::new(write("call-4", "/work/d.txt")),
         ))
-        .push(mock::text("All written."));
+        .push(Reply::text("All written."));
 
     let (client_end, serve) = serve_in_memory(agent_for(&mock));
     let (read, write_half) = tokio::io::split(client_end);
@@ -377,7 +377,7 @@ async fn the_rust_sdk_client_serves_tools_to_the_agent_over_acp() {
         .expect("no panic")
         .expect("clean end");
 
-    let requests = mock.requests();
+    let requests = mock.bodies();
     assert_eq!(requests.len(), 7);
     for (index, request) in requests.iter().enumerate() {
         assert_eq!(request["stream"], true);
@@ -405,8 +405,8 @@ async fn the_rust_sdk_client_serves_tools_to_the_agent_over_acp() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancelling_a_prompt_cancels_the_clients_mcp_request() {
-    let mock = MockModel::start().await;
-    mock.push(mock::tool_call("call-1", "ws__wait_forever", json!({})));
+    let mock = MockServer::start().await;
+    mock.push(Reply::tool_call("call-1", "ws__wait_forever", json!({})));
     let (client_end, serve) = serve_in_memory(agent_for(&mock));
     let (read, write_half) = tokio::io::split(client_end);
     let transport = ByteStreams::new(write_half.compat_write(), read.compat());

@@ -7,10 +7,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use support::mock::{self, MockModel, tool_names};
+use aquaregia_test_support::mock_model::{
+    MockServer, Reply, content_text, tool_messages, tool_names,
+};
+use aquaregia_test_support::processes::{assert_no_process_left, marker};
 use support::raw::{RawClient, stateless_server};
 use support::scripts::toolbox_entry;
-use support::{BOUND, agent_for, assert_no_process_left, marker, updates};
+use support::{BOUND, agent_for, updates};
 
 /// The texts of the `agent_message_chunk` updates of `session`.
 fn messages(client: &RawClient, session: &str) -> Vec<String> {
@@ -37,7 +40,7 @@ async fn reported(client: &RawClient, session: &str, name: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn invalid_entries_are_reported_and_the_session_still_works() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     let acp_tools = json!([{"name": "peek", "inputSchema": {"type": "object"}}]);
     client.set_handler(move |request| stateless_server(request, &acp_tools));
@@ -77,19 +80,19 @@ async fn invalid_entries_are_reported_and_the_session_still_works() {
         messages(&client, &session)
     );
 
-    mock.push(mock::text("Works."));
+    mock.push(Reply::text("Works."));
     let answer = client.prompt(&session, "hi").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    let names = tool_names(&mock.requests()[0]);
+    let names = tool_names(&mock.bodies()[0]);
     assert!(names.contains(&"first__peek".to_owned()), "{names:?}");
     assert!(names.contains(&"box__echo".to_owned()), "{names:?}");
     client.finish().await.unwrap();
-    assert_no_process_left(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_server_that_fails_or_hangs_at_startup_does_not_fail_the_session() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock).mcp_startup_timeout(Duration::from_secs(3)));
     client.initialize().await;
     let marker = marker("failing-servers");
@@ -128,11 +131,11 @@ async fn a_server_that_fails_or_hangs_at_startup_does_not_fail_the_session() {
     let stuck = reported(&client, &session, "stuck").await;
     assert!(stuck.contains("3"), "the timeout is named: {stuck}");
 
-    mock.push(mock::tool_call("call-1", "good__read_note", json!({})))
-        .push(mock::text("Read it."));
+    mock.push(Reply::tool_call("call-1", "good__read_note", json!({})))
+        .push(Reply::text("Read it."));
     let answer = client.prompt(&session, "read the note").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    let names = tool_names(&mock.requests()[0]);
+    let names = tool_names(&mock.bodies()[0]);
     assert!(names.contains(&"good__read_note".to_owned()), "{names:?}");
     assert!(
         !names
@@ -140,11 +143,11 @@ async fn a_server_that_fails_or_hangs_at_startup_does_not_fail_the_session() {
             .any(|n| n.starts_with("broken__") || n.starts_with("stuck__")),
         "{names:?}"
     );
-    let tool_message: Vec<Value> = support::mock::tool_messages(&mock.requests()[1]);
+    let tool_message: Vec<Value> = tool_messages(&mock.bodies()[1]);
     assert!(
-        support::mock::content_text(&tool_message[0]).contains("a note"),
+        content_text(&tool_message[0]).contains("a note"),
         "{tool_message:?}"
     );
     client.finish().await.unwrap();
-    assert_no_process_left(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use aquaregia_test_support::mock_model::{MockServer, Reply, tool_names};
 use support::agent_for;
-use support::mock::{self, MockModel, Reply, tool_names};
 use support::raw::{RawClient, error, ok};
 
 const SERVER: &str = "shared-registration";
@@ -79,7 +79,7 @@ impl Registry {
 /// the tool list has changed and `subscription` was told; returns the tools of both steps.
 async fn prompt_with_change(
     client: &RawClient,
-    mock: &MockModel,
+    mock: &MockServer,
     registry: &Mutex<Registry>,
     session: &str,
     subscription: &str,
@@ -88,9 +88,9 @@ async fn prompt_with_change(
     let before = mock.request_count();
     mock.push(Reply::Gated(
         gate.clone(),
-        Box::new(mock::tool_call("call", "ws__probe", json!({}))),
+        Box::new(Reply::tool_call("call", "ws__probe", json!({}))),
     ))
-    .push(mock::text("Done."));
+    .push(Reply::text("Done."));
     let prompt = client.start_prompt(session, "probe").await;
     mock.wait_requests(before + 1).await;
     registry.lock().unwrap().extra_tool = true;
@@ -105,7 +105,7 @@ async fn prompt_with_change(
     gate.notify_one();
     let answer = client.response(prompt).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    let requests = mock.requests();
+    let requests = mock.bodies();
     (
         tool_names(&requests[before]),
         tool_names(&requests[before + 1]),
@@ -118,7 +118,7 @@ fn declaration() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_registration_in_two_sessions() {
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     let registry = Arc::new(Mutex::new(Registry::default()));
     client.set_handler({
@@ -141,10 +141,10 @@ async fn one_registration_in_two_sessions() {
     assert_ne!(listen_first, listen_second);
 
     // Both sessions have seen the tool list.
-    mock.push(mock::text("First done."));
+    mock.push(Reply::text("First done."));
     let answer = client.prompt(&first, "hello").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    assert_eq!(tool_names(&mock.requests()[0]), ["ws__probe"]);
+    assert_eq!(tool_names(&mock.bodies()[0]), ["ws__probe"]);
 
     // A change announced on the second session's subscription reaches the second session...
     let (before, after) =
@@ -153,10 +153,10 @@ async fn one_registration_in_two_sessions() {
     assert_eq!(after, ["ws__probe", "ws__extra"]);
 
     // ...and not the first one, which was not told.
-    mock.push(mock::text("First again."));
+    mock.push(Reply::text("First again."));
     let answer = client.prompt(&first, "hello again").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    assert_eq!(tool_names(&mock.requests()[3]), ["ws__probe"]);
+    assert_eq!(tool_names(&mock.bodies()[3]), ["ws__probe"]);
 
     // Closing the second session leaves the first one's subscription routed.
     let closed = client

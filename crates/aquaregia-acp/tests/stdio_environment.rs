@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use support::mock::{self, MockModel, content_text, tool_messages};
+use aquaregia_test_support::mock_model::{MockServer, Reply, content_text, tool_messages};
+use aquaregia_test_support::processes::{assert_no_process_left, marker};
 use support::raw::RawClient;
 use support::scripts::toolbox_entry;
-use support::{agent_for, assert_no_process_left, marker, tool_updates, updates};
+use support::{BOUND, agent_for, tool_updates, updates};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stdio_servers_get_the_session_cwd_and_the_merged_env() {
@@ -17,7 +18,7 @@ async fn stdio_servers_get_the_session_cwd_and_the_merged_env() {
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.canonicalize().unwrap();
     let _cleanup = RemoveOnDrop(dir.clone());
-    let mock = MockModel::start().await;
+    let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     client.initialize().await;
     let marker = marker("stdio-env");
@@ -36,16 +37,16 @@ async fn stdio_servers_get_the_session_cwd_and_the_merged_env() {
         )
         .await;
 
-    mock.push(mock::tool_call(
+    mock.push(Reply::tool_call(
         "call-1",
         "box__whereami",
         json!({"names": ["ACP_ENTRY_VAR", "HOME", "PATH", "CARGO_MANIFEST_DIR"]}),
     ))
-    .push(mock::text("Noted."));
+    .push(Reply::text("Noted."));
     let answer = client.prompt(&session, "where are you?").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
 
-    let told = tool_messages(&mock.requests()[1]);
+    let told = tool_messages(&mock.bodies()[1]);
     let report: Value =
         serde_json::from_str(&content_text(&told[0])).unwrap_or_else(|e| panic!("{told:?}: {e}"));
     assert_eq!(
@@ -77,7 +78,7 @@ async fn stdio_servers_get_the_session_cwd_and_the_merged_env() {
     let shown = completed["content"][0]["content"]["text"].as_str().unwrap();
     assert!(shown.contains("from the entry"), "{shown}");
     client.finish().await.unwrap();
-    assert_no_process_left(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }
 
 /// Removes the directory when the test ends, passed or not.

@@ -9,9 +9,12 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-use support::deps::{dep, example_binary};
-use support::mock::{self, MockModel, content_text, tool_messages, tool_names};
-use support::{BOUND, assert_no_process_left, marker};
+use aquaregia_test_support::deps::{dep, example_binary};
+use aquaregia_test_support::mock_model::{
+    MockServer, Reply, content_text, tool_messages, tool_names,
+};
+use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::BOUND;
 
 /// The Node client. ES-module `import` ignores NODE_PATH, so it is written next to the
 /// installed `node_modules`.
@@ -110,13 +113,13 @@ async fn the_typescript_sdk_serves_a_tool_to_the_agent() {
     std::fs::write(&script, CLIENT).unwrap();
     let _cleanup = RemoveOnDrop(script.clone());
 
-    let mock = MockModel::start().await;
-    mock.push(mock::tool_call(
+    let mock = MockServer::start().await;
+    mock.push(Reply::tool_call(
         "call-1",
         "notes__lookup",
         json!({"topic": "rust"}),
     ))
-    .push(mock::text("Your notes say Rust is served by TypeScript."));
+    .push(Reply::text("Your notes say Rust is served by TypeScript."));
 
     let marker = marker("typescript");
     let output = tokio::process::Command::new("node")
@@ -195,7 +198,7 @@ async fn the_typescript_sdk_serves_a_tool_to_the_agent() {
     );
 
     // The model saw the example's own tool and the ACP-served one, and got the result.
-    let requests = mock.requests();
+    let requests = mock.bodies();
     let names = tool_names(&requests[0]);
     assert!(names.contains(&"word_count".to_owned()), "{names:?}");
     assert!(names.contains(&"notes__lookup".to_owned()), "{names:?}");
@@ -204,7 +207,7 @@ async fn the_typescript_sdk_serves_a_tool_to_the_agent() {
         "{:?}",
         tool_messages(&requests[1])
     );
-    assert_no_process_left(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }
 
 /// Removes the script when the test ends, passed or not.

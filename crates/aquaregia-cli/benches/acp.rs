@@ -32,11 +32,14 @@ fn handle_mcp(method: &str) -> Result<Value, Value> {
             "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
             "serverInfo": {"name": "bench", "version": "1"}
         })),
-        "tools/list" => Ok(json!({"tools": [{
-            "name": "noop", "description": "Does nothing",
-            "inputSchema": {"type": "object", "properties": {}},
-            "annotations": {"readOnlyHint": true}
-        }]})),
+        "tools/list" => Ok(json!({"tools": [
+            {"name": "noop", "description": "Does nothing",
+             "inputSchema": {"type": "object", "properties": {}},
+             "annotations": {"readOnlyHint": true}},
+            {"name": "hang", "description": "Never answers (served over ACP only)",
+             "inputSchema": {"type": "object", "properties": {}},
+             "annotations": {"readOnlyHint": true}}
+        ]})),
         "tools/call" => Ok(json!({"content": [{"type": "text", "text": "ok"}]})),
         _ => Err(json!({"code": -32601, "message": "Method not found"})),
     }
@@ -126,6 +129,8 @@ struct AcpClient {
     close: Option<oneshot::Sender<()>>,
     pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>,
     next_id: u64,
+    /// Signalled when the agent calls the `hang` tool, which is never answered.
+    hanging: mpsc::UnboundedReceiver<()>,
 }
 
 impl AcpClient {
@@ -165,6 +170,7 @@ impl AcpClient {
         let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>> = Arc::default();
         let routes = pending.clone();
         let replies = stdin;
+        let (hang_seen, hanging) = mpsc::unbounded_channel();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -172,11 +178,20 @@ impl AcpClient {
                     continue;
                 };
                 match (message.get("id"), message["method"].as_str()) {
+                    (Some(_), Some("mcp/message"))
+                        if message["params"]["params"]["name"] == "hang" =>
+                    {
+                        let _ = hang_seen.send(());
+                    }
                     (Some(id), Some(method)) => {
                         let result = if method == "mcp/message" {
                             match handle_mcp(message["params"]["method"].as_str().unwrap_or("")) {
-                                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": {"result": result}}),
-                                Err(error) => json!({"jsonrpc": "2.0", "id": id, "result": {"error": error}}),
+                                Ok(result) => {
+                                    json!({"jsonrpc": "2.0", "id": id, "result": {"result": result}})
+                                }
+                                Err(error) => {
+                                    json!({"jsonrpc": "2.0", "id": id, "result": {"error": error}})
+                                }
                             }
                         } else {
                             json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not here"}})
@@ -201,16 +216,28 @@ impl AcpClient {
             close: Some(close),
             pending,
             next_id: 1,
+            hanging,
         }
     }
 
-    async fn request(&mut self, method: &str, params: Value) -> Value {
+    /// Sends a request; the answer comes on the returned channel.
+    fn start_request(&mut self, method: &str, params: Value) -> oneshot::Receiver<Value> {
         let id = self.next_id;
         self.next_id += 1;
         let (waiter, reply) = oneshot::channel();
         self.pending.lock().expect("pending").insert(id, waiter);
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.out.send(message.to_string()).expect("agent stdin");
+        reply
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        self.out.send(message.to_string()).expect("agent stdin");
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        let reply = self.start_request(method, params);
         let reply = tokio::time::timeout(Duration::from_secs(60), reply)
             .await
             .expect("agent answered in time")
@@ -380,14 +407,24 @@ async fn bench() {
     for (label, server, tool) in [
         ("baseline", stdio_server("bench", 0), "missing"),
         ("stdio", stdio_server("bench", 0), "bench__noop"),
-        ("acp", json!({"type": "acp", "name": "bench", "serverId": "bench-1"}), "bench__noop"),
+        (
+            "acp",
+            json!({"type": "acp", "name": "bench", "serverId": "bench-1"}),
+            "bench__noop",
+        ),
     ] {
         let session = client
-            .request("session/new", json!({"cwd": "/tmp", "mcpServers": [server]}))
+            .request(
+                "session/new",
+                json!({"cwd": "/tmp", "mcpServers": [server]}),
+            )
             .await;
         let id = session["sessionId"].clone();
         client
-            .request("session/set_mode", json!({"sessionId": id, "modeId": "bypass_permissions"}))
+            .request(
+                "session/set_mode",
+                json!({"sessionId": id, "modeId": "bypass_permissions"}),
+            )
             .await;
         sessions.push((label, id, tool));
     }
@@ -397,7 +434,10 @@ async fn bench() {
             model.script(CALLS, tool);
             let started = Instant::now();
             let reply = client
-                .request("session/prompt", json!({"sessionId": id, "prompt": [{"type": "text", "text": "go"}]}))
+                .request(
+                    "session/prompt",
+                    json!({"sessionId": id, "prompt": [{"type": "text", "text": "go"}]}),
+                )
                 .await;
             assert_eq!(reply["stopReason"], "end_turn");
             if round > 1 {
@@ -419,6 +459,35 @@ async fn bench() {
         ms(round_trip("stdio")),
         ms(round_trip("acp")),
         round_trip("acp").as_secs_f64() / round_trip("stdio").as_secs_f64()
+    );
+
+    // 5. session/cancel while a tool call is in flight: until session/prompt answers.
+    let (label, id, _) = &sessions[2];
+    assert_eq!(*label, "acp");
+    let mut cancels = Vec::new();
+    for _ in 0..20 {
+        model.script(1, "bench__hang");
+        let prompt = client.start_request(
+            "session/prompt",
+            json!({"sessionId": id, "prompt": [{"type": "text", "text": "go"}]}),
+        );
+        client
+            .hanging
+            .recv()
+            .await
+            .expect("the hang tool was called");
+        let started = Instant::now();
+        client.notify("session/cancel", json!({"sessionId": id}));
+        let reply = tokio::time::timeout(Duration::from_secs(10), prompt)
+            .await
+            .expect("the prompt answered")
+            .expect("answer");
+        cancels.push(started.elapsed());
+        assert_eq!(reply["result"]["stopReason"], "cancelled");
+    }
+    println!(
+        "session/cancel -> prompt answers cancelled  {:>6.3} ms (median of 20)",
+        ms(median(cancels))
     );
     client.finish().await;
     model.task.abort();

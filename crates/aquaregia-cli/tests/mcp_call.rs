@@ -1,10 +1,8 @@
 //! `aquaregia mcp call`: one tool call, its mapped result printed, errors as exit status 1.
 
 mod common;
-#[path = "support/deps.rs"]
-mod deps;
 
-use common::{Scratch, cli, run, test_server_command, test_server_entry};
+use common::{Scratch, cli, run, server_everything_entry, test_server_command, test_server_entry};
 use serde_json::{Value, json};
 
 async fn call(scratch: &Scratch, args: &[&str]) -> common::Outcome {
@@ -54,7 +52,7 @@ async fn summarises_images_resources_and_links() {
 async fn calls_a_named_server_of_the_config() {
     let scratch = Scratch::new();
     scratch.config(&json!({
-        "everything": deps::server_everything_entry(),
+        "everything": server_everything_entry(),
         "test": test_server_entry()
     }));
     let mut command = cli(&scratch);

@@ -1,10 +1,8 @@
 //! `aquaregia mcp tools`: a server's tools as the agent sees them, as text and as JSON.
 
 mod common;
-#[path = "support/deps.rs"]
-mod deps;
 
-use common::{Scratch, cli, run, test_server_command};
+use common::{Scratch, cli, run, server_everything_entry, test_server_command};
 use serde_json::{Value, json};
 
 fn tool<'a>(tools: &'a Value, name: &str) -> &'a Value {
@@ -17,7 +15,7 @@ fn tool<'a>(tools: &'a Value, name: &str) -> &'a Value {
 #[tokio::test]
 async fn lists_server_everything_tools_from_the_config_file() {
     let scratch = Scratch::new();
-    scratch.config(&json!({"everything": deps::server_everything_entry()}));
+    scratch.config(&json!({"everything": server_everything_entry()}));
 
     let mut command = cli(&scratch);
     command.args(["mcp", "tools", "everything"]);

@@ -2,27 +2,25 @@
 //! permission question.
 
 mod common;
-#[path = "support/deps.rs"]
-mod deps;
 
+use aquaregia_test_support::mock_model::{MockServer, Reply, tool_names, tool_results};
 use common::{
-    MockModel, Scratch, cli, offered_tools, run, test_server_command, test_server_entry,
-    text_stream, tool_messages, tool_stream,
+    Scratch, cli, run, server_everything_entry, test_server_command, test_server_entry, use_mock,
 };
 use serde_json::json;
 
 #[tokio::test]
 async fn with_yes_runs_the_tool_and_streams_the_answer() {
     let scratch = Scratch::new();
-    scratch.config(&json!({"everything": deps::server_everything_entry()}));
-    let model = MockModel::start(vec![
-        tool_stream(&[("call_1", "echo", json!({"message": "hi"}))]),
-        text_stream(&["The echo ", "said: hi"]),
+    scratch.config(&json!({"everything": server_everything_entry()}));
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", "echo", json!({"message": "hi"}))]),
+        Reply::text_stream(&["The echo ", "said: hi"]),
     ])
     .await;
     let mut command = cli(&scratch);
     command.args(["run", "--yes", "Echo hi, please."]);
-    model.use_in(&mut command);
+    use_mock(&mut command, &model);
     let outcome = run(command, "").await;
 
     assert_eq!(outcome.code, Some(0), "{outcome:?}");
@@ -32,12 +30,12 @@ async fn with_yes_runs_the_tool_and_streams_the_answer() {
         "{outcome:?}"
     );
     assert!(outcome.stderr.contains(": Echo: hi\n"), "{outcome:?}");
-    let requests = model.requests();
+    let requests = model.bodies();
     assert_eq!(requests.len(), 2);
     // One server: its tools keep their own names.
-    assert!(offered_tools(&requests[0]).contains(&"echo".to_owned()));
+    assert!(tool_names(&requests[0]).contains(&"echo".to_owned()));
     assert_eq!(
-        tool_messages(&requests[1]),
+        tool_results(&requests[1]),
         [("call_1".to_owned(), "Echo: hi".to_owned())]
     );
 }
@@ -46,16 +44,16 @@ async fn with_yes_runs_the_tool_and_streams_the_answer() {
 async fn several_servers_prefix_their_tools_and_failures_are_reported() {
     let scratch = Scratch::new();
     scratch.config(&json!({
-        "everything": deps::server_everything_entry(),
+        "everything": server_everything_entry(),
         "test": test_server_entry(),
         "unused": {"command": "false"}
     }));
-    let model = MockModel::start(vec![
-        tool_stream(&[
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[
             ("call_1", "test__greet", json!({"name": "Ann"})),
             ("call_2", "test__fail", json!({})),
         ]),
-        text_stream(&["Done."]),
+        Reply::text_stream(&["Done."]),
     ])
     .await;
     let mut command = cli(&scratch);
@@ -70,7 +68,7 @@ async fn several_servers_prefix_their_tools_and_failures_are_reported() {
         "Be brief.",
         "Greet Ann.",
     ]);
-    model.use_in(&mut command);
+    use_mock(&mut command, &model);
     let outcome = run(command, "").await;
 
     assert_eq!(outcome.code, Some(0), "{outcome:?}");
@@ -89,13 +87,13 @@ async fn several_servers_prefix_their_tools_and_failures_are_reported() {
         outcome.stderr.contains(": the disk is on fire\n"),
         "{outcome:?}"
     );
-    let requests = model.requests();
-    let tools = offered_tools(&requests[0]);
+    let requests = model.bodies();
+    let tools = tool_names(&requests[0]);
     assert!(tools.contains(&"everything__echo".to_owned()), "{tools:?}");
     assert!(tools.contains(&"test__greet".to_owned()), "{tools:?}");
     assert_eq!(requests[0]["messages"][0]["content"], "Be brief.");
     assert_eq!(
-        tool_messages(&requests[1])[0],
+        tool_results(&requests[1])[0],
         ("call_1".to_owned(), "Hello, Ann.".to_owned())
     );
 }
@@ -103,14 +101,14 @@ async fn several_servers_prefix_their_tools_and_failures_are_reported() {
 #[tokio::test]
 async fn answering_n_denies_the_call() {
     let scratch = Scratch::new();
-    let model = MockModel::start(vec![
-        tool_stream(&[("call_1", "greet", json!({"name": "Ann"}))]),
-        text_stream(&["Understood, I will not."]),
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", "greet", json!({"name": "Ann"}))]),
+        Reply::text_stream(&["Understood, I will not."]),
     ])
     .await;
     let mut command = cli(&scratch);
     command.args(["run", "--stdio", &test_server_command(), "Greet Ann."]);
-    model.use_in(&mut command);
+    use_mock(&mut command, &model);
     let outcome = run(command, "n\n").await;
 
     assert_eq!(outcome.code, Some(0), "{outcome:?}");
@@ -127,7 +125,7 @@ async fn answering_n_denies_the_call() {
             .contains("✗ greet denied: the user declined\n"),
         "{outcome:?}"
     );
-    let results = tool_messages(&model.requests()[1]);
+    let results = tool_results(&model.bodies()[1]);
     assert_eq!(results.len(), 1);
     assert!(results[0].1.contains("the user declined"), "{results:?}");
 }
@@ -135,26 +133,26 @@ async fn answering_n_denies_the_call() {
 #[tokio::test]
 async fn always_allows_the_tool_for_the_rest_of_the_run() {
     let scratch = Scratch::new();
-    let model = MockModel::start(vec![
-        tool_stream(&[
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[
             ("call_1", "greet", json!({"name": "Ann"})),
             ("call_2", "greet", json!({"name": "Bo"})),
         ]),
-        tool_stream(&[("call_3", "greet", json!({"name": "Cy"}))]),
-        text_stream(&["Greeted all three."]),
+        Reply::tool_stream(&[("call_3", "greet", json!({"name": "Cy"}))]),
+        Reply::text_stream(&["Greeted all three."]),
     ])
     .await;
     let mut command = cli(&scratch);
     command.args(["run", "--stdio", &test_server_command(), "Greet them."]);
-    model.use_in(&mut command);
+    use_mock(&mut command, &model);
     let outcome = run(command, "always\n").await;
 
     assert_eq!(outcome.code, Some(0), "{outcome:?}");
     assert_eq!(outcome.stderr.matches("Allow ").count(), 1, "{outcome:?}");
     assert_eq!(outcome.stderr.matches(" ok in ").count(), 3, "{outcome:?}");
-    let requests = model.requests();
+    let requests = model.bodies();
     assert_eq!(
-        tool_messages(&requests[1])
+        tool_results(&requests[1])
             .into_iter()
             .map(|(_, content)| content)
             .collect::<Vec<_>>(),
@@ -165,14 +163,14 @@ async fn always_allows_the_tool_for_the_rest_of_the_run() {
 #[tokio::test]
 async fn a_closed_stdin_denies_instead_of_hanging() {
     let scratch = Scratch::new();
-    let model = MockModel::start(vec![
-        tool_stream(&[("call_1", "greet", json!({"name": "Ann"}))]),
-        text_stream(&["No greeting then."]),
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", "greet", json!({"name": "Ann"}))]),
+        Reply::text_stream(&["No greeting then."]),
     ])
     .await;
     let mut command = cli(&scratch);
     command.args(["run", "--stdio", &test_server_command(), "Greet Ann."]);
-    model.use_in(&mut command);
+    use_mock(&mut command, &model);
     let outcome = run(command, "").await;
 
     assert_eq!(outcome.code, Some(0), "{outcome:?}");
@@ -186,7 +184,7 @@ async fn a_closed_stdin_denies_instead_of_hanging() {
 #[tokio::test]
 async fn running_out_of_steps_is_an_error() {
     let scratch = Scratch::new();
-    let model = MockModel::start(vec![tool_stream(&[(
+    let model = MockServer::with_replies(vec![Reply::tool_stream(&[(
         "call_1",
         "greet",
         json!({"name": "Ann"}),
@@ -202,7 +200,7 @@ async fn running_out_of_steps_is_an_error() {
         &test_server_command(),
         "Greet Ann.",
     ]);
-    model.use_in(&mut command);
+    use_mock(&mut command, &model);
     let outcome = run(command, "").await;
     assert_eq!(outcome.code, Some(1), "{outcome:?}");
     assert!(

@@ -5,16 +5,17 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{
-    KillMarked, MockModel, Scratch, cli, processes_with_marker, test_server_command, tool_stream,
-    unique_marker,
+use aquaregia_test_support::mock_model::{MockServer, Reply};
+use aquaregia_test_support::processes::{
+    KillMarked, assert_no_process_left, marker, processes_with_marker,
 };
+use common::{Scratch, cli, test_server_command, use_mock};
 use serde_json::json;
 
 /// Starts `run` calling the test server's `hang` tool, and waits until the call is in flight.
 async fn hanging_run(
     scratch: &Scratch,
-    model: &MockModel,
+    model: &MockServer,
     marker: &str,
     stubborn: bool,
 ) -> tokio::process::Child {
@@ -27,7 +28,7 @@ async fn hanging_run(
     if stubborn {
         command.env("AQUAREGIA_TEST_STUBBORN", "1");
     }
-    model.use_in(&mut command);
+    use_mock(&mut command, model);
     let mut command = tokio::process::Command::from(command);
     command
         .stdin(Stdio::null())
@@ -52,24 +53,13 @@ fn interrupt(child: &tokio::process::Child) {
     assert!(status.success());
 }
 
-async fn assert_all_gone(marker: &str) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let left = processes_with_marker(marker);
-        if left.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "processes left behind: {left:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test]
 async fn ctrl_c_cancels_the_run_and_closes_the_servers() {
     let scratch = Scratch::new();
-    let marker = unique_marker("ctrl-c");
+    let marker = marker("ctrl-c");
     let _cleanup = KillMarked(marker.clone());
-    let model = MockModel::start(vec![tool_stream(&[("call_1", "hang", json!({}))])]).await;
+    let model =
+        MockServer::with_replies(vec![Reply::tool_stream(&[("call_1", "hang", json!({}))])]).await;
     let child = hanging_run(&scratch, &model, &marker, false).await;
     assert!(
         processes_with_marker(&marker).len() >= 2,
@@ -85,15 +75,16 @@ async fn ctrl_c_cancels_the_run_and_closes_the_servers() {
     assert_eq!(output.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("✗ hang() cancelled"), "{stderr}");
     assert!(stderr.ends_with("interrupted\n"), "{stderr}");
-    assert_all_gone(&marker).await;
+    assert_no_process_left(&marker, Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
 async fn a_second_ctrl_c_quits_at_once_and_still_leaves_nothing_behind() {
     let scratch = Scratch::new();
-    let marker = unique_marker("double-ctrl-c");
+    let marker = marker("double-ctrl-c");
     let _cleanup = KillMarked(marker.clone());
-    let model = MockModel::start(vec![tool_stream(&[("call_1", "hang", json!({}))])]).await;
+    let model =
+        MockServer::with_replies(vec![Reply::tool_stream(&[("call_1", "hang", json!({}))])]).await;
     // This server ignores stdin closing and SIGTERM: a clean close would take seconds.
     let child = hanging_run(&scratch, &model, &marker, true).await;
 
@@ -116,5 +107,5 @@ async fn a_second_ctrl_c_quits_at_once_and_still_leaves_nothing_behind() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_all_gone(&marker).await;
+    assert_no_process_left(&marker, Duration::from_secs(5)).await;
 }

@@ -84,7 +84,78 @@ fn main() {
                 micros(overhead)
             );
         }
+
+        // Every model answer calls the tool, so each run reaches a tool call.
+        server.tool_steps.store(usize::MAX, Ordering::Relaxed);
+        cancellation_latency(&client).await;
     });
+}
+
+/// From `cancel()` to `run()` returning: while a tool runs, and while the model request hangs.
+async fn cancellation_latency(client: &Client) {
+    use aquaregia::CancellationToken;
+    let (started_tx, mut started_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let forever = tool("noop")
+        .raw_schema(json!({"type": "object", "properties": {}}))
+        .execute_raw(move |_| {
+            let started = started_tx.clone();
+            async move {
+                let _ = started.send(());
+                futures::future::pending::<()>().await;
+                Ok(json!(null))
+            }
+        });
+    // A "model" that accepts the connection and never answers.
+    let mute = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let mute_url = format!("http://{}/v1", mute.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = mute.accept().await {
+            held.push(socket);
+        }
+    });
+    let mute_client = Client::openai_chat()
+        .base_url(mute_url)
+        .api_key("bench")
+        .build()
+        .expect("client");
+
+    let (mut in_tool, mut in_model) = (Vec::new(), Vec::new());
+    for _ in 0..50 {
+        let token = CancellationToken::new();
+        let agent = client
+            .agent("m")
+            .tool(forever.clone())
+            .cancellation_token(token.clone())
+            .build()
+            .expect("agent");
+        let run = tokio::spawn(async move { agent.run("go").await });
+        started_rx.recv().await.expect("tool started");
+        let started = std::time::Instant::now();
+        token.cancel();
+        run.await.expect("join").expect("run");
+        in_tool.push(started.elapsed());
+
+        let token = CancellationToken::new();
+        let agent = mute_client
+            .agent("m")
+            .cancellation_token(token.clone())
+            .build()
+            .expect("agent");
+        let run = tokio::spawn(async move { agent.run("go").await });
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let started = std::time::Instant::now();
+        token.cancel();
+        run.await.expect("join").expect("run");
+        in_model.push(started.elapsed());
+    }
+    println!(
+        "cancel -> run returns: during a tool call {:.1} µs, during a model request {:.1} µs (medians of 50)",
+        micros(support::median(in_tool)),
+        micros(support::median(in_model))
+    );
 }
 
 fn micros(d: Duration) -> f64 {

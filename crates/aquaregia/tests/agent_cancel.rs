@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use aquaregia::{AgentEvent, CancellationToken, Role, StopReason, ToolExecError, tool};
-use common::{MockServer, Reply, chat_client, chat_tool_calls, chat_tool_stream};
+use aquaregia_test_support::mock_model::{MockServer, Reply, chat_tool_calls, chat_tool_stream};
+use common::chat_client;
 use futures::StreamExt;
 use serde_json::json;
 

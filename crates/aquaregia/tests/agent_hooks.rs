@@ -8,7 +8,8 @@ use aquaregia::{
     AgentHooks, AgentOutput, Error, StepContext, StepOverrides, StepResult, StopReason, Tool,
     ToolCall, ToolCallDecision, ToolExecError, tool,
 };
-use common::{MockServer, Reply, chat_client, chat_text, chat_tool_calls};
+use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
+use common::chat_client;
 use serde_json::{Value, json};
 
 #[derive(Clone, Default)]

@@ -9,9 +9,10 @@ use std::time::Duration;
 use aquaregia::{
     AgentEvent, Error, Message, Role, StopReason, ToolErrorPolicy, ToolExecError, tool,
 };
-use common::{
-    MockServer, Reply, chat_client, chat_text, chat_text_stream, chat_tool_calls, chat_tool_stream,
+use aquaregia_test_support::mock_model::{
+    MockServer, Reply, chat_text, chat_text_stream, chat_tool_calls, chat_tool_stream,
 };
+use common::chat_client;
 use futures::StreamExt;
 use serde_json::{Value, json};
 

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use aquaregia::mcp::{self, McpConnection, McpError};
 use aquaregia::{CancellationToken, Error, StopReason, Tool, ToolExecError, ToolRegistry};
-use common::{MockServer, Reply, chat_client, chat_text, chat_tool_calls};
+use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
+use common::chat_client;
 use mcp_server::{PNG_BASE64, TestServer};
 use serde_json::{Value, json};
 

@@ -1,18 +1,10 @@
 //! The official MCP conformance suite's client scenarios against
 //! `examples/mcp_conformance_client.rs`.
 
-#[path = "support/deps.rs"]
-mod deps;
-
-use deps::{dep, example_binary};
+use aquaregia_test_support::deps::{dep, example_binary};
 
 fn run_scenario(scenario: &str) {
     let client = example_binary("mcp_conformance_client");
-    assert!(
-        client.exists(),
-        "{} is missing: run the tests with --features mcp so cargo builds the example",
-        client.display()
-    );
     let output = std::process::Command::new(dep("AQUAREGIA_NODE22"))
         .arg(dep("AQUAREGIA_CONFORMANCE"))
         .args(["client", "--command"])

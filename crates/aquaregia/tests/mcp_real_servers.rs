@@ -3,15 +3,14 @@
 //! and a Python `mcp` (PyPI) server that speaks 2026-07-28 and returns audio.
 
 mod common;
-#[path = "support/deps.rs"]
-mod deps;
 
 use std::time::Duration;
 
 use aquaregia::mcp::{self, McpConnection};
 use aquaregia::{StopReason, Tool, ToolExecError};
-use common::{MockServer, Reply, chat_client, chat_text, chat_tool_calls};
-use deps::{Background, dep, repo_root};
+use aquaregia_test_support::deps::{self, Background, dep, repo_root};
+use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
+use common::chat_client;
 use serde_json::{Value, json};
 use tokio::process::Command;
 

@@ -1,15 +1,13 @@
 //! Bad servers and process hygiene: crashes, garbage, refusals, limits, and no orphans.
 
-#[path = "support/deps.rs"]
-mod deps;
-
 use std::time::{Duration, Instant};
 
 use aquaregia::ToolExecError;
 use aquaregia::mcp::{self, HttpOptions, McpError};
+use aquaregia_test_support::deps::{self, Background, dep};
+use aquaregia_test_support::processes::{assert_no_process_left, marker, processes_with_marker};
 use axum::Router;
 use axum::http::StatusCode;
-use deps::{Background, dep};
 use serde_json::json;
 use tokio::process::Command;
 
@@ -202,34 +200,9 @@ async fn responses_over_the_size_limit_fail_alone() {
     );
 }
 
-/// Processes whose environment carries `marker` (children inherit it).
-fn processes_with_marker(marker: &str) -> Vec<u32> {
-    let needle = format!("AQUAREGIA_TEST_MARKER={marker}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle.as_bytes()))
-        })
-        .collect()
-}
-
-async fn assert_all_gone(marker: &str) {
-    let deadline = Instant::now() + BOUND;
-    loop {
-        let left = processes_with_marker(marker);
-        if left.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "processes left behind: {left:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test]
 async fn no_process_survives_twenty_closed_or_dropped_connections() {
-    let marker = format!("{}-{}", std::process::id(), line!());
+    let marker = marker("twenty-connections");
     let server = dep("AQUAREGIA_SERVER_EVERYTHING");
     let npm_dir = dep("AQUAREGIA_TEST_DEPS") + "/npm";
     let mut connections = Vec::new();
@@ -263,5 +236,5 @@ async fn no_process_survives_twenty_closed_or_dropped_connections() {
             drop(connection);
         }
     }
-    assert_all_gone(&marker).await;
+    assert_no_process_left(&marker, BOUND).await;
 }

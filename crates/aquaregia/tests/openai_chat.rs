@@ -8,7 +8,8 @@ use aquaregia::{
     ContentPart, Error, FinishReason, Message, ModelRequest, Role, StreamEvent, ToolCall,
     ToolChoice, ToolResult, tool,
 };
-use common::{MockServer, Reply, chat_client, fixture, fixture_json};
+use aquaregia_test_support::mock_model::{MockServer, Reply};
+use common::{chat_client, fixture, fixture_json};
 use futures::StreamExt;
 use serde_json::json;
 

@@ -8,7 +8,8 @@ use aquaregia::{
     ContentPart, Error, FinishReason, Message, ModelRequest, Reasoning, Role, StreamEvent,
     ToolCall, ToolResult, tool,
 };
-use common::{MockServer, Reply, fixture, fixture_json};
+use aquaregia_test_support::mock_model::{MockServer, Reply};
+use common::{fixture, fixture_json};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 

@@ -1,22 +1,19 @@
-//! Shared fixtures for the ACP agent's integration tests: a scripted mock model on
-//! 127.0.0.1, an in-memory agent, a hand-written JSON-RPC client, stdio MCP server scripts,
-//! and the external test dependencies.
+//! Shared fixtures for the ACP agent's integration tests: an in-memory agent on the mock
+//! model (`aquaregia_test_support::mock_model`), a hand-written JSON-RPC client and stdio MCP
+//! server scripts.
 #![allow(dead_code, unreachable_pub)]
 
-pub mod deps;
-pub mod mock;
 pub mod raw;
 pub mod scripts;
 
 use std::time::{Duration, Instant};
 
 use aquaregia_acp::{AcpError, AcpServer};
+use aquaregia_test_support::mock_model::MockServer;
 use serde_json::Value;
 use tokio::io::DuplexStream;
 use tokio::task::JoinHandle;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
-
-use mock::MockModel;
 
 /// The generous bound on anything a test waits for.
 pub const BOUND: Duration = Duration::from_secs(30);
@@ -30,7 +27,7 @@ pub fn init_tracing() {
 }
 
 /// An ACP agent whose model is the mock (model id `mock-model`, no retries).
-pub fn agent_for(mock: &MockModel) -> AcpServer {
+pub fn agent_for(mock: &MockServer) -> AcpServer {
     let client = aquaregia::Client::openai_chat()
         .base_url(&mock.url)
         .api_key("test-key")
@@ -69,37 +66,6 @@ pub fn tool_updates(updates: &[Value]) -> Vec<Value> {
         .filter(|u| u["sessionUpdate"] == "tool_call" || u["sessionUpdate"] == "tool_call_update")
         .cloned()
         .collect()
-}
-
-/// Processes whose environment contains `AQUAREGIA_TEST_MARKER=<marker>`.
-pub fn processes_with_marker(marker: &str) -> Vec<u32> {
-    let needle = format!("AQUAREGIA_TEST_MARKER={marker}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle.as_bytes()))
-        })
-        .collect()
-}
-
-/// Waits (within [`BOUND`]) until no process carries the marker.
-pub async fn assert_no_process_left(marker: &str) {
-    let deadline = Instant::now() + BOUND;
-    loop {
-        let left = processes_with_marker(marker);
-        if left.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "processes left behind: {left:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// A marker unique to this test process and `tag`.
-pub fn marker(tag: &str) -> String {
-    format!("acp-{}-{tag}", std::process::id())
 }
 
 /// Time for a list-change notification to take effect in the agent before the model step

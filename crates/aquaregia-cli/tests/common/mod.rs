@@ -1,18 +1,15 @@
 //! Shared test fixtures: the built `aquaregia` run in a scratch directory, the in-repo MCP
-//! test server, and a scripted mock Chat Completions model on 127.0.0.1.
+//! test server, server-everything, and pointing the CLI at the mock model
+//! (`aquaregia_test_support::mock_model`).
 #![allow(dead_code, unreachable_pub)]
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::response::Response;
-use axum::routing::post;
+use aquaregia_test_support::deps::dep;
+use aquaregia_test_support::mock_model::MockServer;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
@@ -149,189 +146,16 @@ pub fn test_server_entry() -> Value {
     json!({"command": "python3", "args": [test_server_script()]})
 }
 
-/// Processes whose environment holds `AQUAREGIA_TEST_MARKER=<marker>`.
-pub fn processes_with_marker(marker: &str) -> Vec<u32> {
-    let needle = format!("AQUAREGIA_TEST_MARKER={marker}");
-    std::fs::read_dir("/proc")
-        .expect("read /proc")
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle.as_bytes()))
-        })
-        .collect()
+/// The `mcpServers` entry that starts server-everything (from `scripts/test-deps.sh`) over
+/// stdio.
+pub fn server_everything_entry() -> Value {
+    json!({"command": "node", "args": [dep("AQUAREGIA_SERVER_EVERYTHING"), "stdio"]})
 }
 
-/// A unique marker for [`processes_with_marker`].
-pub fn unique_marker(test: &str) -> String {
-    format!("{test}-{}", std::process::id())
-}
-
-/// SIGKILLs every process carrying a marker when dropped, so a failing test leaves nothing
-/// running either.
-pub struct KillMarked(pub String);
-
-impl Drop for KillMarked {
-    fn drop(&mut self) {
-        let pids: Vec<String> = processes_with_marker(&self.0)
-            .iter()
-            .map(u32::to_string)
-            .collect();
-        if !pids.is_empty() {
-            let _ = std::process::Command::new("kill")
-                .arg("-KILL")
-                .args(pids)
-                .status();
-        }
-    }
-}
-
-/// What the mock model answers a request with.
-#[derive(Debug, Clone)]
-pub enum Reply {
-    /// A Chat Completions SSE stream.
-    Sse(String),
-    /// No answer, ever.
-    Hang,
-}
-
-/// A scripted Chat Completions server on 127.0.0.1: answers `POST /v1/chat/completions`
-/// with the next reply, and 500 when none is left. Stops when dropped.
-pub struct MockModel {
-    pub base_url: String,
-    requests: Arc<Mutex<Vec<Value>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl MockModel {
-    pub async fn start(replies: Vec<Reply>) -> Self {
-        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let recorded = requests.clone();
-        let app = Router::new().route(
-            "/v1/chat/completions",
-            post(move |body: Bytes| {
-                let (replies, recorded) = (replies.clone(), recorded.clone());
-                async move {
-                    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    recorded.lock().unwrap().push(body);
-                    let next = replies.lock().unwrap().pop_front();
-                    match next {
-                        Some(Reply::Sse(events)) => Response::builder()
-                            .header("content-type", "text/event-stream")
-                            .body(Body::from(events))
-                            .unwrap(),
-                        Some(Reply::Hang) => std::future::pending().await,
-                        None => Response::builder()
-                            .status(500)
-                            .body(Body::from("mock: no scripted reply left"))
-                            .unwrap(),
-                    }
-                }
-            }),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1");
-        let addr = listener.local_addr().expect("local address");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Self {
-            base_url: format!("http://{addr}/v1"),
-            requests,
-            task,
-        }
-    }
-
-    /// Points `command` at this server as `openai-chat:mock`.
-    pub fn use_in(&self, command: &mut std::process::Command) {
-        command
-            .args(["--model", "openai-chat:mock"])
-            .env("OPENAI_BASE_URL", &self.base_url)
-            .env("OPENAI_API_KEY", "test");
-    }
-
-    /// The request bodies received so far.
-    pub fn requests(&self) -> Vec<Value> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-impl Drop for MockModel {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// A Chat Completions stream of text deltas.
-pub fn text_stream(pieces: &[&str]) -> Reply {
-    let mut out = String::new();
-    for piece in pieces {
-        out.push_str(&format!(
-            "data: {}\n\n",
-            json!({"id": "c1", "object": "chat.completion.chunk", "model": "mock",
-                   "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]})
-        ));
-    }
-    out.push_str(&finish_chunk("stop"));
-    Reply::Sse(out)
-}
-
-/// A Chat Completions stream that calls tools: `(id, name, arguments)`.
-pub fn tool_stream(calls: &[(&str, &str, Value)]) -> Reply {
-    let mut out = String::new();
-    for (index, (id, name, arguments)) in calls.iter().enumerate() {
-        out.push_str(&format!(
-            "data: {}\n\n",
-            json!({"id": "c1", "object": "chat.completion.chunk", "model": "mock",
-                   "choices": [{"index": 0, "delta": {"tool_calls": [{"index": index, "id": id, "type": "function",
-                       "function": {"name": name, "arguments": arguments.to_string()}}]}, "finish_reason": null}]})
-        ));
-    }
-    out.push_str(&finish_chunk("tool_calls"));
-    Reply::Sse(out)
-}
-
-fn finish_chunk(reason: &str) -> String {
-    format!(
-        "data: {}\n\ndata: [DONE]\n\n",
-        json!({"id": "c1", "object": "chat.completion.chunk", "model": "mock",
-               "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
-    )
-}
-
-/// The tool messages of a recorded request, as `(tool_call_id, content)`.
-pub fn tool_messages(request: &Value) -> Vec<(String, String)> {
-    request["messages"]
-        .as_array()
-        .map(|messages| {
-            messages
-                .iter()
-                .filter(|message| message["role"] == "tool")
-                .map(|message| {
-                    (
-                        message["tool_call_id"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_owned(),
-                        message["content"].as_str().unwrap_or_default().to_owned(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The tool names offered in a recorded request.
-pub fn offered_tools(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+/// Points `command` at the mock model as `openai-chat:mock`.
+pub fn use_mock(command: &mut std::process::Command, model: &MockServer) {
+    command
+        .args(["--model", "openai-chat:mock"])
+        .env("OPENAI_BASE_URL", &model.url)
+        .env("OPENAI_API_KEY", "test");
 }

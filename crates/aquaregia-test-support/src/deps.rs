@@ -1,12 +1,14 @@
-//! The external programs the interoperability tests talk to (server-everything, the
-//! conformance suite, a Python MCP server), installed once by `scripts/test-deps.sh`.
-#![allow(dead_code, unreachable_pub)]
+//! The external programs the interoperability tests talk to (server-everything, the MCP
+//! conformance suite, a Python MCP server, the ACP TypeScript SDK...), installed once by
+//! `scripts/test-deps.sh`, and helpers to run them: paths, ports, example binaries and
+//! background server processes.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-/// Paths from the installer's `env` file (`AQUAREGIA_SERVER_EVERYTHING`, `AQUAREGIA_NODE22`...).
+/// Values from the installer's `env` file (`AQUAREGIA_SERVER_EVERYTHING`, `AQUAREGIA_NODE22`,
+/// `AQUAREGIA_TEST_DEPS`, `NODE_PATH`...). The installer runs once per test process.
 pub fn deps() -> &'static HashMap<String, String> {
     static DEPS: OnceLock<HashMap<String, String>> = OnceLock::new();
     DEPS.get_or_init(|| {
@@ -32,7 +34,7 @@ pub fn deps() -> &'static HashMap<String, String> {
     })
 }
 
-/// One path from [`deps`].
+/// One value from [`deps`].
 pub fn dep(name: &str) -> String {
     deps()
         .get(name)
@@ -40,6 +42,7 @@ pub fn dep(name: &str) -> String {
         .clone()
 }
 
+/// The repository's root directory.
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -66,7 +69,9 @@ pub async fn wait_for_port(port: u16) {
     panic!("nothing listens on 127.0.0.1:{port} after 10 s");
 }
 
-/// A built example binary of this crate (cargo builds examples before running tests).
+/// A built example binary of the workspace (cargo builds the examples of the package under
+/// test before running its integration tests). The path is derived from the running test
+/// executable, so it works from any crate's tests.
 pub fn example_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     // target/<profile>/deps/<test> -> target/<profile>/examples/<name>
@@ -74,7 +79,14 @@ pub fn example_binary(name: &str) -> PathBuf {
         .parent()
         .and_then(|deps| deps.parent())
         .expect("target profile dir");
-    profile_dir.join("examples").join(name)
+    let binary = profile_dir.join("examples").join(name);
+    assert!(
+        binary.exists(),
+        "{} is missing: run the tests through `cargo test` (with the features the example \
+         requires, e.g. --features mcp), which builds examples",
+        binary.display()
+    );
+    binary
 }
 
 /// A background server process for a test; killed when dropped.
