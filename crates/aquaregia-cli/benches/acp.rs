@@ -221,7 +221,7 @@ impl AcpClient {
     }
 
     /// Sends a request; the answer comes on the returned channel.
-    fn start_request(&mut self, method: &str, params: Value) -> oneshot::Receiver<Value> {
+    fn start_request(&mut self, method: &str, params: &Value) -> oneshot::Receiver<Value> {
         let id = self.next_id;
         self.next_id += 1;
         let (waiter, reply) = oneshot::channel();
@@ -231,13 +231,13 @@ impl AcpClient {
         reply
     }
 
-    fn notify(&self, method: &str, params: Value) {
+    fn notify(&self, method: &str, params: &Value) {
         let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
         self.out.send(message.to_string()).expect("agent stdin");
     }
 
     async fn request(&mut self, method: &str, params: Value) -> Value {
-        let reply = self.start_request(method, params);
+        let reply = self.start_request(method, &params);
         let reply = tokio::time::timeout(Duration::from_secs(60), reply)
             .await
             .expect("agent answered in time")
@@ -469,7 +469,7 @@ async fn bench() {
         model.script(1, "bench__hang");
         let prompt = client.start_request(
             "session/prompt",
-            json!({"sessionId": id, "prompt": [{"type": "text", "text": "go"}]}),
+            &json!({"sessionId": id, "prompt": [{"type": "text", "text": "go"}]}),
         );
         client
             .hanging
@@ -477,7 +477,7 @@ async fn bench() {
             .await
             .expect("the hang tool was called");
         let started = Instant::now();
-        client.notify("session/cancel", json!({"sessionId": id}));
+        client.notify("session/cancel", &json!({"sessionId": id}));
         let reply = tokio::time::timeout(Duration::from_secs(10), prompt)
             .await
             .expect("the prompt answered")
