@@ -306,10 +306,22 @@ struct Shared {
     cx: ConnectionTo<Client>,
     target: Target,
     route: Route,
-    /// Outer requests still waiting, by inner id, to cancel them.
-    in_flight: Mutex<HashMap<RequestId, RequestCancellationHandle>>,
+    /// Outer requests by inner id, to cancel them. rmcp may run a request's send and the
+    /// cancellation of it concurrently, and the SDK forgets a cancel that comes before the
+    /// request is published, so each side records what the other may still need.
+    in_flight: Mutex<HashMap<RequestId, Flight>>,
     closed: CancellationToken,
     router: Arc<McpOverAcp>,
+}
+
+/// Where an outer request stands, seen from whichever side got there first.
+enum Flight {
+    /// Published; cancelling it sends `$/cancel_request`.
+    Published(RequestCancellationHandle),
+    /// rmcp cancelled it before it was published: cancel once it is.
+    CancelRequested,
+    /// Answered before it was recorded as published.
+    Answered,
 }
 
 /// An rmcp transport over the ACP connection.
@@ -428,16 +440,29 @@ impl Shared {
             params: envelope,
         };
         let request = self.cx.prepare_request(message);
-        lock(&self.in_flight).insert(id.clone(), request.cancellation_handle());
+        let handle = request.cancellation_handle();
         let shared = self.clone();
         let stateless = matches!(self.target, Target::Stateless { .. });
+        let reply_id = id.clone();
         // Answered in the connection's own dispatch, in order, with no task per request.
         request
             .on_receiving_result(move |reply| {
-                shared.on_reply(&id, reply, stateless);
+                shared.on_reply(&reply_id, reply, stateless);
                 std::future::ready(Ok(()))
             })
-            .map_err(|e| AcpTransportError(e.message))
+            .map_err(|e| AcpTransportError(e.message))?;
+        // Published now: only from here on does a cancel reach the client.
+        let mut in_flight = lock(&self.in_flight);
+        match in_flight.remove(&id) {
+            Some(Flight::CancelRequested) => {
+                let _ = handle.cancel();
+            }
+            Some(Flight::Answered) => {}
+            Some(Flight::Published(_)) | None => {
+                in_flight.insert(id, Flight::Published(handle));
+            }
+        }
+        Ok(())
     }
 
     fn on_reply(
@@ -446,7 +471,12 @@ impl Shared {
         reply: Result<Value, agent_client_protocol::Error>,
         stateless: bool,
     ) {
-        lock(&self.in_flight).remove(id);
+        {
+            let mut in_flight = lock(&self.in_flight);
+            if in_flight.remove(id).is_none() {
+                in_flight.insert(id.clone(), Flight::Answered);
+            }
+        }
         lock(&self.route.wire_ids).remove(&self.route.wire_id(id));
         if self.closed.is_cancelled() {
             return;
@@ -492,8 +522,17 @@ impl Shared {
                         .and_then(|p| p.get("requestId"))
                         .cloned()
                         .and_then(|id| serde_json::from_value::<RequestId>(id).ok());
-                    if let Some(handle) = inner.and_then(|id| lock(&self.in_flight).remove(&id)) {
-                        let _ = handle.cancel();
+                    if let Some(id) = inner {
+                        let mut in_flight = lock(&self.in_flight);
+                        match in_flight.remove(&id) {
+                            Some(Flight::Published(handle)) => {
+                                let _ = handle.cancel();
+                            }
+                            Some(Flight::Answered | Flight::CancelRequested) => {}
+                            None => {
+                                in_flight.insert(id, Flight::CancelRequested);
+                            }
+                        }
                     }
                 }
                 Ok(())
@@ -555,8 +594,10 @@ impl Shared {
             return;
         }
         self.closed.cancel();
-        for (_, handle) in lock(&self.in_flight).drain() {
-            let _ = handle.cancel();
+        for (_, flight) in lock(&self.in_flight).drain() {
+            if let Flight::Published(handle) = flight {
+                let _ = handle.cancel();
+            }
         }
         match &self.target {
             Target::Stateless { server_id, .. } => {

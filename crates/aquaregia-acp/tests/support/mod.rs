@@ -1,22 +1,21 @@
 //! Shared fixtures for the ACP agent's integration tests: an in-memory agent on the mock
-//! model (`aquaregia_test_support::mock_model`), a hand-written JSON-RPC client and stdio MCP
-//! server scripts.
-#![allow(dead_code, unreachable_pub)]
+//! model (`aquaregia_test_support::mock_model`), the hand-written JSON-RPC client of
+//! `aquaregia_test_support::acp_client` connected to it, and stdio MCP server scripts.
+// Each test binary uses part of it (re-exports included).
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 pub mod raw;
 pub mod scripts;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aquaregia_acp::{AcpError, AcpServer};
+/// `BOUND`: the generous bound on anything a test waits for.
+pub use aquaregia_test_support::acp_client::{BOUND, eventually, settle, tool_updates, updates};
 use aquaregia_test_support::mock_model::MockServer;
-use serde_json::Value;
 use tokio::io::DuplexStream;
 use tokio::task::JoinHandle;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
-
-/// The generous bound on anything a test waits for.
-pub const BOUND: Duration = Duration::from_secs(30);
 
 /// Logs to the test output when `RUST_LOG` is set.
 pub fn init_tracing() {
@@ -48,39 +47,4 @@ pub fn serve_in_memory(server: AcpServer) -> (DuplexStream, JoinHandle<Result<()
     let transport = agent_client_protocol::ByteStreams::new(write.compat_write(), read.compat());
     let task = tokio::spawn(server.serve(transport));
     (client_end, task)
-}
-
-/// The `session/update` payloads (`params.update`) among `messages`, for `session_id`.
-pub fn updates(messages: &[Value], session_id: &str) -> Vec<Value> {
-    messages
-        .iter()
-        .filter(|m| m["method"] == "session/update" && m["params"]["sessionId"] == session_id)
-        .map(|m| m["params"]["update"].clone())
-        .collect()
-}
-
-/// The `tool_call` and `tool_call_update` updates among `updates`, in order.
-pub fn tool_updates(updates: &[Value]) -> Vec<Value> {
-    updates
-        .iter()
-        .filter(|u| u["sessionUpdate"] == "tool_call" || u["sessionUpdate"] == "tool_call_update")
-        .cloned()
-        .collect()
-}
-
-/// Time for a list-change notification to take effect in the agent before the model step
-/// that should see it. The agent handles MCP notifications asynchronously (rmcp hands them
-/// to a spawned task or a subscription channel) and nothing on the wire acknowledges them,
-/// so a test that wants "the next step sees the change" cannot wait for an event.
-pub async fn settle() {
-    tokio::time::sleep(Duration::from_millis(300)).await;
-}
-
-/// Polls `condition` until it holds (within [`BOUND`]).
-pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + BOUND;
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }

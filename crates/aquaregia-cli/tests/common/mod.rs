@@ -1,6 +1,6 @@
 //! Shared test fixtures: the built `aquaregia` run in a scratch directory, the in-repo MCP
-//! test server, server-everything, and pointing the CLI at the mock model
-//! (`aquaregia_test_support::mock_model`).
+//! test server, server-everything, pointing the CLI at the mock model
+//! (`aquaregia_test_support::mock_model`), and `aquaregia acp` under a raw ACP client.
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::PathBuf;
@@ -8,6 +8,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use aquaregia_test_support::acp_client::RawClient;
 use aquaregia_test_support::deps::dep;
 use aquaregia_test_support::mock_model::MockServer;
 use serde_json::{Value, json};
@@ -150,6 +151,25 @@ pub fn test_server_entry() -> Value {
 /// stdio.
 pub fn server_everything_entry() -> Value {
     json!({"command": "node", "args": [dep("AQUAREGIA_SERVER_EVERYTHING"), "stdio"]})
+}
+
+/// The `mcpServers` entry of an ACP `session/new` that starts server-everything over stdio
+/// as `name`.
+pub fn server_everything_acp_entry(name: &str) -> Value {
+    let mut entry = server_everything_entry();
+    entry["name"] = json!(name);
+    entry
+}
+
+/// `aquaregia acp --model openai-chat:mock` in `scratch` on `model`, under a raw ACP client
+/// over its stdio (killed when the client is dropped). `AQUAREGIA_TEST_MARKER=<marker>` is set
+/// on it, so the servers it starts carry the marker too.
+pub fn acp_agent(scratch: &Scratch, model: &MockServer, marker: &str) -> RawClient {
+    let mut command = cli(scratch);
+    command.arg("acp");
+    use_mock(&mut command, model);
+    command.env("AQUAREGIA_TEST_MARKER", marker);
+    RawClient::spawn(tokio::process::Command::from(command))
 }
 
 /// Points `command` at the mock model as `openai-chat:mock`.

@@ -14,8 +14,9 @@ use super::error::McpError;
 
 /// How much stderr is kept for error messages.
 const STDERR_TAIL_BYTES: usize = 8 * 1024;
-/// How long a closed server gets to exit on its own, then after SIGTERM.
-const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long a closed server gets to exit on its own, then after SIGTERM. Servers that keep
+/// timers alive (most Node servers) ignore stdin closing, so this is paid on every close.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
 
 /// A running stdio server process.
 pub(crate) struct StdioProcess {

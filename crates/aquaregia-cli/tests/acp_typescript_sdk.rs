@@ -1,20 +1,20 @@
-//! Smoke test with the official TypeScript SDK (`@agentclientprotocol/sdk`, installed by
-//! `scripts/test-deps.sh`): a Node client spawns the `custom_agent` example over stdio,
+//! Smoke test of the real binary with the official TypeScript SDK (`@agentclientprotocol/sdk`,
+//! installed by `scripts/test-deps.sh`): a Node client spawns `aquaregia acp` over stdio,
 //! serves an MCP server through `McpOverAcpProvider.registerServer`, and prompts; the mock
 //! model calls the ACP-served tool.
 
-mod support;
+mod common;
 
 use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-use aquaregia_test_support::deps::{dep, example_binary};
+use aquaregia_test_support::deps::dep;
 use aquaregia_test_support::mock_model::{
     MockServer, Reply, content_text, tool_messages, tool_names,
 };
-use aquaregia_test_support::processes::{assert_no_process_left, marker};
-use support::BOUND;
+use aquaregia_test_support::processes::{KillMarked, assert_no_process_left, marker};
+use common::BOUND;
 
 /// The Node client. ES-module `import` ignores NODE_PATH, so it is written next to the
 /// installed `node_modules`.
@@ -25,8 +25,9 @@ import * as acp from "@agentclientprotocol/sdk/unstable";
 
 setTimeout(() => { console.error("smoke client: overall timeout"); process.exit(2); }, 60000).unref();
 
-const agentPath = process.argv[2];
-const child = spawn(agentPath, [], { stdio: ["pipe", "pipe", "inherit"], env: process.env });
+// The agent's command line: `node client.mjs <agent> [args...]`.
+const [agentPath, ...agentArgs] = process.argv.slice(2);
+const child = spawn(agentPath, agentArgs, { stdio: ["pipe", "pipe", "inherit"], env: process.env });
 const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
 const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
 
@@ -105,9 +106,11 @@ const exit = await exited;
 console.log(JSON.stringify({ init, stopReason, updates, calls, methods, permissions, subscribed, exit }));
 "#;
 
+/// The `--system` instructions given to the agent.
+const SYSTEM: &str = "Answer from the user's notes.";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_typescript_sdk_serves_a_tool_to_the_agent() {
-    let agent = example_binary("custom_agent");
+async fn the_typescript_sdk_serves_a_tool_to_the_binary() {
     let npm_dir = format!("{}/npm", dep("AQUAREGIA_TEST_DEPS"));
     let script = format!("{npm_dir}/aquaregia-acp-smoke-{}.mjs", std::process::id());
     std::fs::write(&script, CLIENT).unwrap();
@@ -122,11 +125,21 @@ async fn the_typescript_sdk_serves_a_tool_to_the_agent() {
     .push(Reply::text("Your notes say Rust is served by TypeScript."));
 
     let marker = marker("typescript");
+    let _kill = KillMarked(marker.clone());
     let output = tokio::process::Command::new("node")
         .arg(&script)
-        .arg(&agent)
+        .arg(env!("CARGO_BIN_EXE_aquaregia"))
+        .args([
+            "acp",
+            "--model",
+            "openai-chat:mock-model",
+            "--max-steps",
+            "4",
+        ])
+        .args(["--system", SYSTEM])
         .current_dir(std::env::temp_dir())
-        .env("AQUAREGIA_MODEL", "openai-chat:mock-model")
+        .env_remove("AQUAREGIA_MODEL")
+        .env_remove("RUST_LOG")
         .env("OPENAI_BASE_URL", &mock.url)
         .env("OPENAI_API_KEY", "test")
         .env("AQUAREGIA_TEST_MARKER", &marker)
@@ -197,11 +210,14 @@ async fn the_typescript_sdk_serves_a_tool_to_the_agent() {
         "the agent exits cleanly at the end of input"
     );
 
-    // The model saw the example's own tool and the ACP-served one, and got the result.
+    // The model got the options, saw the ACP-served tool, and got its result.
     let requests = mock.bodies();
-    let names = tool_names(&requests[0]);
-    assert!(names.contains(&"word_count".to_owned()), "{names:?}");
-    assert!(names.contains(&"notes__lookup".to_owned()), "{names:?}");
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0]["model"], "mock-model");
+    let system = &requests[0]["messages"][0];
+    assert_eq!(system["role"], "system", "{system}");
+    assert_eq!(content_text(system), SYSTEM);
+    assert_eq!(tool_names(&requests[0]), ["notes__lookup"]);
     assert!(
         content_text(&tool_messages(&requests[1])[0]).contains("served by TypeScript"),
         "{:?}",
