@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use aquaregia_test_support::acp_client::select_permission;
 use aquaregia_test_support::mock_model::{MockServer, Reply};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
 use support::raw::{RawClient, ok};
@@ -21,14 +22,7 @@ fn position(log: &[Value], what: impl Fn(&Value) -> bool) -> Option<usize> {
 async fn cancel_during_a_tool_call_that_never_returns() {
     let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
-    client.set_handler(|request| {
-        (request["method"] == "session/request_permission").then(|| {
-            ok(
-                request,
-                json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
-            )
-        })
-    });
+    client.set_handler(|request| select_permission(request, "allow_once"));
     client.initialize().await;
     let marker = marker("cancel-tool");
     let session = client

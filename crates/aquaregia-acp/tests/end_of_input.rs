@@ -5,9 +5,10 @@ mod support;
 
 use serde_json::json;
 
+use aquaregia_test_support::acp_client::select_permission;
 use aquaregia_test_support::mock_model::{MockServer, Reply};
 use aquaregia_test_support::processes::{assert_no_process_left, marker, processes_with_marker};
-use support::raw::{RawClient, ok};
+use support::raw::RawClient;
 use support::scripts::toolbox_entry;
 use support::{BOUND, agent_for, tool_updates, updates};
 
@@ -43,14 +44,7 @@ async fn end_of_input_ends_serve_and_every_server() {
 async fn end_of_input_during_a_tool_call_ends_serve_and_the_server() {
     let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
-    client.set_handler(|request| {
-        (request["method"] == "session/request_permission").then(|| {
-            ok(
-                request,
-                json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
-            )
-        })
-    });
+    client.set_handler(|request| select_permission(request, "allow_once"));
     client.initialize().await;
     let marker = marker("eof-busy");
     let session = client
