@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 use super::error::McpError;
 use super::http::HttpOptions;
 use crate::provider::sse::{SseDecoder, SseEvent};
-use crate::provider::truncate;
+use crate::provider::{reqwest_message, truncate};
 
 /// Server messages decoded but not yet received; the reader waits when it is full.
 const CHANNEL_CAPACITY: usize = 64;

@@ -620,27 +620,28 @@ fn drain_events<D: StreamDecoder>(
 }
 
 fn transport_error(url: &str, error: &reqwest::Error) -> Error {
-    if error.is_timeout() {
-        return Error::Transport {
-            url: url.to_owned(),
-            message: "timed out".to_owned(),
-        };
+    Error::Transport {
+        url: url.to_owned(),
+        message: reqwest_message(error),
     }
-    // reqwest's own text repeats the URL; the cause chain says what really failed.
+}
+
+/// What a reqwest error means, without the URL its own text repeats: the cause chain says
+/// what really failed.
+pub(crate) fn reqwest_message(error: &reqwest::Error) -> String {
+    if error.is_timeout() {
+        return "timed out".to_owned();
+    }
     let mut causes = Vec::new();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         causes.push(cause.to_string());
         source = cause.source();
     }
-    let message = if causes.is_empty() {
+    if causes.is_empty() {
         error.to_string()
     } else {
         causes.join(": ")
-    };
-    Error::Transport {
-        url: url.to_owned(),
-        message,
     }
 }
 
