@@ -425,24 +425,6 @@ impl EventReader {
     }
 }
 
-/// reqwest's own text repeats the URL; its cause chain says what really failed.
-fn reqwest_message(error: &reqwest::Error) -> String {
-    if error.is_timeout() {
-        return "timed out".to_owned();
-    }
-    let mut causes = Vec::new();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        causes.push(cause.to_string());
-        source = cause.source();
-    }
-    if causes.is_empty() {
-        error.to_string()
-    } else {
-        causes.join(": ")
-    }
-}
-
 /// `": <start of the body>"` for an error message, or empty when the body is empty or
 /// unreadable. Reads no more than it shows.
 async fn body_prefix(mut response: reqwest::Response) -> String {
