@@ -427,7 +427,9 @@ impl State {
 }
 
 /// Picks up `tools/list_changed` from any server before each model step: the agent's own
-/// tools stay, the MCP tools are replaced by the current listing.
+/// tools stay, the MCP tools are replaced by the current listing. Overrides last one step, so
+/// once the list has changed every later step gets the current listing too (served from the
+/// connections' caches while nothing changes).
 fn refresh_tools(
     session: Arc<Session>,
     initial: &[Tool],
@@ -437,26 +439,34 @@ fn refresh_tools(
 + Send
 + Sync
 + 'static {
-    let seen = Arc::new(Mutex::new(session.tools_generation()));
-    let mcp_names: Arc<Vec<String>> =
-        Arc::new(initial.iter().map(|t| t.name().to_owned()).collect());
+    // (last generation seen, whether the initial tools are stale)
+    let state = Arc::new(Mutex::new((session.tools_generation(), false)));
+    let mcp_names: Arc<[String]> = initial.iter().map(|t| t.name().to_owned()).collect();
     move |ctx| {
-        let generation = session.tools_generation();
-        if *lock(&seen) == generation {
-            return Box::pin(async { Ok(StepOverrides::new()) });
-        }
-        *lock(&seen) = generation;
         let own: Vec<Tool> = ctx
             .tools()
             .iter()
-            .filter(|tool| !mcp_names.contains(&tool.name().to_owned()))
+            .filter(|tool| !mcp_names.iter().any(|name| name == tool.name()))
             .cloned()
             .collect();
-        let session = session.clone();
+        let (session, state) = (session.clone(), state.clone());
         Box::pin(async move {
+            // A notification that came in with the last tool results is handled on another
+            // task; give it the chance to land before looking.
+            tokio::task::yield_now().await;
+            let generation = session.tools_generation();
+            {
+                let mut state = lock(&state);
+                if state.0 == generation && !state.1 {
+                    return Ok(StepOverrides::new());
+                }
+                if state.0 != generation {
+                    tracing::info!(session = %session.id, "tool list changed");
+                }
+                *state = (generation, true);
+            }
             let mut tools = own;
             tools.extend(session.mcp_tools().await);
-            tracing::info!(session = %session.id, tools = tools.len(), "tool list changed");
             Ok(StepOverrides::new().tools(tools))
         })
     }

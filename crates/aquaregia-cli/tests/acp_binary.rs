@@ -475,6 +475,11 @@ async fn a_list_change_mid_prompt_reaches_the_next_model_step() {
         ["ws__probe", "ws__extra"],
         "the step after list_changed offers the new tool"
     );
+    assert_eq!(
+        tool_names(&requests[2]),
+        ["ws__probe", "ws__extra"],
+        "later steps keep the new list"
+    );
     assert_eq!(told(&requests, "call-2"), "extra ran");
     let listings = workspace
         .methods()
