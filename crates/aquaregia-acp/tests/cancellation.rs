@@ -11,7 +11,7 @@ use aquaregia_test_support::acp_client::select_permission;
 use aquaregia_test_support::mock_model::{MockServer, Reply};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
 use support::raw::{RawClient, ok};
-use support::scripts::toolbox_entry;
+use support::scripts::marked_toolbox;
 use support::{BOUND, agent_for, tool_updates, updates};
 
 fn position(log: &[Value], what: impl Fn(&Value) -> bool) -> Option<usize> {
@@ -26,14 +26,7 @@ async fn cancel_during_a_tool_call_that_never_returns() {
     client.initialize().await;
     let marker = marker("cancel-tool");
     let session = client
-        .new_session(
-            "/tmp",
-            json!([toolbox_entry(
-                "box",
-                &[],
-                &[("AQUAREGIA_TEST_MARKER", &marker)]
-            )]),
-        )
+        .new_session("/tmp", json!([marked_toolbox("box", &marker)]))
         .await;
     mock.push(Reply::tool_call("call-1", "box__sleep_forever", json!({})));
 
@@ -87,14 +80,7 @@ async fn cancel_while_a_permission_request_is_pending() {
     client.initialize().await;
     let marker = marker("cancel-permission");
     let session = client
-        .new_session(
-            "/tmp",
-            json!([toolbox_entry(
-                "box",
-                &[],
-                &[("AQUAREGIA_TEST_MARKER", &marker)]
-            )]),
-        )
+        .new_session("/tmp", json!([marked_toolbox("box", &marker)]))
         .await;
     mock.push(Reply::tool_call(
         "call-1",

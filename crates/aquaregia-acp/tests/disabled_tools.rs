@@ -11,7 +11,7 @@ use aquaregia_test_support::mock_model::{
 };
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
 use support::raw::{RawClient, stateless_server};
-use support::scripts::toolbox_entry;
+use support::scripts::marked_toolbox;
 use support::{BOUND, agent_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -47,7 +47,7 @@ async fn disabled_patterns_hide_tools_of_every_transport() {
         .new_session(
             "/tmp",
             json!([
-                toolbox_entry("box", &[], &[("AQUAREGIA_TEST_MARKER", &marker)]),
+                marked_toolbox("box", &marker),
                 {"type": "acp", "name": "ed", "serverId": "editor-1"},
             ]),
         )

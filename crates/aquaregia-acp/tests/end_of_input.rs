@@ -9,7 +9,7 @@ use aquaregia_test_support::acp_client::select_permission;
 use aquaregia_test_support::mock_model::{MockServer, Reply};
 use aquaregia_test_support::processes::{assert_no_process_left, marker, processes_with_marker};
 use support::raw::RawClient;
-use support::scripts::toolbox_entry;
+use support::scripts::{marked_toolbox, toolbox_entry};
 use support::{BOUND, agent_for, tool_updates, updates};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -48,14 +48,7 @@ async fn end_of_input_during_a_tool_call_ends_serve_and_the_server() {
     client.initialize().await;
     let marker = marker("eof-busy");
     let session = client
-        .new_session(
-            "/tmp",
-            json!([toolbox_entry(
-                "box",
-                &[],
-                &[("AQUAREGIA_TEST_MARKER", &marker)]
-            )]),
-        )
+        .new_session("/tmp", json!([marked_toolbox("box", &marker)]))
         .await;
     mock.push(Reply::tool_call("call-1", "box__sleep_forever", json!({})));
     client.start_prompt(&session, "sleep").await;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use aquaregia_test_support::mock_model::{MockServer, Reply, content_text, tool_messages};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
 use support::raw::{RawClient, ok};
-use support::scripts::toolbox_entry;
+use support::scripts::marked_toolbox;
 use support::{BOUND, agent_for, tool_updates, updates};
 
 fn permission_requests(client: &RawClient) -> Vec<Value> {
@@ -43,7 +43,7 @@ async fn bypass_permissions_mode_runs_tools_without_asking() {
     let response = client
         .request(
             "session/new",
-            json!({"cwd": "/tmp", "mcpServers": [toolbox_entry("box", &[], &[("AQUAREGIA_TEST_MARKER", &marker)])]}),
+            json!({"cwd": "/tmp", "mcpServers": [marked_toolbox("box", &marker)]}),
         )
         .await;
     let session = response["result"]["sessionId"].as_str().unwrap().to_owned();
@@ -131,14 +131,7 @@ async fn a_rejected_call_is_reported_to_the_model_and_fails() {
     client.initialize().await;
     let marker = marker("reject");
     let session = client
-        .new_session(
-            "/tmp",
-            json!([toolbox_entry(
-                "box",
-                &[],
-                &[("AQUAREGIA_TEST_MARKER", &marker)]
-            )]),
-        )
+        .new_session("/tmp", json!([marked_toolbox("box", &marker)]))
         .await;
 
     // reject_once: the model is told, the update fails, the tool never ran.

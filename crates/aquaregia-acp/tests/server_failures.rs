@@ -12,7 +12,7 @@ use aquaregia_test_support::mock_model::{
 };
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
 use support::raw::{RawClient, stateless_server};
-use support::scripts::toolbox_entry;
+use support::scripts::{marked_toolbox, toolbox_entry};
 use support::{BOUND, agent_for, updates};
 
 /// The texts of the `agent_message_chunk` updates of `session`.
@@ -55,7 +55,7 @@ async fn invalid_entries_are_reported_and_the_session_still_works() {
                 {"type": "acp", "name": "first", "serverId": "dup"},
                 {"type": "acp", "name": "second", "serverId": "dup"},
                 {"type": "http", "name": "nourl"},
-                toolbox_entry("box", &[], &[("AQUAREGIA_TEST_MARKER", &marker)]),
+                marked_toolbox("box", &marker),
             ]),
         )
         .await;

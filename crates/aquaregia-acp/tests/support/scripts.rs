@@ -62,6 +62,11 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
 "#;
 
+/// A toolbox entry whose processes carry `marker`, so a test can check none is left behind.
+pub fn marked_toolbox(name: &str, marker: &str) -> Value {
+    toolbox_entry(name, &[], &[("AQUAREGIA_TEST_MARKER", marker)])
+}
+
 /// An `mcpServers` stdio entry running [`TOOLBOX_SERVER`] with `args` and `env` pairs.
 pub fn toolbox_entry(name: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
     let mut argv = vec!["-c".to_owned(), TOOLBOX_SERVER.to_owned()];

@@ -471,6 +471,17 @@ impl HttpConfig {
         }
     }
 
+    /// The whole response body, within the request timeout.
+    async fn read_body(&self, response: reqwest::Response) -> Result<Bytes, Error> {
+        let url = response.url().to_string();
+        tokio::time::timeout(self.timeout, response.bytes())
+            .await
+            .map_err(|_| Error::Timeout {
+                after: self.timeout,
+            })?
+            .map_err(|error| transport_error(&url, &error))
+    }
+
     pub(crate) async fn generate<P: WireApi>(
         &self,
         request: &ModelRequest,
@@ -478,13 +489,7 @@ impl HttpConfig {
     ) -> Result<ModelResponse, Error> {
         let body = encode_request::<P>(request, false, cache)?;
         let response = self.send::<P>(body).await?;
-        let url = response.url().to_string();
-        let bytes = tokio::time::timeout(self.timeout, response.bytes())
-            .await
-            .map_err(|_| Error::Timeout {
-                after: self.timeout,
-            })?
-            .map_err(|error| transport_error(&url, &error))?;
+        let bytes = self.read_body(response).await?;
         P::parse_response(&bytes)
     }
 
@@ -504,13 +509,7 @@ impl HttpConfig {
             return Ok(decode_stream::<P>(response, self.timeout));
         }
         // Some compatible servers ignore `stream: true`; their whole answer is one event.
-        let url = response.url().to_string();
-        let bytes = tokio::time::timeout(self.timeout, response.bytes())
-            .await
-            .map_err(|_| Error::Timeout {
-                after: self.timeout,
-            })?
-            .map_err(|error| transport_error(&url, &error))?;
+        let bytes = self.read_body(response).await?;
         let response = P::parse_response(&bytes)?;
         let mut events = Vec::new();
         for part in &response.message.content {
