@@ -2,7 +2,7 @@
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, UntypedMessage};
-use aquaregia::{Tool, ToolExecError};
+use aquaregia::{ContentBlock, Tool, ToolExecError, ToolOutput};
 use serde_json::{Map, Value, json};
 
 /// Sends one `session/update`. A closed connection is not an error worth stopping for.
@@ -88,14 +88,14 @@ pub(crate) fn in_progress(id: &str) -> Value {
 }
 
 /// The call finished: its content and raw output, or the failure.
-pub(crate) fn finished(id: &str, result: &Result<Value, ToolExecError>) -> Value {
+pub(crate) fn finished(id: &str, result: &Result<ToolOutput, ToolExecError>) -> Value {
     match result {
         Ok(output) => json!({
             "sessionUpdate": "tool_call_update",
             "toolCallId": id,
             "status": "completed",
             "content": tool_content(output),
-            "rawOutput": output,
+            "rawOutput": raw_output(output),
         }),
         Err(error) => json!({
             "sessionUpdate": "tool_call_update",
@@ -111,67 +111,75 @@ fn text_content(text: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": text}})
 }
 
-/// A tool result as ACP tool-call content: text, images, resources and links as their own
-/// blocks; structured values as JSON text.
-pub(crate) fn tool_content(output: &Value) -> Vec<Value> {
+/// The tool's output as the client's raw view of it: the text, the JSON value, or the
+/// content blocks.
+fn raw_output(output: &ToolOutput) -> Value {
     match output {
-        Value::String(text) if text.is_empty() => Vec::new(),
-        Value::String(text) => vec![text_content(text)],
-        Value::Array(items)
-            if items
-                .iter()
-                .any(|item| item.get("type").and_then(Value::as_str).is_some()) =>
-        {
-            items.iter().map(item_content).collect()
-        }
-        other => vec![text_content(
-            &serde_json::to_string_pretty(other).unwrap_or_default(),
-        )],
+        ToolOutput::Text(text) => Value::String(text.clone()),
+        ToolOutput::Json(value) => value.clone(),
+        other => serde_json::to_value(other).unwrap_or_default(),
     }
 }
 
-fn item_content(item: &Value) -> Value {
-    let field = |name: &str| item.get(name).and_then(Value::as_str);
-    let block = match field("type") {
-        Some("text") => field("text").map(|text| json!({"type": "text", "text": text})),
-        Some("image") => match (field("data"), field("mime_type")) {
-            (Some(data), Some(mime)) => {
-                Some(json!({"type": "image", "data": data, "mimeType": mime}))
-            }
-            _ => None,
-        },
-        Some("resource") => field("uri").map(|uri| {
+/// A tool result as ACP tool-call content: text, images, audio, resources and links as their
+/// own blocks; JSON values as pretty-printed text.
+pub(crate) fn tool_content(output: &ToolOutput) -> Vec<Value> {
+    match output {
+        ToolOutput::Text(text) if text.is_empty() => Vec::new(),
+        ToolOutput::Text(text) => vec![text_content(text)],
+        ToolOutput::Json(value) => vec![text_content(
+            &serde_json::to_string_pretty(value).unwrap_or_default(),
+        )],
+        ToolOutput::Content(blocks) => blocks.iter().map(block_content).collect(),
+        other => vec![text_content(&other.to_text())],
+    }
+}
+
+fn block_content(block: &ContentBlock) -> Value {
+    let content = match block {
+        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+        ContentBlock::Image { mime_type, data } => {
+            json!({"type": "image", "data": data, "mimeType": mime_type})
+        }
+        ContentBlock::Audio { mime_type, data } => {
+            json!({"type": "audio", "data": data, "mimeType": mime_type})
+        }
+        ContentBlock::Resource {
+            uri,
+            mime_type,
+            text,
+            blob,
+        } => {
             let mut resource = Map::new();
-            resource.insert("uri".into(), uri.into());
-            if let Some(mime) = field("mime_type") {
-                resource.insert("mimeType".into(), mime.into());
+            resource.insert("uri".into(), uri.as_str().into());
+            if let Some(mime) = mime_type {
+                resource.insert("mimeType".into(), mime.as_str().into());
             }
-            if let Some(text) = field("text") {
-                resource.insert("text".into(), text.into());
-            } else if let Some(blob) = field("blob") {
-                resource.insert("blob".into(), blob.into());
+            if let Some(text) = text {
+                resource.insert("text".into(), text.as_str().into());
+            } else if let Some(blob) = blob {
+                resource.insert("blob".into(), blob.as_str().into());
             }
             json!({"type": "resource", "resource": resource})
-        }),
-        Some("resource_link") => match (field("uri"), field("name")) {
-            (Some(uri), Some(name)) => {
-                let mut link = json!({"type": "resource_link", "uri": uri, "name": name});
-                if let Some(mime) = field("mime_type") {
-                    link["mimeType"] = mime.into();
-                }
-                if let Some(description) = field("description") {
-                    link["description"] = description.into();
-                }
-                Some(link)
+        }
+        ContentBlock::ResourceLink {
+            uri,
+            name,
+            mime_type,
+            description,
+        } => {
+            let mut link = json!({"type": "resource_link", "uri": uri, "name": name});
+            if let Some(mime) = mime_type {
+                link["mimeType"] = mime.as_str().into();
             }
-            _ => None,
-        },
-        _ => None,
+            if let Some(description) = description {
+                link["description"] = description.as_str().into();
+            }
+            link
+        }
+        other => return text_content(&other.to_text()),
     };
-    match block {
-        Some(block) => json!({"type": "content", "content": block}),
-        None => text_content(&item.to_string()),
-    }
+    json!({"type": "content", "content": content})
 }
 
 #[cfg(test)]
@@ -193,18 +201,29 @@ mod tests {
 
     #[test]
     fn results_become_acp_content() {
-        let content = tool_content(&json!([
+        let blocks = json!([
             {"type": "text", "text": "hi"},
-            {"type": "image", "mime_type": "image/png", "data": "AA=="},
-            {"type": "resource", "uri": "file:///a", "mime_type": "text/plain", "text": "x"},
+            {"type": "image", "mimeType": "image/png", "data": "AA=="},
+            {"type": "resource", "uri": "file:///a", "mimeType": "text/plain", "text": "x"},
             {"type": "resource_link", "uri": "file:///b", "name": "b"}
-        ]));
+        ]);
+        let content = tool_content(&ToolOutput::Content(
+            serde_json::from_value(blocks).expect("blocks"),
+        ));
         assert_eq!(
             content[1]["content"],
             json!({"type": "image", "data": "AA==", "mimeType": "image/png"})
         );
         assert_eq!(content[2]["content"]["resource"]["text"], "x");
         assert_eq!(content[3]["content"]["type"], "resource_link");
-        assert_eq!(tool_content(&json!({"a": 1}))[0]["content"]["type"], "text");
+        assert_eq!(
+            tool_content(&ToolOutput::Json(json!({"a": 1})))[0]["content"]["type"],
+            "text"
+        );
+        // A JSON array that looks like content stays JSON.
+        let lookalike = json!([{"type": "image", "mimeType": "image/png", "data": "AA=="}]);
+        let content = tool_content(&ToolOutput::Json(lookalike));
+        assert_eq!(content.len(), 1);
+        assert_eq!(content[0]["content"]["type"], "text");
     }
 }

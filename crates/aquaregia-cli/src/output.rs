@@ -2,6 +2,7 @@
 
 use std::io::{IsTerminal, Write};
 
+use aquaregia::{ContentBlock, ToolOutput};
 use serde_json::Value;
 
 /// ANSI styling for one output stream: on only for a terminal, and never with `NO_COLOR`.
@@ -188,37 +189,51 @@ pub(crate) fn arguments_summary(arguments: &Value) -> String {
 }
 
 /// A tool result for people: text as text, media and resources as one-line summaries,
-/// structured content as pretty JSON.
-pub(crate) fn render_result(result: &Value) -> String {
+/// JSON as pretty JSON.
+pub(crate) fn render_result(result: &ToolOutput) -> String {
     match result {
-        Value::String(text) => text.clone(),
-        Value::Array(items) => items.iter().map(render_item).collect::<Vec<_>>().join("\n"),
-        other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+        ToolOutput::Text(text) => text.clone(),
+        ToolOutput::Json(value) => {
+            serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+        }
+        ToolOutput::Content(blocks) => blocks
+            .iter()
+            .map(render_block)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_text(),
     }
 }
 
-/// One item of a multi-part result (see the mapping table of `aquaregia::mcp`).
-fn render_item(item: &Value) -> String {
-    let field = |name: &str| item.get(name).and_then(Value::as_str);
-    let with_mime = |what: &str, uri: &str| match field("mime_type") {
-        Some(mime) => format!("[{what} {uri} {mime}]"),
-        None => format!("[{what} {uri}]"),
-    };
-    match (field("type"), field("uri")) {
-        (Some("text"), _) => field("text").unwrap_or_default().to_owned(),
-        (Some("image"), _) => {
-            let size = field("data").map_or(0, base64_decoded_len);
-            let mime = field("mime_type").unwrap_or("unknown type");
-            format!("[image {mime}, {}]", human_size(size))
+/// One block of a multi-part result.
+fn render_block(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text { text } => text.clone(),
+        ContentBlock::Image { mime_type, data } => {
+            format!(
+                "[image {mime_type}, {}]",
+                human_size(base64_decoded_len(data))
+            )
         }
-        (Some("resource"), Some(uri)) => with_mime("resource", uri),
-        (Some("resource_link"), Some(uri)) => format!("[link {uri}]"),
-        _ => item.to_string(),
+        ContentBlock::Audio { mime_type, data } => {
+            format!(
+                "[audio {mime_type}, {}]",
+                human_size(base64_decoded_len(data))
+            )
+        }
+        ContentBlock::Resource {
+            uri,
+            mime_type: Some(mime),
+            ..
+        } => format!("[resource {uri} {mime}]"),
+        ContentBlock::Resource { uri, .. } => format!("[resource {uri}]"),
+        ContentBlock::ResourceLink { uri, .. } => format!("[link {uri}]"),
+        other => other.to_text().into_owned(),
     }
 }
 
 /// A result in one short line, for progress output.
-pub(crate) fn result_summary(result: &Value) -> String {
+pub(crate) fn result_summary(result: &ToolOutput) -> String {
     const MAX: usize = 80;
     let rendered = render_result(result);
     let lines: Vec<&str> = rendered
@@ -303,17 +318,20 @@ mod tests {
     fn results_render_media_as_summaries() {
         let result = json!([
             {"type": "text", "text": "here"},
-            {"type": "image", "mime_type": "image/png", "data": "A".repeat(1638) + "=="},
-            {"type": "resource", "uri": "file:///x", "mime_type": "text/plain", "text": "hi"},
-            {"type": "resource_link", "uri": "file:///y", "name": "y"},
-            {"type": "hologram"}
+            {"type": "image", "mimeType": "image/png", "data": "A".repeat(1638) + "=="},
+            {"type": "resource", "uri": "file:///x", "mimeType": "text/plain", "text": "hi"},
+            {"type": "resource_link", "uri": "file:///y", "name": "y"}
         ]);
+        let result = ToolOutput::Content(serde_json::from_value(result).expect("blocks"));
         assert_eq!(
             render_result(&result),
-            "here\n[image image/png, 1.2 KB]\n[resource file:///x text/plain]\n[link file:///y]\n{\"type\":\"hologram\"}"
+            "here\n[image image/png, 1.2 KB]\n[resource file:///x text/plain]\n[link file:///y]"
         );
-        assert_eq!(render_result(&json!("plain")), "plain");
-        assert_eq!(render_result(&json!({"a": 1})), "{\n  \"a\": 1\n}");
+        assert_eq!(render_result(&ToolOutput::text("plain")), "plain");
+        assert_eq!(
+            render_result(&ToolOutput::Json(json!({"a": 1}))),
+            "{\n  \"a\": 1\n}"
+        );
     }
 
     #[test]
@@ -322,7 +340,7 @@ mod tests {
             arguments_summary(&json!({"n": 3, "path": "/tmp"})),
             r#"n: 3, path: "/tmp""#
         );
-        assert_eq!(result_summary(&json!("a\nb\nc")), "a (+2 lines)");
+        assert_eq!(result_summary(&ToolOutput::text("a\nb\nc")), "a (+2 lines)");
         assert_eq!(first_line(&"x".repeat(10), 4), "xxxx…");
         assert_eq!(human_size(100), "100 B");
         assert_eq!(human_size(1229), "1.2 KB");

@@ -11,13 +11,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow, bail};
 use aquaregia::{
     AgentEvent, AgentHooks, AgentOutput, CancellationToken, Client, StopReason, Tool, ToolCall,
-    ToolCallDecision, ToolExecError,
+    ToolCallDecision, ToolExecError, ToolOutput,
 };
 use clap::Args;
 use futures::StreamExt;
 use futures::future::try_join_all;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::Interrupted;
@@ -284,7 +283,7 @@ impl Console {
         &self,
         label: &str,
         running: Option<&Running>,
-        result: &Result<Value, ToolExecError>,
+        result: &Result<ToolOutput, ToolExecError>,
     ) {
         let took = running
             .map(|running| {
@@ -307,7 +306,7 @@ impl Console {
     }
 
     /// A call the agent gave up on when cancelled: its finish hook never ran.
-    fn abandoned(&self, id: &str, result: &Result<Value, ToolExecError>) {
+    fn abandoned(&self, id: &str, result: &Result<ToolOutput, ToolExecError>) {
         if let Some(running) = self.stop(id) {
             self.report(&running.label, Some(&running), result);
         }
@@ -337,7 +336,11 @@ impl AgentHooks for Console {
         ToolCallDecision::Allow
     }
 
-    async fn on_tool_call_finish(&self, call: &ToolCall, result: &Result<Value, ToolExecError>) {
+    async fn on_tool_call_finish(
+        &self,
+        call: &ToolCall,
+        result: &Result<ToolOutput, ToolExecError>,
+    ) {
         // Denied and unknown calls have no spinner, and are labelled by name only.
         let running = self.stop(&call.id);
         let label = running

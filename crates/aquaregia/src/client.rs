@@ -4,19 +4,17 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::agent::AgentBuilder;
 use crate::error::Error;
-use crate::provider::anthropic::Anthropic;
-use crate::provider::openai_chat::OpenAiChat;
-use crate::provider::openai_responses::OpenAiResponses;
-use crate::provider::{HttpConfig, ModelRequest, ModelResponse, ModelStream, RequestCache};
+use crate::http::{self, HttpConfig};
+use crate::model::{ModelRequest, ModelResponse, ModelStream};
+use crate::provider::{
+    KeyPolicy, PROVIDERS, ProviderInfo, RequestCache, anthropic, ollama, openai_chat,
+    openai_responses, provider, provider_ids,
+};
 
-const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
-const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
-const OLLAMA_HOST: &str = "http://127.0.0.1:11434";
-const ANTHROPIC_VERSION: &str = "2023-06-01";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_MAX_RETRIES: u32 = 2;
 
@@ -50,7 +48,7 @@ pub struct Client {
 }
 
 struct ClientInner {
-    kind: ProviderKind,
+    provider: &'static ProviderInfo,
     http: HttpConfig,
 }
 
@@ -58,7 +56,7 @@ impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // HeaderMap's Debug shows sensitive values as `Sensitive`, so the key never leaks.
         f.debug_struct("Client")
-            .field("kind", &self.inner.kind)
+            .field("provider", &self.inner.provider.id)
             .field("base_url", &self.inner.http.base_url)
             .field("timeout", &self.inner.http.timeout)
             .field("max_retries", &self.inner.http.max_retries)
@@ -69,25 +67,25 @@ impl fmt::Debug for Client {
 impl Client {
     /// OpenAI Responses API. Key from `OPENAI_API_KEY`, base URL from `OPENAI_BASE_URL`.
     pub fn openai() -> ClientBuilder {
-        ClientBuilder::new(ProviderKind::OpenAiResponses, Defaults::OpenAi)
+        ClientBuilder::new(&openai_responses::OPENAI)
     }
 
     /// Chat Completions API: OpenAI and compatible servers (vLLM, llama.cpp, DeepSeek, Groq,
     /// OpenRouter...). Key from `OPENAI_API_KEY`, base URL from `OPENAI_BASE_URL`; the key is
     /// optional when a base URL is given.
     pub fn openai_chat() -> ClientBuilder {
-        ClientBuilder::new(ProviderKind::OpenAiChat, Defaults::OpenAi)
+        ClientBuilder::new(&openai_chat::OPENAI_CHAT)
     }
 
     /// Anthropic Messages API. Key from `ANTHROPIC_API_KEY`, base URL from `ANTHROPIC_BASE_URL`.
     pub fn anthropic() -> ClientBuilder {
-        ClientBuilder::new(ProviderKind::Anthropic, Defaults::Anthropic)
+        ClientBuilder::new(&anthropic::ANTHROPIC)
     }
 
     /// A local Ollama server through its Chat Completions endpoint, at `OLLAMA_HOST`
     /// (default `http://127.0.0.1:11434`). No key.
     pub fn ollama() -> ClientBuilder {
-        ClientBuilder::new(ProviderKind::OpenAiChat, Defaults::Ollama)
+        ClientBuilder::new(&ollama::OLLAMA)
     }
 
     /// A client and model id from a `provider:model` spec: `openai:gpt-5-mini`,
@@ -98,43 +96,41 @@ impl Client {
     /// assert!(err.to_string().contains("unknown provider `nope`"));
     /// ```
     pub fn from_model_spec(spec: &str) -> Result<(Client, String), Error> {
-        let (provider, model) = spec.split_once(':').ok_or_else(|| {
+        let (id, model) = spec.split_once(':').ok_or_else(|| {
             Error::Config(format!(
-                "model spec `{spec}` is not of the form provider:model \
-                 (providers: openai, openai-chat, anthropic, ollama)"
+                "model spec `{spec}` is not of the form provider:model (providers: {})",
+                provider_ids()
             ))
         })?;
         if model.is_empty() {
             return Err(Error::Config(format!("model spec `{spec}` names no model")));
         }
-        let builder = match provider {
-            "openai" => Self::openai(),
-            "openai-chat" => Self::openai_chat(),
-            "anthropic" => Self::anthropic(),
-            "ollama" => Self::ollama(),
-            other => {
-                return Err(Error::Config(format!(
-                    "unknown provider `{other}` in model spec `{spec}` \
-                     (use openai, openai-chat, anthropic or ollama)"
-                )));
-            }
-        };
-        Ok((builder.build()?, model.to_owned()))
+        let provider = provider(id).ok_or_else(|| {
+            Error::Config(format!(
+                "unknown provider `{id}` in model spec `{spec}` (use one of {})",
+                provider_ids()
+            ))
+        })?;
+        Ok((ClientBuilder::new(provider).build()?, model.to_owned()))
     }
 
-    /// The model spec to use when none is given: `AQUAREGIA_MODEL` if set, else the provider
-    /// whose API key is present (OpenAI, then Anthropic), else local Ollama.
+    /// The model spec to use when none is given: `AQUAREGIA_MODEL` if set, else the first
+    /// provider whose API key is present (OpenAI, then Anthropic...), else local Ollama.
     pub fn default_model_spec() -> String {
         if let Some(spec) = env_var("AQUAREGIA_MODEL") {
             return spec;
         }
-        if env_var("OPENAI_API_KEY").is_some() {
-            "openai:gpt-5-mini".to_owned()
-        } else if env_var("ANTHROPIC_API_KEY").is_some() {
-            "anthropic:claude-sonnet-4-5".to_owned()
-        } else {
-            "ollama:llama3.2".to_owned()
-        }
+        PROVIDERS
+            .iter()
+            .find_map(|provider| {
+                let model = provider.default_model?;
+                let has_key = provider
+                    .api_key_vars
+                    .iter()
+                    .any(|var| env_var(var).is_some());
+                has_key.then(|| format!("{}:{model}", provider.id))
+            })
+            .unwrap_or_else(|| "ollama:llama3.2".to_owned())
     }
 
     /// [`Client::from_model_spec`] of [`Client::default_model_spec`].
@@ -146,7 +142,12 @@ impl Client {
 
     /// Which wire API this client speaks.
     pub fn kind(&self) -> ProviderKind {
-        self.inner.kind
+        self.inner.provider.kind
+    }
+
+    /// The provider's id, as in model specs (`openai`, `anthropic`, `ollama`...).
+    pub fn provider_id(&self) -> &'static str {
+        self.inner.provider.id
     }
 
     /// The base URL requests go to.
@@ -178,12 +179,12 @@ impl Client {
         request: &ModelRequest,
         cache: &mut RequestCache,
     ) -> Result<ModelResponse, Error> {
-        let http = &self.inner.http;
-        match self.inner.kind {
-            ProviderKind::OpenAiResponses => http.generate::<OpenAiResponses>(request, cache).await,
-            ProviderKind::OpenAiChat => http.generate::<OpenAiChat>(request, cache).await,
-            ProviderKind::Anthropic => http.generate::<Anthropic>(request, cache).await,
-        }
+        let inner = &self.inner;
+        inner
+            .provider
+            .api
+            .generate(&inner.http, request, cache)
+            .await
     }
 
     /// [`stream`](Self::stream), reusing the encoding of earlier steps.
@@ -192,27 +193,15 @@ impl Client {
         request: &ModelRequest,
         cache: &mut RequestCache,
     ) -> Result<ModelStream, Error> {
-        let http = &self.inner.http;
-        match self.inner.kind {
-            ProviderKind::OpenAiResponses => http.stream::<OpenAiResponses>(request, cache).await,
-            ProviderKind::OpenAiChat => http.stream::<OpenAiChat>(request, cache).await,
-            ProviderKind::Anthropic => http.stream::<Anthropic>(request, cache).await,
-        }
+        let inner = &self.inner;
+        inner.provider.api.stream(&inner.http, request, cache).await
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Defaults {
-    OpenAi,
-    Anthropic,
-    Ollama,
 }
 
 /// Configures a [`Client`]; see [`Client::openai`] and friends.
 #[must_use]
 pub struct ClientBuilder {
-    kind: ProviderKind,
-    defaults: Defaults,
+    provider: &'static ProviderInfo,
     api_key: Option<String>,
     base_url: Option<String>,
     headers: Vec<(String, String)>,
@@ -224,7 +213,7 @@ pub struct ClientBuilder {
 impl fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientBuilder")
-            .field("kind", &self.kind)
+            .field("provider", &self.provider.id)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("base_url", &self.base_url)
             .field(
@@ -242,10 +231,9 @@ impl fmt::Debug for ClientBuilder {
 }
 
 impl ClientBuilder {
-    fn new(kind: ProviderKind, defaults: Defaults) -> Self {
+    fn new(provider: &'static ProviderInfo) -> Self {
         Self {
-            kind,
-            defaults,
+            provider,
             api_key: None,
             base_url: None,
             headers: Vec::new(),
@@ -294,66 +282,66 @@ impl ClientBuilder {
 
     /// Checks the configuration and builds the client.
     pub fn build(self) -> Result<Client, Error> {
-        let (key_var, url_var) = match self.defaults {
-            Defaults::OpenAi => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-            Defaults::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-            Defaults::Ollama => ("", "OLLAMA_HOST"),
-        };
-        let explicit_url = self.base_url.clone().or_else(|| env_var(url_var));
-        let base_url = match (self.defaults, explicit_url.clone()) {
-            (Defaults::Ollama, url) => ollama_base_url(url.as_deref().unwrap_or(OLLAMA_HOST)),
-            (_, Some(url)) => url,
-            (Defaults::OpenAi, None) => OPENAI_BASE_URL.to_owned(),
-            (Defaults::Anthropic, None) => ANTHROPIC_BASE_URL.to_owned(),
-        };
+        let provider = self.provider;
+        let configured_url = self
+            .base_url
+            .clone()
+            .or_else(|| provider.base_url_vars.iter().find_map(|var| env_var(var)));
+        let base_url = (provider.normalize_base_url)(
+            configured_url
+                .as_deref()
+                .unwrap_or(provider.default_base_url),
+        );
         reqwest::Url::parse(&base_url)
             .map_err(|error| Error::Config(format!("invalid base URL `{base_url}`: {error}")))?;
 
-        let api_key = match self.defaults {
-            Defaults::Ollama => self.api_key,
-            _ => self.api_key.or_else(|| env_var(key_var)),
+        let api_key = self
+            .api_key
+            .or_else(|| provider.api_key_vars.iter().find_map(|var| env_var(var)));
+        let key_needed = match provider.key {
+            KeyPolicy::Required => true,
+            KeyPolicy::UnlessBaseUrl => configured_url.is_none(),
+            KeyPolicy::Never => false,
         };
-        let key_optional = self.defaults == Defaults::Ollama
-            || (self.kind == ProviderKind::OpenAiChat && explicit_url.is_some());
-        if api_key.is_none() && !key_optional {
-            return Err(Error::MissingApiKey { env_var: key_var });
+        if api_key.is_none()
+            && key_needed
+            && let Some(env_var) = provider.api_key_vars.first()
+        {
+            return Err(Error::MissingApiKey { env_var });
         }
 
         let mut headers = HeaderMap::new();
+        for (name, value) in provider.static_headers {
+            headers.insert(
+                HeaderName::from_static(name),
+                HeaderValue::from_static(value),
+            );
+        }
         if let Some(key) = &api_key {
-            let (name, value) = match self.kind {
-                ProviderKind::Anthropic => (HeaderName::from_static("x-api-key"), key.clone()),
-                _ => (AUTHORIZATION, format!("Bearer {key}")),
-            };
+            let (name, value) = (provider.auth_header)(key);
             let mut value = HeaderValue::from_str(&value).map_err(|_| {
                 Error::Config("the API key contains characters not allowed in a header".into())
             })?;
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        if self.kind == ProviderKind::Anthropic {
-            headers.insert(
-                HeaderName::from_static("anthropic-version"),
-                HeaderValue::from_static(ANTHROPIC_VERSION),
-            );
-        }
         for (name, value) in &self.headers {
             let header_name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| Error::Config(format!("invalid header name `{name}`")))?;
-            let header_value = HeaderValue::from_str(value)
+            let mut header_value = HeaderValue::from_str(value)
                 .map_err(|_| Error::Config(format!("invalid value for header `{name}`")))?;
+            // Custom headers often carry credentials (gateway keys, org tokens).
+            header_value.set_sensitive(true);
             headers.insert(header_name, header_value);
         }
 
         let http = match self.http {
             Some(http) => http,
-            None => reqwest::Client::builder()
-                .build()
-                .map_err(|error| Error::Config(format!("HTTP client: {error}")))?,
+            None => http::default_client()?,
         };
         Ok(Client {
             inner: Arc::new(ClientInner {
-                kind: self.kind,
+                provider,
                 http: HttpConfig {
                     http,
                     base_url,
@@ -366,32 +354,7 @@ impl ClientBuilder {
     }
 }
 
-/// `OLLAMA_HOST` may be `host:port`, `0.0.0.0` or a full URL; the API lives under `/v1`.
-fn ollama_base_url(host: &str) -> String {
-    let host = host.trim().trim_end_matches('/');
-    let with_scheme = if host.contains("://") {
-        host.to_owned()
-    } else {
-        format!("http://{host}")
-    };
-    let with_port = match reqwest::Url::parse(&with_scheme) {
-        Ok(url) if url.port().is_none() && !host.contains("://") => {
-            format!("{with_scheme}:11434")
-        }
-        _ => with_scheme,
-    };
-    let local = with_port.replace("://0.0.0.0", "://127.0.0.1");
-    if local.ends_with("/v1") {
-        local
-    } else {
-        format!("{local}/v1")
-    }
-}
-
 fn env_var(name: &str) -> Option<String> {
-    if name.is_empty() {
-        return None;
-    }
     std::env::var(name)
         .ok()
         .filter(|value| !value.trim().is_empty())
@@ -400,23 +363,6 @@ fn env_var(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ollama_host_forms() {
-        assert_eq!(
-            ollama_base_url("127.0.0.1:11434"),
-            "http://127.0.0.1:11434/v1"
-        );
-        assert_eq!(ollama_base_url("0.0.0.0"), "http://127.0.0.1:11434/v1");
-        assert_eq!(
-            ollama_base_url("http://gpu-box:8080/"),
-            "http://gpu-box:8080/v1"
-        );
-        assert_eq!(
-            ollama_base_url("https://o.example/v1"),
-            "https://o.example/v1"
-        );
-    }
 
     #[test]
     fn debug_never_shows_the_key() {

@@ -19,7 +19,7 @@
 //!         "required": ["a", "b"]
 //!     }))
 //!     .execute_raw(|args| async move {
-//!         Ok(json!(args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0)))
+//!         Ok(args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0))
 //!     });
 //! let agent = client.agent(model).tool(add).build()?;
 //! let output = agent.run("What is 2.5 + 4?").await?;
@@ -45,9 +45,11 @@
 mod agent;
 mod client;
 mod error;
+mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod message;
+mod model;
 mod provider;
 mod tool;
 
@@ -58,12 +60,13 @@ pub use agent::{
 pub use client::{Client, ClientBuilder, ProviderKind};
 pub use error::Error;
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
-pub use provider::{
+pub use model::{
     FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent, ToolChoice, Usage,
 };
 pub use tool::{
-    MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder, ToolDescriptor, ToolExecError,
-    ToolExecutor, ToolRegistry, TypedToolBuilder, is_valid_tool_name, tool,
+    ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,
+    ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry, TypedToolBuilder,
+    is_valid_tool_name, tool,
 };
 
 /// The README's examples, compiled as doctests so they cannot rot.

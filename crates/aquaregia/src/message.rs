@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tool::ToolOutput;
+
 /// Who said a [`Message`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -176,11 +178,9 @@ pub struct ToolResult {
     pub call_id: String,
     /// The tool's name.
     pub name: String,
-    /// What the tool returned, or the error text.
-    ///
-    /// A JSON array of `{"type":"text","text"}` / `{"type":"image","mime_type","data"}` items is
-    /// sent as real text and image content where the API allows it.
-    pub output: Value,
+    /// What the tool returned, or the error text. Images in [`ToolOutput::Content`] are sent as
+    /// real images where the API allows it.
+    pub output: ToolOutput,
     /// Whether `output` describes a failure.
     #[serde(default)]
     pub is_error: bool,

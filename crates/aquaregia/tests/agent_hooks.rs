@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use aquaregia::{
     AgentHooks, AgentOutput, Error, StepContext, StepOverrides, StepResult, StopReason, Tool,
-    ToolCall, ToolCallDecision, ToolExecError, tool,
+    ToolCall, ToolCallDecision, ToolExecError, ToolOutput, tool,
 };
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
 use common::chat_client;
@@ -46,7 +46,11 @@ impl AgentHooks for Recorder {
         }
     }
 
-    async fn on_tool_call_finish(&self, call: &ToolCall, result: &Result<Value, ToolExecError>) {
+    async fn on_tool_call_finish(
+        &self,
+        call: &ToolCall,
+        result: &Result<ToolOutput, ToolExecError>,
+    ) {
         self.push(format!("tool_finish {} ok={}", call.name, result.is_ok()));
     }
 
@@ -108,7 +112,10 @@ async fn hooks_run_in_order_and_can_deny_or_rewrite() {
         ]
     );
     // Rewritten arguments reached the tool.
-    assert_eq!(output.steps[0].tool_calls[0].result, Ok(json!("rewritten")));
+    assert_eq!(
+        output.steps[0].tool_calls[0].result,
+        Ok(ToolOutput::Json(json!("rewritten")))
+    );
     // The denied tool never ran, and the model was told why, as a rejection rather than an error.
     assert!(!*ran_danger.lock().unwrap());
     assert_eq!(
@@ -152,8 +159,14 @@ async fn prepare_step_replaces_tools_between_steps() {
         .build()
         .unwrap();
     let output = agent.run("go").await.unwrap();
-    assert_eq!(output.steps[0].tool_calls[0].result, Ok(json!("v1")));
-    assert_eq!(output.steps[1].tool_calls[0].result, Ok(json!("v2")));
+    assert_eq!(
+        output.steps[0].tool_calls[0].result,
+        Ok(ToolOutput::Json(json!("v1")))
+    );
+    assert_eq!(
+        output.steps[1].tool_calls[0].result,
+        Ok(ToolOutput::Json(json!("v2")))
+    );
     let names = |i: usize| -> Vec<String> {
         server.requests()[i].body["tools"]
             .as_array()
@@ -308,7 +321,10 @@ async fn hooks_compose_in_order() {
         .build()
         .unwrap();
     let output = agent.run("go").await.unwrap();
-    assert_eq!(output.steps[0].tool_calls[0].result, Ok(json!("go!")));
+    assert_eq!(
+        output.steps[0].tool_calls[0].result,
+        Ok(ToolOutput::Json(json!("go!")))
+    );
     assert_eq!(
         output.steps[1].tool_calls[0].result,
         Err(ToolExecError::Denied("no shouting".into()))

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use aquaregia::{
-    AgentEvent, Error, Message, Role, StopReason, ToolErrorPolicy, ToolExecError, tool,
+    AgentEvent, Error, Message, Role, StopReason, ToolErrorPolicy, ToolExecError, ToolOutput, tool,
 };
 use aquaregia_test_support::mock_model::{
     MockServer, Reply, chat_text, chat_text_stream, chat_tool_calls, chat_tool_stream,
@@ -63,7 +63,10 @@ async fn tool_call_round_trip() {
     assert_eq!(output.text, "The sum is 5.");
     assert_eq!(output.stop_reason, StopReason::Finished);
     assert_eq!(output.steps.len(), 2);
-    assert_eq!(output.steps[0].tool_calls[0].result, Ok(json!(5)));
+    assert_eq!(
+        output.steps[0].tool_calls[0].result,
+        Ok(ToolOutput::Json(json!(5)))
+    );
     assert_eq!(output.usage.input_tokens, 20);
     // user, assistant(tool call), tool, assistant(text)
     let roles: Vec<Role> = output.messages.iter().map(|m| m.role).collect();
@@ -240,7 +243,10 @@ async fn concurrency_is_limited_and_results_keep_call_order() {
         .map(|m| m["tool_call_id"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(sent, ["c0", "c1", "c2", "c3", "c4", "c5"]);
-    assert_eq!(output.steps[0].tool_calls[5].result, Ok(json!("result 5")));
+    assert_eq!(
+        output.steps[0].tool_calls[5].result,
+        Ok(ToolOutput::Json(json!("result 5")))
+    );
 }
 
 #[tokio::test]
@@ -318,7 +324,7 @@ async fn stream_emits_events_in_order() {
     let AgentEvent::ToolCallFinish { result, .. } = &events[1] else {
         unreachable!()
     };
-    assert_eq!(result, &Ok(json!(42)));
+    assert_eq!(result, &Ok(ToolOutput::Json(json!(42))));
     let AgentEvent::Finish(output) = events.last().unwrap() else {
         unreachable!()
     };

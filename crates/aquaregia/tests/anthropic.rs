@@ -5,8 +5,8 @@ mod common;
 use std::time::Duration;
 
 use aquaregia::{
-    Client, ContentPart, Error, FinishReason, Message, ModelRequest, Reasoning, Role, StreamEvent,
-    Tool, ToolCall, ToolChoice, ToolResult, tool,
+    Client, ContentBlock, ContentPart, Error, FinishReason, Message, ModelRequest, Reasoning, Role,
+    StreamEvent, Tool, ToolCall, ToolChoice, ToolOutput, ToolResult, tool,
 };
 use aquaregia_test_support::mock_model::{MockServer, Reply};
 use common::{fixture, fixture_json};
@@ -144,15 +144,15 @@ async fn sends_tool_results_with_an_image_and_an_error_first_in_one_user_message
             ContentPart::ToolResult(ToolResult {
                 call_id: "toolu_01D7FLrfh4GYq7yT1ULFeyMV".into(),
                 name: "get_weather".into(),
-                output: json!("Weather service timed out after 10s."),
+                output: ToolOutput::text("Weather service timed out after 10s."),
                 is_error: true,
             }),
             ContentPart::ToolResult(ToolResult {
                 call_id: "toolu_01Kq8WbZ3xYtR5vN2mJc4HsP".into(),
                 name: "render_chart".into(),
-                output: json!([
-                    {"type": "text", "text": "Rendered chart 'Paris daily highs' (PNG)."},
-                    {"type": "image", "mime_type": "image/png", "data": PNG},
+                output: ToolOutput::Content(vec![
+                    ContentBlock::text("Rendered chart 'Paris daily highs' (PNG)."),
+                    ContentBlock::image("image/png", PNG),
                 ]),
                 is_error: false,
             }),
@@ -246,13 +246,13 @@ async fn maps_reasoning_images_tool_choice_and_odd_arguments() {
                 ContentPart::ToolResult(ToolResult {
                     call_id: "t1".into(),
                     name: "get_weather".into(),
-                    output: json!(""),
+                    output: ToolOutput::text(""),
                     is_error: true,
                 }),
                 ContentPart::ToolResult(ToolResult {
                     call_id: "t2".into(),
                     name: "get_weather".into(),
-                    output: json!({"temp": 3}),
+                    output: ToolOutput::Json(json!({"temp": 3})),
                     is_error: false,
                 }),
             ],

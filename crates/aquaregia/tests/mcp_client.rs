@@ -8,7 +8,9 @@ mod mcp_server;
 use std::time::{Duration, Instant};
 
 use aquaregia::mcp::{self, McpConnection, McpError};
-use aquaregia::{CancellationToken, Error, StopReason, Tool, ToolExecError, ToolRegistry};
+use aquaregia::{
+    CancellationToken, Error, StopReason, Tool, ToolExecError, ToolOutput, ToolRegistry,
+};
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
 use common::chat_client;
 use mcp_server::{PNG_BASE64, TestServer};
@@ -25,6 +27,11 @@ async fn connect(server: &TestServer) -> McpConnection {
         .expect("connects")
 }
 
+/// Content blocks from their JSON (camelCase fields).
+fn content(blocks: Value) -> ToolOutput {
+    ToolOutput::Content(serde_json::from_value(blocks).expect("content blocks"))
+}
+
 fn find(tools: &[Tool], name: &str) -> Tool {
     tools
         .iter()
@@ -33,7 +40,11 @@ fn find(tools: &[Tool], name: &str) -> Tool {
         .clone()
 }
 
-async fn call(connection: &McpConnection, name: &str, args: Value) -> Result<Value, ToolExecError> {
+async fn call(
+    connection: &McpConnection,
+    name: &str,
+    args: Value,
+) -> Result<ToolOutput, ToolExecError> {
     let tools = connection.tools().await.unwrap();
     find(&tools, name).execute(args).await
 }
@@ -59,7 +70,7 @@ async fn lists_every_tool_across_pages_with_schemas_verbatim() {
     ));
     assert_eq!(
         complex.execute(json!({"at": {"x": 1}})).await,
-        Ok(json!("ok"))
+        Ok(ToolOutput::text("ok"))
     );
 
     let echo = find(&tools, "echo");
@@ -78,46 +89,48 @@ async fn maps_every_kind_of_result() {
     let c = connect(&server).await;
     assert_eq!(
         call(&c, "echo", json!({"text": "hi"})).await,
-        Ok(json!("hi"))
+        Ok(ToolOutput::text("hi"))
     );
     assert_eq!(
         call(&c, "add", json!({"a": 2, "b": 40})).await,
-        Ok(json!("42"))
+        Ok(ToolOutput::text("42"))
     );
     assert_eq!(
         call(&c, "two_texts", json!({})).await,
-        Ok(json!([{"type": "text", "text": "first"}, {"type": "text", "text": "second"}]))
+        Ok(content(
+            json!([{"type": "text", "text": "first"}, {"type": "text", "text": "second"}])
+        ))
     );
     assert_eq!(
         call(&c, "image", json!({})).await,
-        Ok(json!([
+        Ok(content(json!([
             {"type": "text", "text": "here is an image"},
-            {"type": "image", "mime_type": "image/png", "data": PNG_BASE64}
-        ]))
+            {"type": "image", "mimeType": "image/png", "data": PNG_BASE64}
+        ])))
     );
     assert_eq!(
         call(&c, "resource_text", json!({})).await,
-        Ok(
-            json!([{"type": "resource", "uri": "file:///notes.txt", "mime_type": "text/plain", "text": "hello notes"}])
-        )
+        Ok(content(
+            json!([{"type": "resource", "uri": "file:///notes.txt", "mimeType": "text/plain", "text": "hello notes"}])
+        ))
     );
     assert_eq!(
         call(&c, "resource_blob", json!({})).await,
-        Ok(
-            json!([{"type": "resource", "uri": "file:///data.bin", "mime_type": "application/octet-stream", "blob": "AAEC"}])
-        )
+        Ok(content(
+            json!([{"type": "resource", "uri": "file:///data.bin", "mimeType": "application/octet-stream", "blob": "AAEC"}])
+        ))
     );
     assert_eq!(
         call(&c, "resource_link", json!({})).await,
-        Ok(
-            json!([{"type": "resource_link", "uri": "file:///big.log", "name": "big.log", "mime_type": "text/plain", "description": "a log"}])
-        )
+        Ok(content(
+            json!([{"type": "resource_link", "uri": "file:///big.log", "name": "big.log", "mimeType": "text/plain", "description": "a log"}])
+        ))
     );
     assert_eq!(
         call(&c, "structured", json!({})).await,
-        Ok(json!({"temperature": 21, "unit": "C"}))
+        Ok(ToolOutput::Json(json!({"temperature": 21, "unit": "C"})))
     );
-    assert_eq!(call(&c, "empty", json!({})).await, Ok(json!("")));
+    assert_eq!(call(&c, "empty", json!({})).await, Ok(ToolOutput::text("")));
     match call(&c, "audio", json!({})).await {
         Err(ToolExecError::Execution(message)) => assert!(message.contains("audio")),
         other => panic!("audio should be a tool error, got {other:?}"),
@@ -129,7 +142,7 @@ async fn maps_every_kind_of_result() {
     // The connection is still fine after errors.
     assert_eq!(
         call(&c, "echo", json!({"text": "still"})).await,
-        Ok(json!("still"))
+        Ok(ToolOutput::text("still"))
     );
 }
 
@@ -151,7 +164,7 @@ async fn call_timeout_cancels_at_the_server_and_the_connection_survives() {
     );
     assert_eq!(
         call(&c, "echo", json!({"text": "next"})).await,
-        Ok(json!("next"))
+        Ok(ToolOutput::text("next"))
     );
 }
 
@@ -161,7 +174,7 @@ async fn no_timeout_when_disabled() {
     let c = connect(&server).await.with_call_timeout(None);
     assert_eq!(
         call(&c, "slow", json!({"ms": 300})).await,
-        Ok(json!("done"))
+        Ok(ToolOutput::text("done"))
     );
 }
 
@@ -220,7 +233,10 @@ async fn list_changes_bump_the_generation_and_refresh_tools() {
         .unwrap();
     let after = c.tools().await.unwrap();
     assert_eq!(after.len(), before.len() + 1);
-    assert_eq!(call(&c, "extra", json!({})).await, Ok(json!("extra")));
+    assert_eq!(
+        call(&c, "extra", json!({})).await,
+        Ok(ToolOutput::text("extra"))
+    );
 }
 
 #[tokio::test]
@@ -264,7 +280,7 @@ async fn prefix_filter_and_meta() {
         .execute(json!({}))
         .await
         .unwrap();
-    assert!(echoed.as_str().unwrap().contains("acme"));
+    assert!(echoed.as_text().unwrap().contains("acme"));
     assert_eq!(server.last_call_meta().unwrap()["tenant"], "acme");
     // The unprefixed view of the same session is unaffected.
     let plain = connect(&server).await;
@@ -319,7 +335,10 @@ async fn agent_runs_mcp_tools_and_hot_reloads_them() {
         .unwrap();
     let output = agent.run("go").await.unwrap();
     assert_eq!(output.stop_reason, StopReason::Finished);
-    assert_eq!(output.steps[1].tool_calls[0].result, Ok(json!("extra")));
+    assert_eq!(
+        output.steps[1].tool_calls[0].result,
+        Ok(ToolOutput::text("extra"))
+    );
     // The image reached the model as an image, not base64 text.
     let messages = &mock.requests()[1].body["messages"];
     let image_message = messages.as_array().unwrap().last().unwrap();

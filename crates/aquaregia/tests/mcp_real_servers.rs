@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use aquaregia::mcp::{self, McpConnection};
-use aquaregia::{StopReason, Tool, ToolExecError};
+use aquaregia::{ContentBlock, StopReason, Tool, ToolExecError, ToolOutput};
 use aquaregia_test_support::deps::{self, Background, dep, repo_root};
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
 use common::chat_client;
@@ -15,6 +15,17 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 
 const BOUND: Duration = Duration::from_secs(10);
+
+/// The content blocks of an output, as their JSON (camelCase fields).
+fn blocks(output: &ToolOutput) -> Vec<Value> {
+    match output {
+        ToolOutput::Content(blocks) => blocks
+            .iter()
+            .map(|b| serde_json::to_value(b).expect("serializes"))
+            .collect(),
+        other => panic!("expected content blocks, got {other:?}"),
+    }
+}
 
 fn find(tools: &[Tool], name: &str) -> Tool {
     tools
@@ -29,7 +40,11 @@ fn find(tools: &[Tool], name: &str) -> Tool {
         .clone()
 }
 
-async fn call(connection: &McpConnection, name: &str, args: Value) -> Result<Value, ToolExecError> {
+async fn call(
+    connection: &McpConnection,
+    name: &str,
+    args: Value,
+) -> Result<ToolOutput, ToolExecError> {
     find(&connection.tools().await.unwrap(), name)
         .execute(args)
         .await
@@ -61,18 +76,18 @@ async fn exercise_server_everything(connection: &McpConnection) {
     }
     assert_eq!(
         call(connection, "echo", json!({"message": "hi"})).await,
-        Ok(json!("Echo: hi"))
+        Ok(ToolOutput::text("Echo: hi"))
     );
     let sum = call(connection, "get-sum", json!({"a": 2, "b": 3}))
         .await
         .unwrap();
-    assert!(sum.as_str().unwrap().contains('5'), "{sum}");
+    assert!(sum.as_text().unwrap().contains('5'), "{sum}");
     let image = call(connection, "get-tiny-image", json!({})).await.unwrap();
-    let items = image.as_array().expect("text + image + text");
+    let items = blocks(&image);
     assert!(
         items
             .iter()
-            .any(|i| i["type"] == "image" && i["mime_type"] == "image/png")
+            .any(|i| i["type"] == "image" && i["mimeType"] == "image/png")
     );
     let weather = call(
         connection,
@@ -81,7 +96,10 @@ async fn exercise_server_everything(connection: &McpConnection) {
     )
     .await
     .unwrap();
-    assert!(weather["temperature"].is_number(), "{weather}");
+    assert!(
+        matches!(&weather, ToolOutput::Json(w) if w["temperature"].is_number()),
+        "{weather}"
+    );
     // Bad arguments come back from the server in-band; our schema check catches them first.
     assert!(matches!(
         call(connection, "get-sum", json!({"a": "x"})).await,
@@ -101,9 +119,7 @@ async fn server_everything_over_stdio() {
     .await
     .unwrap();
     assert!(
-        resource
-            .as_array()
-            .unwrap()
+        blocks(&resource)
             .iter()
             .any(|i| i["type"] == "resource" && i["text"].is_string()),
         "{resource}"
@@ -111,13 +127,7 @@ async fn server_everything_over_stdio() {
     let links = call(&connection, "get-resource-links", json!({"count": 2}))
         .await
         .unwrap();
-    assert!(
-        links
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|i| i["type"] == "resource_link")
-    );
+    assert!(blocks(&links).iter().any(|i| i["type"] == "resource_link"));
     // Over stdio it announces a list change right after initialisation.
     let mut changed = connection.tools_changed();
     tokio::time::timeout(BOUND, changed.wait_for(|generation| *generation > 0))
@@ -156,15 +166,22 @@ async fn python_server_speaks_2026_07_28() {
     assert_eq!(connection.server_info().protocol_version, "2026-07-28");
     assert_eq!(
         call(&connection, "add", json!({"a": 2, "b": 40})).await,
-        Ok(json!("42"))
+        Ok(ToolOutput::text("42"))
     );
     assert_eq!(
         call(&connection, "structured_weather", json!({"city": "Oslo"})).await,
-        Ok(json!({"city": "Oslo", "temperature_c": 21}))
+        Ok(ToolOutput::Json(
+            json!({"city": "Oslo", "temperature_c": 21})
+        ))
     );
     match call(&connection, "speak", json!({"text": "hi"})).await {
-        Err(ToolExecError::Execution(message)) => assert!(message.contains("audio"), "{message}"),
-        other => panic!("audio must be a tool error, got {other:?}"),
+        Ok(ToolOutput::Content(blocks)) => assert!(
+            blocks
+                .iter()
+                .any(|b| matches!(b, ContentBlock::Audio { mime_type, .. } if mime_type.starts_with("audio/"))),
+            "{blocks:?}"
+        ),
+        other => panic!("audio must come back as an audio block, got {other:?}"),
     }
     assert!(matches!(
         call(&connection, "fail", json!({})).await,
@@ -220,11 +237,11 @@ async fn agent_uses_tools_from_both_servers() {
         results[0]
             .as_ref()
             .unwrap()
-            .as_str()
+            .as_text()
             .unwrap()
             .contains("42")
     );
-    assert_eq!(results[1], Ok(json!("3")));
+    assert_eq!(results[1], Ok(ToolOutput::text("3")));
     // Tool messages went back in call order, the image as a real image.
     let sent = mock.requests()[1].body["messages"]
         .as_array()
@@ -256,7 +273,7 @@ async fn an_expired_http_session_is_reestablished() {
     let echo = find(&connection.tools().await.unwrap(), "echo");
     assert_eq!(
         echo.execute(json!({"message": "one"})).await,
-        Ok(json!("Echo: one"))
+        Ok(ToolOutput::text("Echo: one"))
     );
     // A restarted server no longer knows the session: it answers 404, and the client
     // re-initialises and retries the call once.
@@ -265,7 +282,7 @@ async fn an_expired_http_session_is_reestablished() {
     let _server = Background::server_everything_on("streamableHttp", port).await;
     assert_eq!(
         echo.execute(json!({"message": "two"})).await,
-        Ok(json!("Echo: two"))
+        Ok(ToolOutput::text("Echo: two"))
     );
     connection.close().await.unwrap();
 }

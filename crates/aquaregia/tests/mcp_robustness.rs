@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use aquaregia::ToolExecError;
+use aquaregia::ToolOutput;
 use aquaregia::mcp::{self, HttpOptions, McpError};
 use aquaregia_test_support::deps::{self, Background, dep};
 use aquaregia_test_support::processes::{assert_no_process_left, marker, processes_with_marker};
@@ -90,7 +91,10 @@ async fn garbage_on_stdout_and_odd_schemas_do_not_break_the_session() {
     // A tool whose schema is not an object is kept, schema as given.
     let weird = tools.iter().find(|t| t.name() == "weird").expect("kept");
     assert_eq!(weird.descriptor().input_schema, json!(true));
-    assert_eq!(weird.execute(json!({})).await, Ok(json!("weird ok")));
+    assert_eq!(
+        weird.execute(json!({})).await,
+        Ok(ToolOutput::text("weird ok"))
+    );
     connection.close().await.unwrap();
 }
 
@@ -186,7 +190,7 @@ async fn responses_over_the_size_limit_fail_alone() {
     // Only that call failed: the session goes on.
     assert_eq!(
         echo.execute(json!({"message": "small"})).await,
-        Ok(json!("Echo: small"))
+        Ok(ToolOutput::text("Echo: small"))
     );
     // A limit below the handshake is a clear connect error.
     let error = mcp::Connector::new()

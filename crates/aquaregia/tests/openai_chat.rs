@@ -5,8 +5,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use aquaregia::{
-    ContentPart, Error, FinishReason, Message, ModelRequest, Role, StreamEvent, ToolCall,
-    ToolChoice, ToolResult, tool,
+    ContentBlock, ContentPart, Error, FinishReason, Message, ModelRequest, Role, StreamEvent,
+    ToolCall, ToolChoice, ToolOutput, ToolResult, tool,
 };
 use aquaregia_test_support::mock_model::{MockServer, Reply};
 use common::{chat_client, fixture, fixture_json};
@@ -26,7 +26,7 @@ fn weather_request() -> ModelRequest {
                 .raw_schema(f["parameters"].clone())
                 .execute_raw(|_| async { Ok(json!(null)) })
         })
-        .collect();
+        .collect::<Vec<_>>();
     ModelRequest::new(
         "gpt-4o",
         vec![Message::user(
@@ -127,15 +127,15 @@ async fn image_tool_results_go_in_a_user_message() {
             ContentPart::ToolResult(ToolResult {
                 call_id: "call_9pXq2VwR1mZk4TfYb7LcN3sA".into(),
                 name: "get_weather".into(),
-                output: json!("{\"location\":\"Paris\",\"temperature\":18,\"unit\":\"celsius\",\"conditions\":\"partly cloudy\"}"),
+                output: ToolOutput::text("{\"location\":\"Paris\",\"temperature\":18,\"unit\":\"celsius\",\"conditions\":\"partly cloudy\"}"),
                 is_error: false,
             }),
             ContentPart::ToolResult(ToolResult {
                 call_id: "call_Hc4dJ8uQe2nWz6RtY1oPx5vB".into(),
                 name: "render_chart".into(),
-                output: json!([
-                    {"type": "text", "text": "Chart rendered. The PNG is attached in the next user message."},
-                    {"type": "image", "mime_type": "image/png", "data": png}
+                output: ToolOutput::Content(vec![
+                    ContentBlock::text("Chart rendered. The PNG is attached in the next user message."),
+                    ContentBlock::image("image/png", png),
                 ]),
                 is_error: false,
             }),

@@ -5,8 +5,8 @@ mod common;
 use std::time::Duration;
 
 use aquaregia::{
-    ContentPart, Error, FinishReason, Message, ModelRequest, Reasoning, Role, StreamEvent,
-    ToolCall, ToolResult, tool,
+    ContentBlock, ContentPart, Error, FinishReason, Message, ModelRequest, Reasoning, Role,
+    StreamEvent, ToolCall, ToolOutput, ToolResult, tool,
 };
 use aquaregia_test_support::mock_model::{MockServer, Reply};
 use common::{fixture, fixture_json};
@@ -49,7 +49,7 @@ fn weather_request() -> ModelRequest {
                 .raw_schema(t["parameters"].clone())
                 .execute_raw(|_| async { Ok(json!(null)) })
         })
-        .collect();
+        .collect::<Vec<_>>();
     let mut extra = Map::new();
     extra.insert("reasoning".into(), fixture["reasoning"].clone());
     ModelRequest::new(
@@ -98,15 +98,15 @@ fn follow_up_request() -> ModelRequest {
             ContentPart::ToolResult(ToolResult {
                 call_id: "call_Wm3Qz8Lr5Tn1Yb7Kx2Vd9Hs4".into(),
                 name: "get_weather".into(),
-                output: input[5]["output"].clone(),
+                output: ToolOutput::text(input[5]["output"].as_str().unwrap()),
                 is_error: false,
             }),
             ContentPart::ToolResult(ToolResult {
                 call_id: "call_Pf6Jc2Ng8Ra4Ue1Io9Bt3Xq7".into(),
                 name: "render_chart".into(),
-                output: json!([
-                    {"type": "text", "text": "Rendered chart 'Paris daily highs' (PNG)."},
-                    {"type": "image", "mime_type": "image/png", "data": PNG},
+                output: ToolOutput::Content(vec![
+                    ContentBlock::text("Rendered chart 'Paris daily highs' (PNG)."),
+                    ContentBlock::image("image/png", PNG),
                 ]),
                 is_error: false,
             }),

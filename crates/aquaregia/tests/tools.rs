@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use aquaregia::{Error, Tool, ToolDescriptor, ToolExecError, ToolExecutor, ToolRegistry, tool};
+use aquaregia::{
+    Error, Tool, ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry, tool,
+};
 use serde_json::{Value, json};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -26,7 +28,7 @@ async fn typed_tools_derive_their_schema_and_decode_arguments() {
     assert_eq!(schema["required"], json!(["city"]));
     assert_eq!(
         forecast.execute(json!({"city": "Oslo", "days": 3})).await,
-        Ok(json!("Oslo in 3 days"))
+        Ok(ToolOutput::text("Oslo in 3 days"))
     );
     assert!(matches!(
         forecast.execute(json!({"days": 3})).await,
@@ -50,7 +52,7 @@ async fn schemas_are_kept_verbatim_and_refs_validate() {
     assert_eq!(t.descriptor().input_schema, schema);
     assert_eq!(
         t.execute(json!({"at": {"x": 1.5}})).await,
-        Ok(json!({"at": {"x": 1.5}}))
+        Ok(ToolOutput::Json(json!({"at": {"x": 1.5}})))
     );
     let error = t.execute(json!({"at": {"y": 1}})).await.unwrap_err();
     assert!(
@@ -69,9 +71,9 @@ async fn hand_written_executors_plug_in() {
     struct Upper;
     #[aquaregia::async_trait]
     impl ToolExecutor for Upper {
-        async fn execute(&self, args: Value) -> Result<Value, ToolExecError> {
+        async fn execute(&self, args: Value) -> Result<ToolOutput, ToolExecError> {
             let text = args["text"].as_str().ok_or("text must be a string")?;
-            Ok(json!(text.to_uppercase()))
+            Ok(ToolOutput::text(text.to_uppercase()))
         }
     }
     let upper = Tool::new(
@@ -82,7 +84,10 @@ async fn hand_written_executors_plug_in() {
         },
         Arc::new(Upper),
     );
-    assert_eq!(upper.execute(json!({"text": "hi"})).await, Ok(json!("HI")));
+    assert_eq!(
+        upper.execute(json!({"text": "hi"})).await,
+        Ok(ToolOutput::text("HI"))
+    );
     assert_eq!(
         upper.execute(json!({"text": 1})).await,
         Err(ToolExecError::Execution("text must be a string".into()))
@@ -110,4 +115,32 @@ fn uncompilable_schemas_do_not_block_the_tool() {
         .execute_raw(|_| async { Ok(json!("ran")) });
     // A schema the validator cannot compile is logged and skipped, not fatal.
     assert!(t.validate(&json!({"a": 1})).is_ok());
+}
+
+/// Models send `null` for optional parameters they skip; that means "absent", not a type error.
+#[tokio::test]
+async fn null_for_an_optional_argument_is_treated_as_absent() {
+    let t = tool("list")
+        .raw_schema(json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "verbose": {"type": "boolean"}},
+            "required": ["path"]
+        }))
+        .execute_raw(|args: Value| async move { Ok(args) });
+    assert_eq!(
+        t.execute(json!({"path": "/tmp", "verbose": null})).await,
+        Ok(ToolOutput::Json(json!({"path": "/tmp"})))
+    );
+    // A required argument is still checked, and a schema that allows null keeps it.
+    assert!(matches!(
+        t.execute(json!({"path": null})).await,
+        Err(ToolExecError::InvalidArguments(_))
+    ));
+    let nullable = tool("n")
+        .raw_schema(json!({"type": "object", "properties": {"x": {"type": ["string", "null"]}}}))
+        .execute_raw(|args: Value| async move { Ok(args) });
+    assert_eq!(
+        nullable.execute(json!({"x": null})).await,
+        Ok(ToolOutput::Json(json!({"x": null})))
+    );
 }

@@ -12,7 +12,7 @@ use super::hooks::HookChain;
 use super::{Agent, AgentConfig, AgentHooks, StepContext, StepOverrides, ToolErrorPolicy};
 use crate::client::Client;
 use crate::error::Error;
-use crate::provider::ToolChoice;
+use crate::model::ToolChoice;
 use crate::tool::{Tool, ToolRegistry};
 
 pub(crate) type PrepareStepFn = dyn for<'a> Fn(&StepContext<'a>) -> BoxFuture<'static, Result<StepOverrides, Error>>

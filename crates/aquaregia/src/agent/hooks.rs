@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::{AgentOutput, StepContext, StepResult};
 use crate::message::ToolCall;
-use crate::tool::{Tool, ToolExecError};
+use crate::tool::{Tool, ToolExecError, ToolOutput};
 
 /// What to do with a tool call, decided by [`AgentHooks::on_tool_call_start`].
 #[non_exhaustive]
@@ -51,7 +51,12 @@ pub trait AgentHooks: Send + Sync {
     }
 
     /// After each tool call, with its result.
-    async fn on_tool_call_finish(&self, _call: &ToolCall, _result: &Result<Value, ToolExecError>) {}
+    async fn on_tool_call_finish(
+        &self,
+        _call: &ToolCall,
+        _result: &Result<ToolOutput, ToolExecError>,
+    ) {
+    }
 
     /// After each step: the model call and its tool calls.
     async fn on_step_finish(&self, _step: &StepResult) {}
@@ -93,7 +98,11 @@ impl AgentHooks for HookChain {
         }
     }
 
-    async fn on_tool_call_finish(&self, call: &ToolCall, result: &Result<Value, ToolExecError>) {
+    async fn on_tool_call_finish(
+        &self,
+        call: &ToolCall,
+        result: &Result<ToolOutput, ToolExecError>,
+    ) {
         for hooks in &self.0 {
             hooks.on_tool_call_finish(call, result).await;
         }

@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 use crate::client::Client;
 use crate::error::Error;
 use crate::message::{Message, ToolCall};
-use crate::provider::{FinishReason, ToolChoice, Usage};
-use crate::tool::{ToolExecError, ToolRegistry};
+use crate::model::{FinishReason, ToolChoice, Usage};
+use crate::tool::{ToolExecError, ToolOutput, ToolRegistry};
 
 pub use builder::AgentBuilder;
 pub(crate) use builder::PrepareStepFn;
@@ -231,7 +231,7 @@ pub struct ToolCallOutcome {
     /// The call as the model made it.
     pub call: ToolCall,
     /// The result, or why it failed.
-    pub result: Result<Value, ToolExecError>,
+    pub result: Result<ToolOutput, ToolExecError>,
 }
 
 /// One model call and the tool calls it led to.
@@ -294,7 +294,7 @@ pub enum AgentEvent {
         /// The tool's name.
         name: String,
         /// What it returned, or why it failed.
-        result: Result<Value, ToolExecError>,
+        result: Result<ToolOutput, ToolExecError>,
     },
     /// A step finished.
     StepFinish(StepResult),

@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
-use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -15,10 +14,9 @@ use super::{
 };
 use crate::error::Error;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
-use crate::provider::{
-    FinishReason, ModelRequest, ModelResponse, RequestCache, StreamEvent, Usage,
-};
-use crate::tool::{ToolExecError, ToolRegistry};
+use crate::model::{FinishReason, ModelRequest, ModelResponse, StreamEvent, Usage};
+use crate::provider::RequestCache;
+use crate::tool::{Tool, ToolDescriptor, ToolExecError, ToolOutput, ToolRegistry};
 
 type Events<'a> = Option<&'a UnboundedSender<AgentEvent>>;
 
@@ -43,7 +41,7 @@ pub(super) async fn drive(
             model: config.model.clone(),
             instructions: config.instructions.clone(),
             messages,
-            tools: config.tools.tools().to_vec(),
+            tools: descriptors(&config.tools),
             tool_choice: config.tool_choice.clone(),
             temperature: config.temperature,
             max_output_tokens: config.max_output_tokens,
@@ -166,7 +164,7 @@ impl Run<'_> {
         }
         // Copy the tool list into the request only when it differs from the last step's.
         if !Arc::ptr_eq(&registry, &self.request_tools) {
-            self.request.tools = registry.tools().to_vec();
+            self.request.tools = descriptors(&registry);
             self.request_tools = registry.clone();
         }
 
@@ -258,7 +256,7 @@ impl Run<'_> {
     ) -> Result<ToolPhase, Error> {
         let config = self.config;
         let events = self.events;
-        let mut results: Vec<Option<Result<Value, ToolExecError>>> = vec![None; calls.len()];
+        let mut results: Vec<Option<Result<ToolOutput, ToolExecError>>> = vec![None; calls.len()];
         // Collected first: a lazily mapped iterator held across awaits trips the compiler's
         // `Send` inference for the whole run future.
         let calls_in_flight: Vec<_> = calls
@@ -322,14 +320,14 @@ fn is_failure(error: &ToolExecError) -> bool {
     !matches!(error, ToolExecError::Denied(_) | ToolExecError::Cancelled)
 }
 
-fn tool_result(call: &ToolCall, result: &Result<Value, ToolExecError>) -> ToolResult {
+fn tool_result(call: &ToolCall, result: &Result<ToolOutput, ToolExecError>) -> ToolResult {
     let (output, is_error) = match result {
         Ok(value) => (value.clone(), false),
         Err(ToolExecError::Denied(reason)) => (
-            Value::String(format!("The tool call was rejected: {reason}")),
+            ToolOutput::Text(format!("The tool call was rejected: {reason}")),
             false,
         ),
-        Err(error) => (Value::String(error.to_string()), true),
+        Err(error) => (ToolOutput::Text(error.to_string()), true),
     };
     ToolResult {
         call_id: call.id.clone(),
@@ -344,7 +342,7 @@ async fn run_tool(
     registry: &ToolRegistry,
     call: &ToolCall,
     events: Events<'_>,
-) -> Result<Value, ToolExecError> {
+) -> Result<ToolOutput, ToolExecError> {
     emit(events, || AgentEvent::ToolCallStart {
         id: call.id.clone(),
         name: call.name.clone(),
@@ -426,4 +424,13 @@ fn reasoning_text(message: &Message) -> String {
         }
     }
     out
+}
+
+/// What the model is told about a registry's tools.
+fn descriptors(registry: &ToolRegistry) -> Vec<Arc<ToolDescriptor>> {
+    registry
+        .tools()
+        .iter()
+        .map(Tool::shared_descriptor)
+        .collect()
 }

@@ -1,7 +1,7 @@
 //! What `prepare_step` sees and what it may change.
 
 use crate::message::Message;
-use crate::provider::ToolChoice;
+use crate::model::ToolChoice;
 use crate::tool::Tool;
 
 use super::StepResult;

@@ -26,6 +26,7 @@ use super::error::McpError;
 use super::stdio::StdioProcess;
 use crate::tool::{
     MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolDescriptor, ToolExecError, ToolExecutor,
+    ToolOutput,
 };
 
 /// Default limit on one tool call.
@@ -790,7 +791,7 @@ struct McpToolExecutor {
 
 #[async_trait::async_trait]
 impl ToolExecutor for McpToolExecutor {
-    async fn execute(&self, args: Value) -> Result<Value, ToolExecError> {
+    async fn execute(&self, args: Value) -> Result<ToolOutput, ToolExecError> {
         self.call
             .call(&self.name, args)
             .await
@@ -813,7 +814,7 @@ impl From<McpError> for CallError {
 }
 
 impl CallContext {
-    async fn call(&self, name: &str, args: Value) -> Result<Value, CallError> {
+    async fn call(&self, name: &str, args: Value) -> Result<ToolOutput, CallError> {
         if self.closed.is_cancelled() {
             return Err(McpError::Disconnected.into());
         }
@@ -871,7 +872,7 @@ impl CallContext {
             Ok(Ok(ServerResult::CustomResult(result))) => {
                 map_raw_result(result.0).map_err(CallError::Tool)
             }
-            Ok(Ok(ServerResult::EmptyResult(_))) => Ok(Value::String(String::new())),
+            Ok(Ok(ServerResult::EmptyResult(_))) => Ok(ToolOutput::default()),
             Ok(Ok(_)) => Err(CallError::Tool(ToolExecError::Execution(
                 "the MCP server answered tools/call with something else".into(),
             ))),

@@ -1,19 +1,12 @@
-//! `CallToolResult` -> the tool's `Value` (the mapping table in the module docs).
+//! `CallToolResult` -> [`ToolOutput`] (the mapping table in the module docs).
 
-use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
-use serde_json::{Map, Value};
+use rmcp::model::{CallToolResult, ContentBlock as McpBlock, ResourceContents};
+use serde_json::Value;
 
-use crate::tool::ToolExecError;
-
-/// One content block, reduced to what the mapping needs.
-enum Block {
-    Text(String),
-    Item(Value),
-    Audio,
-}
+use crate::tool::{ContentBlock, ToolExecError, ToolOutput};
 
 /// Maps a typed result.
-pub(crate) fn map_result(result: CallToolResult) -> Result<Value, ToolExecError> {
+pub(crate) fn map_result(result: CallToolResult) -> Result<ToolOutput, ToolExecError> {
     let blocks = result.content.into_iter().map(typed_block).collect();
     finish(
         result.is_error.unwrap_or(false),
@@ -23,8 +16,8 @@ pub(crate) fn map_result(result: CallToolResult) -> Result<Value, ToolExecError>
 }
 
 /// Maps a result rmcp could not type (a content block type newer than rmcp knows): known
-/// blocks as usual, unknown ones kept as JSON.
-pub(crate) fn map_raw_result(mut result: Value) -> Result<Value, ToolExecError> {
+/// blocks as usual, unknown ones kept as their JSON text.
+pub(crate) fn map_raw_result(mut result: Value) -> Result<ToolOutput, ToolExecError> {
     let is_error = result
         .get("isError")
         .and_then(Value::as_bool)
@@ -42,13 +35,13 @@ pub(crate) fn map_raw_result(mut result: Value) -> Result<Value, ToolExecError> 
 fn finish(
     is_error: bool,
     structured: Option<Value>,
-    blocks: Vec<Block>,
-) -> Result<Value, ToolExecError> {
+    mut blocks: Vec<ContentBlock>,
+) -> Result<ToolOutput, ToolExecError> {
     if is_error {
         let texts: Vec<&str> = blocks
             .iter()
             .filter_map(|block| match block {
-                Block::Text(text) => Some(text.as_str()),
+                ContentBlock::Text { text } => Some(text.as_str()),
                 _ => None,
             })
             .collect();
@@ -58,83 +51,87 @@ fn finish(
             texts.join("\n")
         }));
     }
-    // Structured content is the result; servers repeat it as text, which is not sent twice.
-    if let Some(structured) = structured {
-        return Ok(structured);
-    }
-    if blocks.iter().any(|block| matches!(block, Block::Audio)) {
-        return Err(ToolExecError::Execution(
-            "the tool returned audio content, which aquaregia does not pass to models yet".into(),
-        ));
-    }
-    let mut blocks = blocks;
-    if let [Block::Text(_)] = blocks.as_slice()
-        && let Some(Block::Text(text)) = blocks.pop()
+    let has_media = blocks.iter().any(|block| {
+        matches!(
+            block,
+            ContentBlock::Image { .. } | ContentBlock::Audio { .. }
+        )
+    });
+    // Structured content is the result when the blocks are only its text rendering; with
+    // images or audio the blocks are what the model must see (the structured value of such
+    // results repeats them as base64 text).
+    if let Some(structured) = structured
+        && !has_media
     {
-        return Ok(Value::String(text));
+        return Ok(ToolOutput::Json(structured));
+    }
+    if let [ContentBlock::Text { .. }] = blocks.as_slice()
+        && let Some(ContentBlock::Text { text }) = blocks.pop()
+    {
+        return Ok(ToolOutput::Text(text));
     }
     if blocks.is_empty() {
-        return Ok(Value::String(String::new()));
+        return Ok(ToolOutput::Text(String::new()));
     }
-    Ok(Value::Array(
-        blocks
-            .into_iter()
-            .filter_map(|block| match block {
-                Block::Text(text) => {
-                    let mut item = Map::new();
-                    item.insert("type".into(), "text".into());
-                    item.insert("text".into(), text.into());
-                    Some(Value::Object(item))
-                }
-                Block::Item(item) => Some(item),
-                Block::Audio => None, // reported above
-            })
-            .collect(),
-    ))
+    Ok(ToolOutput::Content(blocks))
 }
 
-fn typed_block(block: ContentBlock) -> Block {
+fn typed_block(block: McpBlock) -> ContentBlock {
     match block {
-        ContentBlock::Text(text) => Block::Text(text.text),
-        ContentBlock::Image(image) => Block::Item(image_item(image.mime_type, image.data)),
-        ContentBlock::Audio(_) => Block::Audio,
-        ContentBlock::Resource(embedded) => Block::Item(match embedded.resource {
+        McpBlock::Text(text) => ContentBlock::Text { text: text.text },
+        McpBlock::Image(image) => ContentBlock::Image {
+            mime_type: image.mime_type,
+            data: image.data,
+        },
+        McpBlock::Audio(audio) => ContentBlock::Audio {
+            mime_type: audio.mime_type,
+            data: audio.data,
+        },
+        McpBlock::Resource(embedded) => match embedded.resource {
             ResourceContents::TextResourceContents {
                 uri,
                 mime_type,
                 text,
                 ..
-            } => resource_item(uri, mime_type, "text", text),
+            } => ContentBlock::Resource {
+                uri,
+                mime_type,
+                text: Some(text),
+                blob: None,
+            },
             ResourceContents::BlobResourceContents {
                 uri,
                 mime_type,
                 blob,
                 ..
-            } => resource_item(uri, mime_type, "blob", blob),
-            other => unknown_item(&other),
-        }),
-        ContentBlock::ResourceLink(link) => Block::Item(resource_link_item(
-            link.uri,
-            link.name,
-            link.mime_type,
-            link.description,
-        )),
-        other => Block::Item(unknown_item(&other)),
+            } => ContentBlock::Resource {
+                uri,
+                mime_type,
+                text: None,
+                blob: Some(blob),
+            },
+            other => unknown_block(&other),
+        },
+        McpBlock::ResourceLink(link) => ContentBlock::ResourceLink {
+            uri: link.uri,
+            name: link.name,
+            mime_type: link.mime_type,
+            description: link.description,
+        },
+        other => unknown_block(&other),
     }
 }
 
-fn raw_block(block: Value) -> Block {
+fn raw_block(block: Value) -> ContentBlock {
     let field = |name: &str| block.get(name).and_then(Value::as_str).map(str::to_owned);
-    match block.get("type").and_then(Value::as_str) {
-        Some("text") => match field("text") {
-            Some(text) => Block::Text(text),
-            None => Block::Item(block),
-        },
-        Some("image") => match (field("mimeType"), field("data")) {
-            (Some(mime_type), Some(data)) => Block::Item(image_item(mime_type, data)),
-            _ => Block::Item(block),
-        },
-        Some("audio") => Block::Audio,
+    let mapped = match block.get("type").and_then(Value::as_str) {
+        Some("text") => field("text").map(|text| ContentBlock::Text { text }),
+        Some("image") => field("mimeType")
+            .zip(field("data"))
+            .map(|(mime_type, data)| ContentBlock::Image { mime_type, data }),
+        Some("audio") => field("mimeType")
+            .zip(field("data"))
+            .map(|(mime_type, data)| ContentBlock::Audio { mime_type, data }),
         Some("resource") => {
             let resource = block.get("resource");
             let get = |name: &str| {
@@ -143,70 +140,36 @@ fn raw_block(block: Value) -> Block {
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             };
-            match (get("uri"), get("text"), get("blob")) {
-                (Some(uri), Some(text), _) => {
-                    Block::Item(resource_item(uri, get("mimeType"), "text", text))
-                }
-                (Some(uri), None, Some(blob)) => {
-                    Block::Item(resource_item(uri, get("mimeType"), "blob", blob))
-                }
-                _ => Block::Item(block),
-            }
+            let (text, blob) = (get("text"), get("blob"));
+            get("uri")
+                .filter(|_| text.is_some() || blob.is_some())
+                .map(|uri| ContentBlock::Resource {
+                    uri,
+                    mime_type: get("mimeType"),
+                    text,
+                    blob,
+                })
         }
-        Some("resource_link") => match (field("uri"), field("name")) {
-            (Some(uri), Some(name)) => Block::Item(resource_link_item(
-                uri,
-                name,
-                field("mimeType"),
-                field("description"),
-            )),
-            _ => Block::Item(block),
-        },
-        _ => Block::Item(block),
-    }
+        Some("resource_link") => {
+            field("uri")
+                .zip(field("name"))
+                .map(|(uri, name)| ContentBlock::ResourceLink {
+                    uri,
+                    name,
+                    mime_type: field("mimeType"),
+                    description: field("description"),
+                })
+        }
+        _ => None,
+    };
+    mapped.unwrap_or_else(|| unknown_block(&block))
 }
 
-fn image_item(mime_type: String, data: String) -> Value {
-    let mut item = Map::new();
-    item.insert("type".into(), "image".into());
-    item.insert("mime_type".into(), mime_type.into());
-    item.insert("data".into(), data.into());
-    Value::Object(item)
-}
-
-fn resource_item(uri: String, mime_type: Option<String>, kind: &str, body: String) -> Value {
-    let mut item = Map::new();
-    item.insert("type".into(), "resource".into());
-    item.insert("uri".into(), uri.into());
-    if let Some(mime_type) = mime_type {
-        item.insert("mime_type".into(), mime_type.into());
+/// A block this version does not map: kept as its wire JSON text, never dropped.
+fn unknown_block<T: serde::Serialize>(block: &T) -> ContentBlock {
+    ContentBlock::Text {
+        text: serde_json::to_string(block).unwrap_or_default(),
     }
-    item.insert(kind.into(), body.into());
-    Value::Object(item)
-}
-
-fn resource_link_item(
-    uri: String,
-    name: String,
-    mime_type: Option<String>,
-    description: Option<String>,
-) -> Value {
-    let mut item = Map::new();
-    item.insert("type".into(), "resource_link".into());
-    item.insert("uri".into(), uri.into());
-    item.insert("name".into(), name.into());
-    if let Some(mime_type) = mime_type {
-        item.insert("mime_type".into(), mime_type.into());
-    }
-    if let Some(description) = description {
-        item.insert("description".into(), description.into());
-    }
-    Value::Object(item)
-}
-
-/// A block this version does not map: kept as its wire JSON, never dropped.
-fn unknown_item<T: serde::Serialize>(block: &T) -> Value {
-    serde_json::to_value(block).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
@@ -224,7 +187,10 @@ mod tests {
         });
         assert_eq!(
             map_raw_result(result),
-            Ok(json!([{"type": "text", "text": "a"}, {"type": "hologram", "frames": 3}]))
+            Ok(ToolOutput::Content(vec![
+                ContentBlock::text("a"),
+                ContentBlock::text(r#"{"frames":3,"type":"hologram"}"#),
+            ]))
         );
     }
 
@@ -239,15 +205,55 @@ mod tests {
         });
         assert_eq!(
             map_raw_result(result),
-            Ok(json!([
-                {"type": "image", "mime_type": "image/png", "data": "AA=="},
-                {"type": "resource", "uri": "file:///a", "mime_type": "text/plain", "text": "hi"},
-                {"type": "resource_link", "uri": "file:///b", "name": "b"}
+            Ok(ToolOutput::Content(vec![
+                ContentBlock::image("image/png", "AA=="),
+                ContentBlock::Resource {
+                    uri: "file:///a".into(),
+                    mime_type: Some("text/plain".into()),
+                    text: Some("hi".into()),
+                    blob: None,
+                },
+                ContentBlock::ResourceLink {
+                    uri: "file:///b".into(),
+                    name: "b".into(),
+                    mime_type: None,
+                    description: None,
+                },
             ]))
         );
         assert_eq!(
             map_raw_result(json!({"isError": true, "content": [{"type": "text", "text": "x"}]})),
             Err(ToolExecError::Execution("x".into()))
         );
+    }
+
+    /// FastMCP's text + image + structured result, and server-filesystem's `read_media_file`
+    /// (an image whose structured content repeats it as base64): the image reaches the model
+    /// as an image.
+    #[test]
+    fn images_survive_structured_content() {
+        let result = json!({
+            "content": [
+                {"type": "text", "text": "{\"w\":1}"},
+                {"type": "image", "mimeType": "image/png", "data": "AA=="}
+            ],
+            "structuredContent": {"w": 1}
+        });
+        let output = map_raw_result(result).expect("maps");
+        assert!(output.has_images(), "{output:?}");
+        let media = json!({
+            "content": [{"type": "image", "mimeType": "image/png", "data": "AA=="}],
+            "structuredContent": {"content": [{"type": "image", "mimeType": "image/png", "data": "AA=="}]}
+        });
+        assert_eq!(
+            map_raw_result(media),
+            Ok(ToolOutput::Content(vec![ContentBlock::image(
+                "image/png",
+                "AA=="
+            )]))
+        );
+        // Without media, the structured value is the result.
+        let plain = json!({"content": [{"type": "text", "text": "{\"w\":1}"}], "structuredContent": {"w": 1}});
+        assert_eq!(map_raw_result(plain), Ok(ToolOutput::Json(json!({"w": 1}))));
     }
 }

@@ -9,7 +9,6 @@
 //! [`Transport::receive`] through a bounded channel; each [`Transport::send`] is one POST.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::fmt;
 
 use bytes::Bytes;
@@ -24,8 +23,8 @@ use tokio::task::JoinHandle;
 
 use super::error::McpError;
 use super::http::HttpOptions;
-use crate::provider::sse::{SseDecoder, SseEvent};
-use crate::provider::{reqwest_message, truncate};
+use crate::http::sse::{SseDecoder, SseEvent};
+use crate::http::{reqwest_message, truncate};
 
 /// Server messages decoded but not yet received; the reader waits when it is full.
 const CHANNEL_CAPACITY: usize = 64;
@@ -320,108 +319,48 @@ fn resolve_endpoint(base: &Url, data: &str) -> Result<Url, String> {
     Ok(endpoint)
 }
 
-/// Splits a byte stream into SSE events with [`SseDecoder`], dropping any event over the
-/// size limit without buffering it.
-///
-/// Bytes go to the decoder one line at a time so that the size of the event being read is
-/// known exactly; an event that grows past the limit is dropped with the decoder's state, and
-/// its remaining lines are skipped up to the blank line that ends it.
+/// [`SseDecoder`] with the response size limit as its event limit: an oversized event is
+/// skipped (with a warning) without being buffered.
 #[derive(Debug)]
 struct EventReader {
     decoder: SseDecoder,
-    max_event_bytes: usize,
-    /// Bytes of the event being read.
-    event_bytes: usize,
-    /// Bytes of the current line seen so far, without its `\n`.
-    line_len: usize,
-    /// The current line starts with `\r` (so `\r\n` is a blank line).
-    line_starts_cr: bool,
-    /// Skipping the rest of an oversized event.
-    skipping: bool,
-    ready: VecDeque<SseEvent>,
+    ended: bool,
 }
 
 impl EventReader {
     fn new(max_event_bytes: usize) -> Self {
         Self {
-            decoder: SseDecoder::new(),
-            max_event_bytes,
-            event_bytes: 0,
-            line_len: 0,
-            line_starts_cr: false,
-            skipping: false,
-            ready: VecDeque::new(),
+            decoder: SseDecoder::with_max_event_bytes(max_event_bytes),
+            ended: false,
         }
     }
 
     /// Appends received bytes.
-    fn feed(&mut self, mut chunk: &[u8]) {
-        while !chunk.is_empty() {
-            let end = memchr::memchr(b'\n', chunk).map_or(chunk.len(), |newline| newline + 1);
-            let (piece, rest) = chunk.split_at(end);
-            chunk = rest;
-            self.feed_piece(piece);
-        }
+    fn feed(&mut self, chunk: &[u8]) {
+        self.decoder.feed(chunk);
     }
 
-    /// Handles `piece`: a part of one line, ending with its `\n` or with the chunk.
-    fn feed_piece(&mut self, piece: &[u8]) {
-        let ends_line = piece.last() == Some(&b'\n');
-        let content_len = piece.len() - usize::from(ends_line);
-        if self.line_len == 0 {
-            self.line_starts_cr = piece.first() == Some(&b'\r');
-        }
-        self.line_len += content_len;
-        let blank_line =
-            ends_line && (self.line_len == 0 || (self.line_len == 1 && self.line_starts_cr));
-        if ends_line {
-            self.line_len = 0;
-        }
-
-        if blank_line {
-            // The end of an event (dispatched by the decoder unless it had no data).
-            self.event_bytes = 0;
-            if self.skipping {
-                self.skipping = false;
-                return;
-            }
-        } else {
-            if self.skipping {
-                return;
-            }
-            self.event_bytes += piece.len();
-            if self.event_bytes > self.max_event_bytes {
-                tracing::warn!(
-                    limit = self.max_event_bytes,
-                    "skipping an SSE event from the MCP server larger than the response size limit"
-                );
-                self.decoder = SseDecoder::new();
-                self.skipping = true;
-                return;
-            }
-        }
-        self.decoder.feed(piece);
-        if ends_line {
-            while let Some(event) = self.decoder.next_event() {
-                self.ready.push_back(event);
-            }
-        }
-    }
-
-    /// Call at the end of the stream: dispatches a last event not followed by a blank line.
+    /// Call at the end of the stream: a last event not followed by a blank line comes next.
     fn finish(&mut self) {
-        if self.skipping {
-            return;
-        }
-        while let Some(event) = self.decoder.next_event() {
-            self.ready.push_back(event);
-        }
-        self.ready.extend(self.decoder.finish());
+        self.ended = true;
     }
 
     /// The next complete event.
     fn next_event(&mut self) -> Option<SseEvent> {
-        self.ready.pop_front()
+        loop {
+            let next = if self.ended {
+                self.decoder.finish()
+            } else {
+                self.decoder.next_event()
+            };
+            match next {
+                Ok(event) => return event,
+                Err(error) => tracing::warn!(
+                    limit = error.limit,
+                    "skipping an SSE event from the MCP server larger than the response size limit"
+                ),
+            }
+        }
     }
 }
 

@@ -5,15 +5,33 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::sse::SseEvent;
+use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is};
 use super::{
-    AssistantBuilder, FinishReason, ModelRequest, ModelResponse, OutputPart, StreamDecoder,
-    StreamEvent, ToolChoice, Usage, WireApi, decode_error, object_schema, output_text,
+    AssistantBuilder, OutputPart, StreamDecoder, WireApi, decode_error, object_schema, output_text,
     parse_arguments, parse_json, stream_error, system_text, tool_output_parts,
 };
+use crate::client::ProviderKind;
 use crate::error::Error;
+use crate::http::sse::SseEvent;
 use crate::message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
-use crate::tool::Tool;
+use crate::model::{FinishReason, ModelRequest, ModelResponse, StreamEvent, ToolChoice, Usage};
+use crate::tool::ToolDescriptor;
+use reqwest::header::HeaderName;
+
+/// Anthropic's Messages API.
+pub(crate) static ANTHROPIC: ProviderInfo = ProviderInfo {
+    id: "anthropic",
+    kind: ProviderKind::Anthropic,
+    api_key_vars: &["ANTHROPIC_API_KEY"],
+    base_url_vars: &["ANTHROPIC_BASE_URL"],
+    default_base_url: "https://api.anthropic.com",
+    key: KeyPolicy::Required,
+    normalize_base_url: base_url_as_is,
+    auth_header: |key| (HeaderName::from_static("x-api-key"), key.to_owned()),
+    static_headers: &[("anthropic-version", "2023-06-01")],
+    default_model: Some("claude-sonnet-4-5"),
+    api: &Api::<Anthropic>::new(),
+};
 
 pub(crate) struct Anthropic;
 
@@ -61,8 +79,7 @@ impl WireApi for Anthropic {
         }
     }
 
-    fn tool_definition(tool: &Tool) -> Value {
-        let d = tool.descriptor();
+    fn tool_definition(d: &ToolDescriptor) -> Value {
         json!({
             "name": d.name,
             "description": d.description,

@@ -1,220 +1,160 @@
-//! Provider-neutral request and response types, and the HTTP plumbing every wire API shares.
+//! Model providers: one file per provider holds everything about it (wire mapping, key and
+//! base-URL variables, auth headers) and ends in a [`ProviderInfo`]; [`PROVIDERS`] registers them.
 //!
-//! Each wire API lives in its own file and implements [`WireApi`]: how a [`ModelRequest`] becomes
-//! a body, how a body or an SSE stream becomes a [`ModelResponse`].
+//! Each wire format implements [`WireApi`]: how a [`ModelRequest`] becomes a body, how a body
+//! or an SSE stream becomes a [`ModelResponse`]. [`encode`] builds bodies incrementally,
+//! [`stream`] sends them and decodes answers.
 
 pub(crate) mod anthropic;
+pub(crate) mod encode;
+pub(crate) mod ollama;
 pub(crate) mod openai_chat;
 pub(crate) mod openai_responses;
-pub(crate) mod sse;
+pub(crate) mod stream;
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::pin::Pin;
+use std::marker::PhantomData;
 use std::time::Duration;
 
-use bytes::Bytes;
-use futures::{Stream, StreamExt};
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
-use serde::{Deserialize, Serialize};
+use futures::future::BoxFuture;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::error::{Error, is_retryable_status};
+use crate::client::ProviderKind;
+use crate::error::Error;
+use crate::http::sse::SseEvent;
+use crate::http::{HttpConfig, Rejection, header_str, truncate};
 use crate::message::{ContentPart, Message, Role};
-use crate::tool::Tool;
-use sse::{SseDecoder, SseEvent};
+use crate::model::{ModelRequest, ModelResponse, ModelStream, StreamEvent};
+use crate::tool::{ContentBlock, ToolDescriptor, ToolOutput};
+pub(crate) use encode::RequestCache;
 
-/// One call to a model: what the agent loop sends each step, also usable directly with
-/// [`Client::generate`](crate::Client::generate) and [`Client::stream`](crate::Client::stream).
-#[non_exhaustive]
-#[derive(Debug, Clone, Default)]
-pub struct ModelRequest {
-    /// The model id (`gpt-4o-mini`, `claude-sonnet-4-5`...).
-    pub model: String,
-    /// System instructions.
-    pub instructions: Option<String>,
-    /// The conversation so far.
-    pub messages: Vec<Message>,
-    /// Tools the model may call.
-    pub tools: Vec<Tool>,
-    /// Whether and which tools the model must call.
-    pub tool_choice: ToolChoice,
-    /// Sampling temperature.
-    pub temperature: Option<f32>,
-    /// Upper bound on generated tokens.
-    pub max_output_tokens: Option<u32>,
-    /// Extra top-level fields merged into the request body (provider-specific options such as
-    /// Anthropic `thinking` or OpenAI `reasoning`). They override fields aquaregia sets.
-    pub extra_body: Option<Map<String, Value>>,
+/// Every provider, by the prefix of its `provider:model` specs. Adding a provider is one file
+/// and one line here.
+pub(crate) static PROVIDERS: &[&ProviderInfo] = &[
+    &openai_responses::OPENAI,
+    &openai_chat::OPENAI_CHAT,
+    &anthropic::ANTHROPIC,
+    &ollama::OLLAMA,
+];
+
+/// The provider whose specs start with `id`.
+pub(crate) fn provider(id: &str) -> Option<&'static ProviderInfo> {
+    PROVIDERS.iter().copied().find(|provider| provider.id == id)
 }
 
-impl ModelRequest {
-    /// A request for `model` with `messages`.
-    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
-        Self {
-            model: model.into(),
-            messages,
-            ..Self::default()
-        }
-    }
-
-    /// Sets the system instructions.
-    #[must_use]
-    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.instructions = Some(instructions.into());
-        self
-    }
-
-    /// Sets the tools.
-    #[must_use]
-    pub fn tools(mut self, tools: Vec<Tool>) -> Self {
-        self.tools = tools;
-        self
-    }
-
-    /// Sets the tool choice.
-    #[must_use]
-    pub fn tool_choice(mut self, tool_choice: ToolChoice) -> Self {
-        self.tool_choice = tool_choice;
-        self
-    }
-
-    /// Sets the temperature.
-    #[must_use]
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = Some(temperature);
-        self
-    }
-
-    /// Sets the output token limit.
-    #[must_use]
-    pub fn max_output_tokens(mut self, max_output_tokens: u32) -> Self {
-        self.max_output_tokens = Some(max_output_tokens);
-        self
-    }
-
-    /// Sets extra top-level body fields.
-    #[must_use]
-    pub fn extra_body(mut self, extra_body: Map<String, Value>) -> Self {
-        self.extra_body = Some(extra_body);
-        self
-    }
+/// The ids of all providers, for error messages: `openai, openai-chat, ...`.
+pub(crate) fn provider_ids() -> String {
+    PROVIDERS
+        .iter()
+        .map(|provider| provider.id)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-/// Whether the model may, must or must not call tools.
-#[non_exhaustive]
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolChoice {
-    /// The model decides.
-    #[default]
-    Auto,
-    /// No tool calls.
-    None,
-    /// At least one tool call.
+/// Everything a [`Client`](crate::Client) needs to know about one provider.
+#[derive(Debug)]
+pub(crate) struct ProviderInfo {
+    /// The prefix of `provider:model` specs (`openai`, `anthropic`...).
+    pub(crate) id: &'static str,
+    /// The wire API, as the public enum names it.
+    pub(crate) kind: ProviderKind,
+    /// Variables holding the API key, first set one wins; empty when there is no key.
+    pub(crate) api_key_vars: &'static [&'static str],
+    /// Variables holding the base URL, first set one wins.
+    pub(crate) base_url_vars: &'static [&'static str],
+    /// Where requests go when no base URL is configured.
+    pub(crate) default_base_url: &'static str,
+    /// Whether a key is needed.
+    pub(crate) key: KeyPolicy,
+    /// Turns a configured base URL into the one requests go to.
+    pub(crate) normalize_base_url: fn(&str) -> String,
+    /// The header that carries the key, and its value for `key`.
+    pub(crate) auth_header: fn(key: &str) -> (HeaderName, String),
+    /// Headers sent with every request (API versions).
+    pub(crate) static_headers: &'static [(&'static str, &'static str)],
+    /// The model `Client::default_model_spec` picks when this provider's key is set.
+    pub(crate) default_model: Option<&'static str>,
+    /// The wire API's request functions.
+    pub(crate) api: &'static dyn Dispatch,
+}
+
+/// When a provider needs an API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyPolicy {
+    /// Always.
     Required,
-    /// This tool must be called.
-    Tool(String),
+    /// Unless a base URL is configured (self-hosted compatible servers).
+    UnlessBaseUrl,
+    /// Never; a key given anyway is sent.
+    Never,
 }
 
-/// A complete model answer.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModelResponse {
-    /// The assistant message: text, reasoning and tool calls in order.
-    pub message: Message,
-    /// Why generation stopped.
-    pub finish_reason: FinishReason,
-    /// Token usage of this call.
-    pub usage: Usage,
-    /// The provider's response id.
-    pub id: Option<String>,
-    /// The model that answered, as the provider reports it.
-    pub model: Option<String>,
+/// `Authorization: Bearer <key>`.
+pub(crate) fn bearer_auth(key: &str) -> (HeaderName, String) {
+    (AUTHORIZATION, format!("Bearer {key}"))
 }
 
-impl ModelResponse {
-    /// The concatenated text of the answer.
-    pub fn text(&self) -> String {
-        self.message.text()
+/// A base URL used as configured.
+pub(crate) fn base_url_as_is(url: &str) -> String {
+    url.to_owned()
+}
+
+/// A wire API's request functions behind a trait object, so a client holds one pointer.
+pub(crate) trait Dispatch: Send + Sync + std::fmt::Debug {
+    /// [`stream::generate`] for this wire API.
+    fn generate<'a>(
+        &self,
+        http: &'a HttpConfig,
+        request: &'a ModelRequest,
+        cache: &'a mut RequestCache,
+    ) -> BoxFuture<'a, Result<ModelResponse, Error>>;
+
+    /// [`stream::stream`] for this wire API.
+    fn stream<'a>(
+        &self,
+        http: &'a HttpConfig,
+        request: &'a ModelRequest,
+        cache: &'a mut RequestCache,
+    ) -> BoxFuture<'a, Result<ModelStream, Error>>;
+}
+
+/// [`Dispatch`] for the wire API `P`.
+pub(crate) struct Api<P>(PhantomData<fn() -> P>);
+
+impl<P> Api<P> {
+    pub(crate) const fn new() -> Self {
+        Self(PhantomData)
     }
 }
 
-/// Why the model stopped generating.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    /// A natural end of the answer.
-    Stop,
-    /// The model wants tool results.
-    ToolCalls,
-    /// The output token limit was reached.
-    Length,
-    /// The model refused or a content filter stopped it.
-    ContentFilter,
-    /// Anything else the provider said.
-    Other(String),
-}
-
-/// Token counts. Adds up across steps with `+=`.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens, cached ones included.
-    pub input_tokens: u64,
-    /// Generated tokens, reasoning included.
-    pub output_tokens: u64,
-    /// Prompt tokens served from the provider's cache.
-    pub cached_input_tokens: u64,
-    /// Generated tokens spent on reasoning.
-    pub reasoning_tokens: u64,
-}
-
-impl Usage {
-    /// Input plus output tokens.
-    pub fn total_tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+impl<P: WireApi> std::fmt::Debug for Api<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(P::NAME)
     }
 }
 
-impl std::ops::AddAssign for Usage {
-    fn add_assign(&mut self, other: Self) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.reasoning_tokens += other.reasoning_tokens;
+impl<P: WireApi> Dispatch for Api<P> {
+    fn generate<'a>(
+        &self,
+        http: &'a HttpConfig,
+        request: &'a ModelRequest,
+        cache: &'a mut RequestCache,
+    ) -> BoxFuture<'a, Result<ModelResponse, Error>> {
+        Box::pin(stream::generate::<P>(http, request, cache))
+    }
+
+    fn stream<'a>(
+        &self,
+        http: &'a HttpConfig,
+        request: &'a ModelRequest,
+        cache: &'a mut RequestCache,
+    ) -> BoxFuture<'a, Result<ModelStream, Error>> {
+        Box::pin(stream::stream::<P>(http, request, cache))
     }
 }
-
-/// An increment of a streamed model answer.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq)]
-pub enum StreamEvent {
-    /// More answer text.
-    TextDelta(String),
-    /// More reasoning text.
-    ReasoningDelta(String),
-    /// A tool call began; its arguments follow in [`StreamEvent::ToolCallDelta`]s.
-    ToolCallStart {
-        /// The call id.
-        id: String,
-        /// The tool's name.
-        name: String,
-    },
-    /// A fragment of a tool call's JSON arguments.
-    ToolCallDelta {
-        /// The call id.
-        id: String,
-        /// The next piece of the arguments' JSON text.
-        arguments: String,
-    },
-    /// The answer is complete; always the last event of a successful stream.
-    Finish(ModelResponse),
-}
-
-/// A streamed model answer.
-pub type ModelStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, Error>> + Send>>;
 
 /// Decodes one wire API's stream into [`StreamEvent`]s and the final [`ModelResponse`].
 pub(crate) trait StreamDecoder: Default + Send + 'static {
@@ -229,17 +169,31 @@ pub(crate) trait StreamDecoder: Default + Send + 'static {
 
 /// One provider wire format.
 ///
-/// A request body is assembled by [`encode_request`] from these pieces, so the conversation
+/// A request body is assembled by [`encode_request`](encode::encode_request) from these pieces, so the conversation
 /// and tool definitions can be encoded once and reused across the steps of a run.
 pub(crate) trait WireApi: Send + Sync + 'static {
     /// Name used in errors (`openai`, `openai-chat`, `anthropic`).
     const NAME: &'static str;
     /// Appended to the base URL.
     const PATH: &'static str;
+    /// What encloses the tool definitions in the `tools` field.
+    const TOOLS_OPEN: &'static str = "[";
+    /// See [`WireApi::TOOLS_OPEN`].
+    const TOOLS_CLOSE: &'static str = "]";
     /// The body field holding the conversation (`messages`, `input`).
     const HISTORY_FIELD: &'static str;
     /// Stream decoding state.
     type Decoder: StreamDecoder;
+
+    /// The path for a request on `model` (defaults to [`WireApi::PATH`]).
+    fn path(_model: &str, _stream: bool) -> Cow<'static, str> {
+        Cow::Borrowed(Self::PATH)
+    }
+
+    /// A retry delay an error body asks for (beyond the `Retry-After` headers).
+    fn retry_delay(_body: &[u8]) -> Option<Duration> {
+        None
+    }
 
     /// A wire item that precedes the conversation (Chat Completions' system message).
     fn leading_item(_request: &ModelRequest) -> Option<Value> {
@@ -255,7 +209,7 @@ pub(crate) trait WireApi: Send + Sync + 'static {
     fn seal_item(_item: &mut Value) {}
 
     /// One tool definition.
-    fn tool_definition(tool: &Tool) -> Value;
+    fn tool_definition(tool: &ToolDescriptor) -> Value;
 
     /// Every other body field (model, options, tool choice...).
     fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value>;
@@ -264,412 +218,12 @@ pub(crate) trait WireApi: Send + Sync + 'static {
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error>;
 }
 
-/// The encoded conversation and tool definitions of earlier requests, so each step of a run
-/// only encodes what is new: request building does not grow with the conversation.
-///
-/// Valid while the conversation only grows by appending; anything else resets it.
-#[derive(Debug, Default)]
-pub(crate) struct RequestCache {
-    provider: &'static str,
-    /// Messages encoded so far.
-    messages: usize,
-    /// Serialized wire items, comma-separated, except the last one.
-    history: Vec<u8>,
-    /// The last wire item, kept open because the next message may merge into it.
-    tail: Option<Value>,
-    /// The tools `tools_json` was made from.
-    tools: Vec<Tool>,
-    tools_json: Vec<u8>,
-}
-
-impl RequestCache {
-    fn reset(&mut self, provider: &'static str) {
-        *self = Self {
-            provider,
-            ..Self::default()
-        };
+/// Reads an error response of wire API `P`.
+pub(crate) fn read_error<P: WireApi>(status: u16, headers: &HeaderMap, body: &[u8]) -> Rejection {
+    Rejection {
+        error: provider_error(P::NAME, status, headers, body),
+        retry_after: P::retry_delay(body),
     }
-}
-
-/// The JSON body for `request`, reusing and extending `cache`.
-///
-/// `extra_body` fields override everything else, the conversation and tools included.
-pub(crate) fn encode_request<P: WireApi>(
-    request: &ModelRequest,
-    stream: bool,
-    cache: &mut RequestCache,
-) -> Result<Vec<u8>, Error> {
-    if cache.provider != P::NAME || cache.messages > request.messages.len() {
-        cache.reset(P::NAME);
-    }
-    if cache.messages < request.messages.len() {
-        let mut items: Vec<Value> = cache.tail.take().into_iter().collect();
-        P::push_messages(request, &request.messages[cache.messages..], &mut items);
-        cache.tail = items.pop();
-        for mut item in items {
-            P::seal_item(&mut item);
-            append_item(&mut cache.history, &item)?;
-        }
-        cache.messages = request.messages.len();
-    }
-    let same_tools = cache.tools.len() == request.tools.len()
-        && cache
-            .tools
-            .iter()
-            .zip(&request.tools)
-            .all(|(a, b)| a.ptr_eq(b));
-    if !same_tools {
-        cache.tools_json.clear();
-        for tool in &request.tools {
-            append_item(&mut cache.tools_json, &P::tool_definition(tool))?;
-        }
-        cache.tools.clone_from(&request.tools);
-    }
-
-    let extra = request.extra_body.as_ref();
-    let overridden = |key: &str| extra.is_some_and(|extra| extra.contains_key(key));
-    let mut out = Vec::with_capacity(cache.history.len() + cache.tools_json.len() + 512);
-    out.push(b'{');
-    if !overridden(P::HISTORY_FIELD) {
-        write_key(&mut out, P::HISTORY_FIELD)?;
-        out.push(b'[');
-        let mut items = Vec::new();
-        if let Some(leading) = P::leading_item(request) {
-            append_item(&mut items, &leading)?;
-        }
-        out.extend_from_slice(&items);
-        if !cache.history.is_empty() {
-            if !items.is_empty() {
-                out.push(b',');
-            }
-            out.extend_from_slice(&cache.history);
-        }
-        if let Some(tail) = &cache.tail {
-            if out.last() != Some(&b'[') {
-                out.push(b',');
-            }
-            let mut tail = tail.clone();
-            P::seal_item(&mut tail);
-            write_json(&mut out, &tail)?;
-        }
-        out.push(b']');
-    }
-    if !request.tools.is_empty() && !overridden("tools") {
-        write_key(&mut out, "tools")?;
-        out.push(b'[');
-        out.extend_from_slice(&cache.tools_json);
-        out.push(b']');
-    }
-    for (key, value) in P::body_fields(request, stream) {
-        if !overridden(&key) {
-            write_key(&mut out, &key)?;
-            write_json(&mut out, &value)?;
-        }
-    }
-    for (key, value) in extra.into_iter().flatten() {
-        write_key(&mut out, key)?;
-        write_json(&mut out, value)?;
-    }
-    out.push(b'}');
-    Ok(out)
-}
-
-/// Writes `"key":`, preceded by a comma unless it is the object's first key.
-fn write_key(out: &mut Vec<u8>, key: &str) -> Result<(), Error> {
-    if out.last() != Some(&b'{') {
-        out.push(b',');
-    }
-    write_json(out, key)?;
-    out.push(b':');
-    Ok(())
-}
-
-/// Appends a comma-separated item.
-fn append_item(out: &mut Vec<u8>, item: &Value) -> Result<(), Error> {
-    if !out.is_empty() {
-        out.push(b',');
-    }
-    write_json(out, item)
-}
-
-fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), Error> {
-    serde_json::to_writer(out, value)
-        .map_err(|error| Error::InvalidRequest(format!("request body does not serialize: {error}")))
-}
-
-/// HTTP settings shared by every request of a [`Client`](crate::Client).
-#[derive(Debug, Clone)]
-pub(crate) struct HttpConfig {
-    pub(crate) http: reqwest::Client,
-    pub(crate) base_url: String,
-    /// Auth and custom headers; auth values are marked sensitive.
-    pub(crate) headers: HeaderMap,
-    pub(crate) timeout: Duration,
-    pub(crate) max_retries: u32,
-}
-
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-const BASE_BACKOFF: Duration = Duration::from_millis(500);
-const MAX_BACKOFF: Duration = Duration::from_secs(8);
-
-impl HttpConfig {
-    fn url<P: WireApi>(&self) -> String {
-        format!("{}{}", self.base_url.trim_end_matches('/'), P::PATH)
-    }
-
-    /// Sends one request, retrying connect errors, timeouts, 408, 429 and 5xx with backoff.
-    async fn send<P: WireApi>(&self, body: Vec<u8>) -> Result<reqwest::Response, Error> {
-        let url = self.url::<P>();
-        let body = Bytes::from(body);
-        let mut attempt = 0u32;
-        loop {
-            let request = self
-                .http
-                .post(&url)
-                .headers(self.headers.clone())
-                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-                .body(body.clone());
-            let (error, retry_after) =
-                match tokio::time::timeout(self.timeout, request.send()).await {
-                    Err(_) => (
-                        Error::Timeout {
-                            after: self.timeout,
-                        },
-                        None,
-                    ),
-                    Ok(Err(error)) => (transport_error(&url, &error), None),
-                    Ok(Ok(response)) if response.status().is_success() => return Ok(response),
-                    Ok(Ok(response)) => {
-                        let status = response.status().as_u16();
-                        let headers = response.headers().clone();
-                        let body = tokio::time::timeout(self.timeout, response.bytes())
-                            .await
-                            .ok()
-                            .and_then(Result::ok)
-                            .unwrap_or_default();
-                        let error = provider_error(P::NAME, status, &headers, &body);
-                        let retry = match header_str(&headers, "x-should-retry") {
-                            Some("true") => true,
-                            Some("false") => false,
-                            _ => is_retryable_status(status),
-                        };
-                        if !retry {
-                            return Err(error);
-                        }
-                        (error, retry_after(&headers))
-                    }
-                };
-            if attempt >= self.max_retries || !error.is_retryable() {
-                return Err(error);
-            }
-            let delay = retry_after
-                .filter(|delay| *delay <= MAX_RETRY_AFTER)
-                .unwrap_or_else(|| backoff(attempt));
-            tracing::debug!(provider = P::NAME, attempt, ?delay, %error, "retrying request");
-            tokio::time::sleep(delay).await;
-            attempt += 1;
-        }
-    }
-
-    /// The whole response body, within the request timeout.
-    async fn read_body(&self, response: reqwest::Response) -> Result<Bytes, Error> {
-        let url = response.url().to_string();
-        tokio::time::timeout(self.timeout, response.bytes())
-            .await
-            .map_err(|_| Error::Timeout {
-                after: self.timeout,
-            })?
-            .map_err(|error| transport_error(&url, &error))
-    }
-
-    pub(crate) async fn generate<P: WireApi>(
-        &self,
-        request: &ModelRequest,
-        cache: &mut RequestCache,
-    ) -> Result<ModelResponse, Error> {
-        let body = encode_request::<P>(request, false, cache)?;
-        let response = self.send::<P>(body).await?;
-        let bytes = self.read_body(response).await?;
-        P::parse_response(&bytes)
-    }
-
-    pub(crate) async fn stream<P: WireApi>(
-        &self,
-        request: &ModelRequest,
-        cache: &mut RequestCache,
-    ) -> Result<ModelStream, Error> {
-        let body = encode_request::<P>(request, true, cache)?;
-        let response = self.send::<P>(body).await?;
-        let is_json = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if !is_json {
-            return Ok(decode_stream::<P>(response, self.timeout));
-        }
-        // Some compatible servers ignore `stream: true`; their whole answer is one event.
-        let bytes = self.read_body(response).await?;
-        let response = P::parse_response(&bytes)?;
-        let mut events = Vec::new();
-        for part in &response.message.content {
-            match part {
-                ContentPart::Text { text } => events.push(StreamEvent::TextDelta(text.clone())),
-                ContentPart::Reasoning(r) if !r.text.is_empty() => {
-                    events.push(StreamEvent::ReasoningDelta(r.text.clone()));
-                }
-                _ => {}
-            }
-        }
-        events.push(StreamEvent::Finish(response));
-        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
-    }
-}
-
-struct StreamState<D> {
-    url: String,
-    body: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
-    sse: SseDecoder,
-    /// `None` once the stream has ended (after the queue and any error are delivered).
-    decoder: Option<D>,
-    queue: VecDeque<StreamEvent>,
-    error: Option<Error>,
-    complete: bool,
-    idle_timeout: Duration,
-}
-
-impl<D: StreamDecoder> StreamState<D> {
-    /// Ends the stream: already decoded events are delivered first, then `error` or the
-    /// final response.
-    fn end(&mut self, outcome: Result<bool, Error>) {
-        let Some(decoder) = self.decoder.take() else {
-            return;
-        };
-        match outcome.and_then(|complete| decoder.finish(complete)) {
-            Ok(response) => self.queue.push_back(StreamEvent::Finish(response)),
-            Err(error) => self.error = Some(error),
-        }
-    }
-}
-
-fn decode_stream<P: WireApi>(response: reqwest::Response, idle_timeout: Duration) -> ModelStream {
-    let state = StreamState {
-        url: response.url().to_string(),
-        body: Box::pin(response.bytes_stream()),
-        sse: SseDecoder::new(),
-        decoder: Some(P::Decoder::default()),
-        queue: VecDeque::new(),
-        error: None,
-        complete: false,
-        idle_timeout,
-    };
-    Box::pin(futures::stream::unfold(state, |mut state| async move {
-        loop {
-            if let Some(event) = state.queue.pop_front() {
-                return Some((Ok(event), state));
-            }
-            if let Some(error) = state.error.take() {
-                return Some((Err(error), state));
-            }
-            let decoder = state.decoder.as_mut()?;
-            if state.complete {
-                state.end(Ok(true));
-                continue;
-            }
-            match tokio::time::timeout(state.idle_timeout, state.body.next()).await {
-                Err(_) => {
-                    let after = state.idle_timeout;
-                    state.end(Err(Error::Timeout { after }));
-                }
-                Ok(Some(Err(error))) => {
-                    let error = transport_error(&state.url, &error);
-                    state.end(Err(error));
-                }
-                Ok(Some(Ok(bytes))) => {
-                    state.sse.feed(&bytes);
-                    match drain_events(&mut state.sse, decoder, &mut state.queue, false) {
-                        Ok(complete) => state.complete = complete,
-                        Err(error) => state.end(Err(error)),
-                    }
-                }
-                Ok(None) => {
-                    let outcome = drain_events(&mut state.sse, decoder, &mut state.queue, true);
-                    state.end(outcome);
-                }
-            }
-        }
-    }))
-}
-
-fn drain_events<D: StreamDecoder>(
-    sse: &mut SseDecoder,
-    decoder: &mut D,
-    queue: &mut VecDeque<StreamEvent>,
-    at_eof: bool,
-) -> Result<bool, Error> {
-    while let Some(event) = sse.next_event() {
-        if decoder.on_event(event, queue)? {
-            return Ok(true);
-        }
-    }
-    if at_eof && let Some(event) = sse.finish() {
-        return decoder.on_event(event, queue);
-    }
-    Ok(false)
-}
-
-fn transport_error(url: &str, error: &reqwest::Error) -> Error {
-    Error::Transport {
-        url: url.to_owned(),
-        message: reqwest_message(error),
-    }
-}
-
-/// What a reqwest error means, without the URL its own text repeats: the cause chain says
-/// what really failed.
-pub(crate) fn reqwest_message(error: &reqwest::Error) -> String {
-    if error.is_timeout() {
-        return "timed out".to_owned();
-    }
-    let mut causes = Vec::new();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        causes.push(cause.to_string());
-        source = cause.source();
-    }
-    if causes.is_empty() {
-        error.to_string()
-    } else {
-        causes.join(": ")
-    }
-}
-
-fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|value| value.to_str().ok())
-}
-
-/// `retry-after-ms`, then `retry-after` as seconds or an HTTP date.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    if let Some(ms) =
-        header_str(headers, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
-    {
-        return (ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0));
-    }
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds >= 0.0 && seconds.is_finite()).then(|| Duration::from_secs_f64(seconds));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(
-        at.duration_since(std::time::SystemTime::now())
-            .unwrap_or_default(),
-    )
-}
-
-/// Exponential backoff with jitter: 0.5 s, 1 s, 2 s... capped at 8 s, each scaled by 0.75-1.
-fn backoff(attempt: u32) -> Duration {
-    let exp = BASE_BACKOFF.saturating_mul(1u32 << attempt.min(10));
-    exp.min(MAX_BACKOFF).mul_f64(0.75 + fastrand::f64() * 0.25)
 }
 
 /// Builds [`Error::Provider`] from an error response (OpenAI and Anthropic envelopes alike).
@@ -708,17 +262,6 @@ fn provider_error(provider: &'static str, status: u16, headers: &HeaderMap, body
         body: text,
         request_id,
     }
-}
-
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
 
 pub(crate) fn decode_error(provider: &'static str, what: &str, body: &[u8]) -> Error {
@@ -777,39 +320,19 @@ pub(crate) enum OutputPart<'a> {
     Image { mime_type: &'a str, data: &'a str },
 }
 
-/// Splits a tool output into text and images.
-///
-/// A string is text; an array of `{"type":"text"}` / `{"type":"image"}` items (the MCP mapping)
-/// becomes those parts, other items as JSON text; anything else is compact JSON text.
-pub(crate) fn tool_output_parts(output: &Value) -> Vec<OutputPart<'_>> {
+/// A tool output as text and image parts: text as is, JSON as compact text, content blocks
+/// one by one (images as images, every other block as its text form).
+pub(crate) fn tool_output_parts(output: &ToolOutput) -> Vec<OutputPart<'_>> {
     match output {
-        Value::String(text) => vec![OutputPart::Text(Cow::Borrowed(text))],
-        Value::Array(items)
-            if items
-                .iter()
-                .any(|item| item.get("type").and_then(Value::as_str).is_some()) =>
-        {
-            items.iter().map(output_item).collect()
-        }
-        other => vec![OutputPart::Text(Cow::Owned(other.to_string()))],
-    }
-}
-
-fn output_item(item: &Value) -> OutputPart<'_> {
-    let field = |name: &str| item.get(name).and_then(Value::as_str);
-    match field("type") {
-        Some("text") => match field("text") {
-            Some(text) => OutputPart::Text(Cow::Borrowed(text)),
-            None => OutputPart::Text(Cow::Owned(item.to_string())),
-        },
-        Some("image") => match (
-            field("mime_type").or_else(|| field("mimeType")),
-            field("data"),
-        ) {
-            (Some(mime_type), Some(data)) => OutputPart::Image { mime_type, data },
-            _ => OutputPart::Text(Cow::Owned(item.to_string())),
-        },
-        _ => OutputPart::Text(Cow::Owned(item.to_string())),
+        ToolOutput::Text(text) => vec![OutputPart::Text(Cow::Borrowed(text))],
+        ToolOutput::Json(value) => vec![OutputPart::Text(Cow::Owned(value.to_string()))],
+        ToolOutput::Content(blocks) => blocks
+            .iter()
+            .map(|block| match block {
+                ContentBlock::Image { mime_type, data } => OutputPart::Image { mime_type, data },
+                other => OutputPart::Text(other.to_text()),
+            })
+            .collect(),
     }
 }
 
@@ -825,6 +348,12 @@ pub(crate) fn output_text(parts: &[OutputPart<'_>]) -> String {
         }
     }
     out
+}
+
+/// A fresh tool-call id for providers that send none: random, so ids stay unique across
+/// the whole conversation (a per-response counter would repeat `call_0` every step).
+pub(crate) fn new_call_id() -> String {
+    format!("call_{:016x}", fastrand::u64(..))
 }
 
 /// The instructions plus any system messages of the conversation, in order.
@@ -878,92 +407,5 @@ pub(crate) fn stream_error(provider: &'static str, error: &Value) -> Error {
         provider,
         message: field("message").unwrap_or_else(|| inner.to_string()),
         code: field("code").or_else(|| field("type")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::message::{ToolCall, ToolResult};
-
-    fn conversation() -> Vec<Message> {
-        let call = |id: &str| {
-            ContentPart::ToolCall(ToolCall {
-                id: id.into(),
-                name: "t".into(),
-                arguments: serde_json::json!({"x": 1}),
-            })
-        };
-        let result = |id: &str| {
-            ContentPart::ToolResult(ToolResult {
-                call_id: id.into(),
-                name: "t".into(),
-                output: serde_json::json!([{"type": "text", "text": "r"}, {"type": "image", "mime_type": "image/png", "data": "AA=="}]),
-                is_error: false,
-            })
-        };
-        vec![
-            Message::user("hi"),
-            Message::new(
-                Role::Assistant,
-                vec![ContentPart::text("let me see"), call("a")],
-            ),
-            Message::new(Role::Tool, vec![result("a")]),
-            // A user message right after tool results: Anthropic merges it into the same turn.
-            Message::user("also this"),
-            Message::new(Role::Assistant, vec![call("b")]),
-            Message::new(Role::Tool, vec![result("b")]),
-            Message::assistant("done"),
-            Message::user("thanks"),
-        ]
-    }
-
-    /// Encoding step by step with the cache gives exactly the body a fresh encode gives.
-    fn incremental_equals_fresh<P: WireApi>() {
-        let all = conversation();
-        let tool = crate::tool::tool("t").execute_raw(|_| async { Ok(Value::Null) });
-        let mut cache = RequestCache::default();
-        for n in 1..=all.len() {
-            let request = ModelRequest::new("m", all[..n].to_vec())
-                .instructions("be brief")
-                .tools(vec![tool.clone()]);
-            let incremental = encode_request::<P>(&request, false, &mut cache).unwrap();
-            let fresh = encode_request::<P>(&request, false, &mut RequestCache::default()).unwrap();
-            assert_eq!(
-                String::from_utf8(incremental).unwrap(),
-                String::from_utf8(fresh).unwrap(),
-                "{} after {n} messages",
-                P::NAME
-            );
-        }
-    }
-
-    #[test]
-    fn cached_encoding_matches_fresh_encoding() {
-        incremental_equals_fresh::<openai_chat::OpenAiChat>();
-        incremental_equals_fresh::<openai_responses::OpenAiResponses>();
-        incremental_equals_fresh::<anthropic::Anthropic>();
-    }
-
-    #[test]
-    fn extra_body_overrides_every_field() {
-        let mut request = ModelRequest::new("m", vec![Message::user("hi")]);
-        request.extra_body = Some(
-            serde_json::from_value(
-                serde_json::json!({"model": "other", "messages": [], "seed": 1}),
-            )
-            .unwrap(),
-        );
-        let body = encode_request::<openai_chat::OpenAiChat>(
-            &request,
-            false,
-            &mut RequestCache::default(),
-        )
-        .unwrap();
-        let body: Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(
-            body,
-            serde_json::json!({"model": "other", "messages": [], "seed": 1})
-        );
     }
 }

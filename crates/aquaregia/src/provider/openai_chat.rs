@@ -5,15 +5,36 @@ use std::collections::VecDeque;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::sse::SseEvent;
+use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth, new_call_id};
 use super::{
-    AssistantBuilder, FinishReason, ModelRequest, ModelResponse, OutputPart, StreamDecoder,
-    StreamEvent, ToolChoice, Usage, WireApi, object_schema, output_text, parse_arguments,
-    parse_json, system_text, tool_output_parts,
+    AssistantBuilder, OutputPart, StreamDecoder, WireApi, object_schema, output_text,
+    parse_arguments, parse_json, system_text, tool_output_parts,
 };
+use crate::client::ProviderKind;
 use crate::error::Error;
+use crate::http::sse::SseEvent;
 use crate::message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall};
-use crate::tool::Tool;
+use crate::model::{FinishReason, ModelRequest, ModelResponse, StreamEvent, ToolChoice, Usage};
+use crate::tool::ToolDescriptor;
+
+/// Chat Completions: OpenAI, or any compatible server at `OPENAI_BASE_URL` (the key is then
+/// optional).
+pub(crate) static OPENAI_CHAT: ProviderInfo = ProviderInfo {
+    id: "openai-chat",
+    kind: ProviderKind::OpenAiChat,
+    api_key_vars: &["OPENAI_API_KEY"],
+    base_url_vars: &["OPENAI_BASE_URL"],
+    default_base_url: OPENAI_BASE_URL,
+    key: KeyPolicy::UnlessBaseUrl,
+    normalize_base_url: base_url_as_is,
+    auth_header: bearer_auth,
+    static_headers: &[],
+    default_model: None,
+    api: &Api::<OpenAiChat>::new(),
+};
+
+/// OpenAI's API root, shared with the Responses provider.
+pub(crate) const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
 pub(crate) struct OpenAiChat;
 
@@ -36,8 +57,7 @@ impl WireApi for OpenAiChat {
         }
     }
 
-    fn tool_definition(tool: &Tool) -> Value {
-        let d = tool.descriptor();
+    fn tool_definition(d: &ToolDescriptor) -> Value {
         json!({"type": "function", "function": {
             "name": d.name,
             "description": d.description,
@@ -86,7 +106,10 @@ impl WireApi for OpenAiChat {
         }
         for call in choice.message.tool_calls.unwrap_or_default() {
             builder.parts.push(ContentPart::ToolCall(ToolCall {
-                id: call.id.unwrap_or_default(),
+                id: call
+                    .id
+                    .filter(|id| !id.is_empty())
+                    .unwrap_or_else(new_call_id),
                 name: call.function.name.unwrap_or_default(),
                 arguments: parse_arguments(call.function.arguments.as_deref().unwrap_or("")),
             }));
@@ -450,7 +473,11 @@ impl ChatDecoder {
             let position = match self.calls.iter().position(|c| c.index == index) {
                 Some(position) => position,
                 None => {
-                    let id = call.id.clone().unwrap_or_else(|| format!("call_{index}"));
+                    let id = call
+                        .id
+                        .clone()
+                        .filter(|id| !id.is_empty())
+                        .unwrap_or_else(new_call_id);
                     let name = call.function.name.clone().unwrap_or_default();
                     out.push_back(StreamEvent::ToolCallStart {
                         id: id.clone(),

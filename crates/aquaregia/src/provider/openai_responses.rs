@@ -6,16 +6,34 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::openai_chat::OPENAI_BASE_URL;
 use super::openai_chat::{arguments_text, image_url};
-use super::sse::SseEvent;
+use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth};
 use super::{
-    AssistantBuilder, FinishReason, ModelRequest, ModelResponse, OutputPart, StreamDecoder,
-    StreamEvent, ToolChoice, Usage, WireApi, object_schema, output_text, parse_arguments,
-    parse_json, stream_error, system_text, tool_output_parts,
+    AssistantBuilder, OutputPart, StreamDecoder, WireApi, object_schema, output_text,
+    parse_arguments, parse_json, stream_error, system_text, tool_output_parts,
 };
+use crate::client::ProviderKind;
 use crate::error::Error;
+use crate::http::sse::SseEvent;
 use crate::message::{ContentPart, Message, Reasoning, Role, ToolCall};
-use crate::tool::Tool;
+use crate::model::{FinishReason, ModelRequest, ModelResponse, StreamEvent, ToolChoice, Usage};
+use crate::tool::ToolDescriptor;
+
+/// OpenAI's Responses API.
+pub(crate) static OPENAI: ProviderInfo = ProviderInfo {
+    id: "openai",
+    kind: ProviderKind::OpenAiResponses,
+    api_key_vars: &["OPENAI_API_KEY"],
+    base_url_vars: &["OPENAI_BASE_URL"],
+    default_base_url: OPENAI_BASE_URL,
+    key: KeyPolicy::Required,
+    normalize_base_url: base_url_as_is,
+    auth_header: bearer_auth,
+    static_headers: &[],
+    default_model: Some("gpt-5-mini"),
+    api: &Api::<OpenAiResponses>::new(),
+};
 
 pub(crate) struct OpenAiResponses;
 
@@ -42,8 +60,7 @@ impl WireApi for OpenAiResponses {
         }
     }
 
-    fn tool_definition(tool: &Tool) -> Value {
-        let d = tool.descriptor();
+    fn tool_definition(d: &ToolDescriptor) -> Value {
         json!({
             "type": "function",
             "name": d.name,

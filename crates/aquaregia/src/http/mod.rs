@@ -1,0 +1,214 @@
+//! HTTP plumbing shared by every provider and the MCP HTTP transports: the client every request
+//! goes through (no credentials across origins), sending with retries and backoff, the one SSE
+//! decoder, and error descriptions.
+
+pub(crate) mod sse;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+
+use crate::error::{Error, is_retryable_status};
+
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+const BASE_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(8);
+const MAX_REDIRECTS: usize = 10;
+
+/// A `reqwest::ClientBuilder` with the rules every aquaregia HTTP client follows: no `Referer`
+/// (URLs may carry secrets in their query), and redirects followed only within the same origin,
+/// so credentials set as headers (API keys, bearer tokens, custom auth) never reach another
+/// host. A cross-origin redirect is returned to the caller as the 3xx response it is.
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .referer(false)
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            let same_origin = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() == attempt.url().origin());
+            if !same_origin || attempt.previous().len() > MAX_REDIRECTS {
+                attempt.stop()
+            } else {
+                attempt.follow()
+            }
+        }))
+}
+
+/// A default client built by [`client_builder`].
+pub(crate) fn default_client() -> Result<reqwest::Client, Error> {
+    client_builder()
+        .build()
+        .map_err(|error| Error::Config(format!("HTTP client: {}", reqwest_message(&error))))
+}
+
+/// HTTP settings shared by every request of a [`Client`](crate::Client).
+#[derive(Debug, Clone)]
+pub(crate) struct HttpConfig {
+    pub(crate) http: reqwest::Client,
+    pub(crate) base_url: String,
+    /// Auth and custom headers, marked sensitive.
+    pub(crate) headers: HeaderMap,
+    pub(crate) timeout: Duration,
+    pub(crate) max_retries: u32,
+}
+
+/// How a provider reads an error response: the error, and any retry delay its body asks for.
+pub(crate) type ErrorReader = fn(status: u16, headers: &HeaderMap, body: &[u8]) -> Rejection;
+
+/// An error response, read.
+#[derive(Debug)]
+pub(crate) struct Rejection {
+    pub(crate) error: Error,
+    /// A retry delay from the body (Gemini's `RetryInfo`); headers are read separately.
+    pub(crate) retry_after: Option<Duration>,
+}
+
+impl HttpConfig {
+    /// `path` appended to the base URL.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base_url.trim_end_matches('/'), path)
+    }
+
+    /// POSTs a JSON body, retrying connect errors, timeouts, 408, 429 and 5xx with backoff,
+    /// honouring `Retry-After` (and `x-should-retry` where a provider sends it).
+    pub(crate) async fn post_json(
+        &self,
+        url: &str,
+        body: Vec<u8>,
+        read_error: ErrorReader,
+    ) -> Result<reqwest::Response, Error> {
+        let body = Bytes::from(body);
+        let mut attempt = 0u32;
+        loop {
+            let request = self
+                .http
+                .post(url)
+                .headers(self.headers.clone())
+                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                .body(body.clone());
+            let (error, retry_after) =
+                match tokio::time::timeout(self.timeout, request.send()).await {
+                    Err(_) => (
+                        Error::Timeout {
+                            after: self.timeout,
+                        },
+                        None,
+                    ),
+                    Ok(Err(error)) => (transport_error(url, &error), None),
+                    Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                    Ok(Ok(response)) => {
+                        let status = response.status().as_u16();
+                        let headers = response.headers().clone();
+                        let body = tokio::time::timeout(self.timeout, response.bytes())
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .unwrap_or_default();
+                        let rejection = read_error(status, &headers, &body);
+                        let retry = match header_str(&headers, "x-should-retry") {
+                            Some("true") => true,
+                            Some("false") => false,
+                            _ => is_retryable_status(status),
+                        };
+                        if !retry {
+                            return Err(rejection.error);
+                        }
+                        (
+                            rejection.error,
+                            retry_after_header(&headers).or(rejection.retry_after),
+                        )
+                    }
+                };
+            if attempt >= self.max_retries || !error.is_retryable() {
+                return Err(error);
+            }
+            let delay = retry_after
+                .filter(|delay| *delay <= MAX_RETRY_AFTER)
+                .unwrap_or_else(|| backoff(attempt));
+            tracing::debug!(url, attempt, ?delay, %error, "retrying request");
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    /// The whole response body, within the request timeout.
+    pub(crate) async fn read_body(&self, response: reqwest::Response) -> Result<Bytes, Error> {
+        let url = response.url().to_string();
+        tokio::time::timeout(self.timeout, response.bytes())
+            .await
+            .map_err(|_| Error::Timeout {
+                after: self.timeout,
+            })?
+            .map_err(|error| transport_error(&url, &error))
+    }
+}
+
+/// [`Error::Transport`] for a request to `url` that got no HTTP answer.
+pub(crate) fn transport_error(url: &str, error: &reqwest::Error) -> Error {
+    Error::Transport {
+        url: url.to_owned(),
+        message: reqwest_message(error),
+    }
+}
+
+/// What a reqwest error means, without the URL its own text repeats: the cause chain says
+/// what really failed.
+pub(crate) fn reqwest_message(error: &reqwest::Error) -> String {
+    if error.is_timeout() {
+        return "timed out".to_owned();
+    }
+    let mut causes = Vec::new();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        causes.push(cause.to_string());
+        source = cause.source();
+    }
+    if causes.is_empty() {
+        error.to_string()
+    } else {
+        causes.join(": ")
+    }
+}
+
+/// A header's value, when it is text.
+pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|value| value.to_str().ok())
+}
+
+/// `retry-after-ms`, then `retry-after` as seconds or an HTTP date.
+fn retry_after_header(headers: &HeaderMap) -> Option<Duration> {
+    if let Some(ms) =
+        header_str(headers, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        return (ms >= 0.0 && ms.is_finite()).then(|| Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds >= 0.0 && seconds.is_finite()).then(|| Duration::from_secs_f64(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
+}
+
+/// Exponential backoff with jitter: 0.5 s, 1 s, 2 s... capped at 8 s, each scaled by 0.75-1.
+fn backoff(attempt: u32) -> Duration {
+    let exp = BASE_BACKOFF.saturating_mul(1u32 << attempt.min(10));
+    exp.min(MAX_BACKOFF).mul_f64(0.75 + fastrand::f64() * 0.25)
+}
+
+/// `text` cut to at most `max` bytes (on a character boundary), with `…` when cut.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
