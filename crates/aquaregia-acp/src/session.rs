@@ -152,11 +152,7 @@ impl Session {
         futures::future::join_all(
             self.connections
                 .iter()
-                .map(|(name, connection)| async move {
-                    if let Err(error) = connection.clone().close().await {
-                        tracing::debug!(server = %name, %error, "closing MCP server");
-                    }
-                }),
+                .map(|(_, connection)| connection.clone().close()),
         )
         .await;
     }

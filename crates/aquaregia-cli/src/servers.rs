@@ -283,12 +283,7 @@ pub(crate) async fn connect(target: Target) -> anyhow::Result<Server> {
 
 /// Closes every server: stdio servers get stdin closed, then SIGTERM, then SIGKILL.
 pub(crate) async fn close_all(servers: Vec<Server>) {
-    join_all(servers.into_iter().map(|server| async move {
-        if let Err(error) = server.connection.close().await {
-            tracing::warn!(server = %server.name, %error, "closing the MCP server failed");
-        }
-    }))
-    .await;
+    join_all(servers.into_iter().map(|server| server.connection.close())).await;
 }
 
 #[cfg(test)]

@@ -56,5 +56,5 @@ async fn main() {
         Ok(output) => println!("\n{}", output.text),
         Err(error) => support::exit_with(&error),
     }
-    let _ = connection.close().await;
+    connection.close().await;
 }

@@ -51,6 +51,6 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
         _ => {}
     }
-    connection.close().await?;
+    connection.close().await;
     Ok(())
 }

@@ -88,7 +88,12 @@ pub enum Error {
     /// The operation was cancelled through its cancellation token.
     #[error("cancelled")]
     Cancelled,
-    /// An error from another layer (an MCP connection, a user's `prepare_step`...).
+    /// An MCP server failed (feature `mcp`): connecting, listing its tools, a session that
+    /// ended. Match the [`McpError`](crate::mcp::McpError) inside to act on it.
+    #[cfg(feature = "mcp")]
+    #[error(transparent)]
+    Mcp(#[from] crate::mcp::McpError),
+    /// An error from another layer (a user's `prepare_step`...).
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync>),
 }

@@ -134,7 +134,7 @@ async fn server_everything_over_stdio() {
         .await
         .expect("tools/list_changed arrived")
         .unwrap();
-    connection.close().await.unwrap();
+    connection.close().await;
 }
 
 #[tokio::test]
@@ -144,7 +144,7 @@ async fn server_everything_over_streamable_http() {
         .await
         .unwrap();
     exercise_server_everything(&connection).await;
-    connection.close().await.unwrap();
+    connection.close().await;
 }
 
 #[tokio::test]
@@ -153,11 +153,11 @@ async fn server_everything_over_legacy_sse() {
     let url = format!("http://127.0.0.1:{port}/sse");
     let explicit = mcp::connect_sse(&url).await.unwrap();
     exercise_server_everything(&explicit).await;
-    explicit.close().await.unwrap();
+    explicit.close().await;
     // connect_http falls back to SSE when the server does not speak Streamable HTTP.
     let fallback = mcp::connect_http(&url).await.unwrap();
     exercise_server_everything(&fallback).await;
-    fallback.close().await.unwrap();
+    fallback.close().await;
 }
 
 #[tokio::test]
@@ -202,7 +202,7 @@ async fn python_server_speaks_2026_07_28() {
             .iter()
             .any(|t| t.name() == "extra_tool")
     );
-    connection.close().await.unwrap();
+    connection.close().await;
 }
 
 #[tokio::test]
@@ -259,8 +259,8 @@ async fn agent_uses_tools_from_both_servers() {
             .to_string()
             .contains("data:image/png;base64,")
     );
-    everything.close().await.unwrap();
-    python.close().await.unwrap();
+    everything.close().await;
+    python.close().await;
 }
 
 #[tokio::test]
@@ -284,5 +284,5 @@ async fn an_expired_http_session_is_reestablished() {
         echo.execute(json!({"message": "two"})).await,
         Ok(ToolOutput::text("Echo: two"))
     );
-    connection.close().await.unwrap();
+    connection.close().await;
 }

@@ -7,8 +7,6 @@ use aquaregia::ToolOutput;
 use aquaregia::mcp::{self, HttpOptions, McpError};
 use aquaregia_test_support::deps::{self, Background, dep};
 use aquaregia_test_support::processes::{assert_no_process_left, marker, processes_with_marker};
-use axum::Router;
-use axum::http::StatusCode;
 use serde_json::json;
 use tokio::process::Command;
 
@@ -95,7 +93,7 @@ async fn garbage_on_stdout_and_odd_schemas_do_not_break_the_session() {
         weird.execute(json!({})).await,
         Ok(ToolOutput::text("weird ok"))
     );
-    connection.close().await.unwrap();
+    connection.close().await;
 }
 
 #[tokio::test]
@@ -107,10 +105,13 @@ async fn a_server_that_exits_at_once_reports_its_stderr() {
         .stdio(command)
         .await
         .unwrap_err();
-    let McpError::Connect(message) = &error else {
+    let McpError::Connect {
+        server, message, ..
+    } = &error
+    else {
         panic!("{error:?}")
     };
-    assert!(message.contains("`broken`"), "{message}");
+    assert_eq!(server, "broken");
     assert!(message.contains("exited with status 2"), "{message}");
     assert!(message.contains("fatal: config file missing"), "{message}");
 }
@@ -121,7 +122,7 @@ async fn a_missing_command_is_a_clear_error() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, McpError::Connect(m) if m.contains("command not found") && m.contains("aquaregia-no-such-server")),
+        matches!(&error, McpError::Connect { message, .. } if message.contains("command not found") && message.contains("aquaregia-no-such-server")),
         "{error}"
     );
 }
@@ -136,35 +137,9 @@ async fn unreachable_http_server_names_the_url() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, McpError::Connect(m) if m.contains(&format!("127.0.0.1:{port}"))),
+        matches!(&error, McpError::Connect { server, .. } if *server == format!("127.0.0.1:{port}")),
         "{error}"
     );
-}
-
-#[tokio::test]
-async fn refused_credentials_are_reported_without_the_token() {
-    for status in [401u16, 403] {
-        let app = Router::new()
-            .fallback(move || async move { (StatusCode::from_u16(status).unwrap(), "go away") });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move { axum::serve(listener, app).await });
-        let url = format!("http://{addr}/mcp");
-        let error = mcp::Connector::new()
-            .timeout(BOUND)
-            .http(&url, HttpOptions::new().bearer_token("s3cret-token"))
-            .await
-            .unwrap_err();
-        server.abort();
-        assert_eq!(
-            error,
-            McpError::Unauthorized {
-                url: url.clone(),
-                status
-            }
-        );
-        assert!(!error.to_string().contains("s3cret-token"));
-    }
 }
 
 #[tokio::test]
@@ -235,7 +210,7 @@ async fn no_process_survives_twenty_closed_or_dropped_connections() {
     );
     for (i, connection) in connections.into_iter().enumerate() {
         if i % 4 < 2 {
-            connection.close().await.unwrap();
+            connection.close().await;
         } else {
             drop(connection);
         }

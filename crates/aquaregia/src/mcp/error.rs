@@ -1,29 +1,69 @@
 //! [`McpError`].
 
-use crate::error::Error;
+use std::fmt;
+use std::sync::Arc;
+
 use crate::tool::ToolExecError;
+
+/// The cause behind an [`McpError`], shared so the error stays `Clone`.
+pub type ErrorSource = Arc<dyn std::error::Error + Send + Sync>;
 
 /// What can go wrong with an MCP server connection.
 ///
-/// Errors name the server; none of them ever contains a bearer token or header value.
+/// Branch on the variants; the `Display` text is for people. Errors name the server; none of
+/// them ever contains a bearer token or header value. Where a lower layer (rmcp, reqwest, the
+/// OS) had a cause, it is in [`source`](std::error::Error::source).
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum McpError {
     /// The server could not be started or reached, or the handshake failed. For a stdio
-    /// server the message ends with the tail of its stderr.
-    #[error("could not connect to MCP server {0}")]
-    Connect(String),
-    /// The server refused our credentials (HTTP 401/403).
-    #[error("MCP server at {url} rejected the credentials (HTTP {status})")]
-    Unauthorized {
+    /// server the message ends with its exit status and the tail of its stderr.
+    #[error("could not connect to MCP server `{server}`: {message}")]
+    Connect {
+        /// The server's name (or URL).
+        server: String,
+        /// What failed.
+        message: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+    /// The server wants an authorization it did not get: no credentials were sent, or it
+    /// answered with an OAuth challenge (`WWW-Authenticate: Bearer ...`). Authorize (the
+    /// protected resource metadata says how) and connect again.
+    #[error("MCP server at {url} requires authorization{}", scope_hint(.scope.as_deref()))]
+    AuthRequired {
         /// The server URL.
         url: String,
-        /// 401 or 403.
+        /// The `resource_metadata` URL of the challenge (RFC 9728), where the authorization
+        /// servers to use are listed.
+        resource_metadata: Option<String>,
+        /// The `scope` the challenge asks for.
+        scope: Option<String>,
+    },
+    /// The server answered an HTTP request with an error status: credentials that were sent
+    /// and refused (401, 403), or a failure such as a 500. A failed tool call leaves the
+    /// session usable.
+    #[error("MCP server at {url} answered HTTP {status}{}", body_hint(.body))]
+    Http {
+        /// The server URL.
+        url: String,
+        /// The HTTP status.
         status: u16,
+        /// The start of the response body (empty when there was none).
+        body: String,
     },
     /// `tools/list` failed.
-    #[error("listing the tools of MCP server {0}")]
-    ListTools(String),
+    #[error("listing the tools of MCP server `{server}`: {message}")]
+    ListTools {
+        /// The server's name.
+        server: String,
+        /// What failed.
+        message: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<Box<McpError>>,
+    },
     /// The connection was closed or dropped, or the server went away.
     #[error("the MCP server connection is closed")]
     Disconnected,
@@ -34,7 +74,7 @@ pub enum McpError {
     #[error("the MCP tool call timed out")]
     CallTimeout,
     /// The server answered a request with a JSON-RPC error.
-    #[error("MCP server {server} answered {method} with error {code}: {message}")]
+    #[error("MCP server `{server}` answered {method} with error {code}: {message}")]
     Protocol {
         /// The server's name.
         server: String,
@@ -45,15 +85,59 @@ pub enum McpError {
         /// The error message.
         message: String,
     },
-    /// Something else broke in the transport (malformed messages, a response over the size
-    /// limit...).
-    #[error("MCP transport error with server {0}")]
-    Transport(String),
+    /// The server's answer to a request could not be read: over the size limit, not UTF-8,
+    /// not JSON, nested too deeply. Only that request failed.
+    #[error("MCP server `{server}` sent an unreadable answer to {method}: {reason}")]
+    InvalidResponse {
+        /// The server's name.
+        server: String,
+        /// The request method.
+        method: &'static str,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// Something else broke in the transport.
+    #[error("MCP transport error with server `{server}`: {message}")]
+    Transport {
+        /// The server's name.
+        server: String,
+        /// What failed.
+        message: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<ErrorSource>,
+    },
 }
 
-impl From<McpError> for Error {
-    fn from(error: McpError) -> Self {
-        Error::Other(Box::new(error))
+fn scope_hint(scope: Option<&str>) -> String {
+    scope.map_or_else(String::new, |scope| format!(" (scope `{scope}`)"))
+}
+
+fn body_hint(body: &str) -> String {
+    if body.is_empty() {
+        String::new()
+    } else {
+        format!(": {body}")
+    }
+}
+
+impl McpError {
+    /// A [`Connect`](Self::Connect) error without a separate cause.
+    pub(crate) fn connect(server: impl fmt::Display, message: impl Into<String>) -> Self {
+        Self::Connect {
+            server: server.to_string(),
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A [`Transport`](Self::Transport) error without a separate cause.
+    pub(crate) fn transport(server: impl fmt::Display, message: impl Into<String>) -> Self {
+        Self::Transport {
+            server: server.to_string(),
+            message: message.into(),
+            source: None,
+        }
     }
 }
 

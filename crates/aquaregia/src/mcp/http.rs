@@ -2,23 +2,28 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use futures::StreamExt;
+use bytes::Bytes;
 use futures::stream::BoxStream;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use futures::{Stream, StreamExt};
+use reqwest::StatusCode;
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE,
+};
 use rmcp::model::{
-    ClientJsonRpcMessage, ErrorCode, ErrorData, JsonRpcError, JsonRpcMessage, JsonRpcVersion2_0,
-    RequestId, ServerJsonRpcMessage,
+    ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
 };
-use rmcp::transport::streamable_http_client::SseError;
 use rmcp::transport::streamable_http_client::{
-    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
-    StreamableHttpResponseLimits,
+    AuthRequiredError, HttpStatusError, InsufficientScopeError, SseError, StreamableHttpClient,
+    StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
-use sse_stream::Sse;
+use sse_stream::{Sse, SseStream};
 
 use super::error::McpError;
+use super::fault::LocalFault;
 
 /// Default cap on one JSON response body or SSE event from an HTTP server.
 pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 << 20;
@@ -107,17 +112,21 @@ impl HttpOptions {
     pub(crate) fn header_map(&self) -> Result<HeaderMap, McpError> {
         let mut map = HeaderMap::new();
         for (name, value) in &self.headers {
-            let header = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| McpError::Connect(format!("invalid HTTP header name `{name}`")))?;
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                McpError::connect(name, format!("invalid HTTP header name `{name}`"))
+            })?;
             let mut value = HeaderValue::from_str(value).map_err(|_| {
-                McpError::Connect(format!("invalid value for HTTP header `{name}`"))
+                McpError::connect(name, format!("invalid value for HTTP header `{name}`"))
             })?;
             value.set_sensitive(true);
             map.insert(header, value);
         }
         if let Some(token) = &self.bearer_token {
             let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-                McpError::Connect("the bearer token has characters not allowed in a header".into())
+                McpError::connect(
+                    "bearer token",
+                    "the bearer token has characters not allowed in a header",
+                )
             })?;
             value.set_sensitive(true);
             map.insert(AUTHORIZATION, value);
@@ -125,22 +134,41 @@ impl HttpOptions {
         Ok(map)
     }
 
+    /// Whether credentials are sent: a bearer token or an `Authorization` header.
+    pub(crate) fn has_credentials(&self) -> bool {
+        self.bearer_token.is_some()
+            || self
+                .headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case(AUTHORIZATION.as_str()))
+    }
+
     pub(crate) fn client(&self) -> reqwest::Client {
         self.http_client.clone().unwrap_or_default()
     }
 }
 
-/// rmcp's reqwest client with three repairs, each keeping one bad response from hanging a
-/// call or ending the session:
-/// - a response over the size limit fails only its own request, with an error naming the limit;
-/// - an unknown-session error without an id (servers that answer 400 instead of 404) counts as
-///   an expired session, so the session is re-established and the request retried once;
-/// - any other error response without an id is given the request's id, so the call fails at
-///   once with the server's message instead of waiting for its timeout.
+/// The Streamable HTTP client: rmcp's `POST` handling, with the HTTP status kept where
+/// rmcp would turn it into a session-ending transport error. For a request:
+/// - an error status fails only that request, with the status and the start of the body
+///   ([`McpError::Http`]), or with the server's JSON-RPC error when the body is one;
+/// - a response over the size limit fails only that request, with an error naming the limit;
+/// - a JSON-RPC error without an id is given the request's id, so the call fails at once;
+///   on a session, from a server that answers an unknown session with 400 rather than 404,
+///   it counts as an expired session, so the session is re-established and the request
+///   retried once.
+///
+/// `GET` streams and `DELETE` are rmcp's own.
 #[derive(Clone)]
 pub(crate) struct RepairingClient(pub(crate) reqwest::Client);
 
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
+
+/// How much of an error body is kept.
+const ERROR_BODY_BYTES: usize = 4096;
+const SESSION_HEADER: &str = "mcp-session-id";
+const JSON: &str = "application/json";
+const EVENT_STREAM: &str = "text/event-stream";
 
 impl StreamableHttpClient for RepairingClient {
     type Error = reqwest::Error;
@@ -153,8 +181,14 @@ impl StreamableHttpClient for RepairingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = PostResult> + Send + '_ {
-        self.0
-            .post_message(uri, message, session_id, auth_header, custom_headers)
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
     }
 
     async fn post_message_with_response_limits(
@@ -166,50 +200,152 @@ impl StreamableHttpClient for RepairingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> PostResult {
-        let id = match &message {
-            JsonRpcMessage::Request(request) => Some(request.id.clone()),
-            _ => None,
-        };
-        let session = session_id.as_deref().map(str::to_owned);
-        let had_session = session.is_some();
-        let result = self
-            .0
-            .post_message_with_response_limits(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                limits,
-            )
-            .await;
-        let Some(id) = id else {
-            return result;
-        };
-        match result {
-            Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => Ok(
-                StreamableHttpPostResponse::Json(too_large(id, max_size), session),
+        let (id, discover) = match &message {
+            JsonRpcMessage::Request(request) => (
+                Some(request.id.clone()),
+                matches!(request.request, ClientRequest::DiscoverRequest(_)),
             ),
-            Ok(StreamableHttpPostResponse::Json(JsonRpcMessage::Error(mut error), session))
-                if error.id.is_none() =>
+            _ => (None, false),
+        };
+        let mut request = self
+            .0
+            .post(uri.as_ref())
+            .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
+            .json(&message);
+        if let Some(token) = auth_header {
+            request = request.bearer_auth(token);
+        }
+        for (name, value) in custom_headers {
+            request = request.header(name, value);
+        }
+        if let Some(session) = &session_id {
+            request = request.header(SESSION_HEADER, session.as_ref());
+        }
+        let response = request.send().await.map_err(StreamableHttpError::Client)?;
+        let status = response.status();
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        match (status, challenge) {
+            (StatusCode::UNAUTHORIZED, Some(header)) => {
+                return Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+                    header,
+                )));
+            }
+            (StatusCode::FORBIDDEN, Some(header)) => {
+                let scope = parse_challenge(&header).scope;
+                return Err(StreamableHttpError::InsufficientScope(
+                    InsufficientScopeError::new(header, scope),
+                ));
+            }
+            _ => {}
+        }
+        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if status == StatusCode::NOT_FOUND && session_id.is_some() {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        let session = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let media_type = |expected: &str| {
+            content_type.as_deref().is_some_and(|value| {
+                value
+                    .split(';')
+                    .next()
+                    .is_some_and(|media| media.trim().eq_ignore_ascii_case(expected))
+            })
+        };
+        let Some(id) = id else {
+            // Notifications and responses: nothing waits for an answer.
+            if status.is_success() {
+                return Ok(StreamableHttpPostResponse::Accepted);
+            }
+            return Err(HttpStatusError::new(status.as_u16(), None).into());
+        };
+        if !status.is_success() {
+            let body = read_body(response, ERROR_BODY_BYTES).await;
+            let text = String::from_utf8_lossy(&body.bytes).into_owned();
+            let mut message = match serde_json::from_slice::<ServerJsonRpcMessage>(&body.bytes) {
+                Ok(JsonRpcMessage::Error(error)) => Some(error),
+                _ => None,
+            };
+            if let Some(error) = &mut message
+                && error.id.is_none()
             {
-                if had_session && error.error.message.to_lowercase().contains("session") {
+                if session_id.is_some() && status == StatusCode::BAD_REQUEST {
                     return Err(StreamableHttpError::SessionExpired);
                 }
-                error.id = Some(id);
-                Ok(StreamableHttpPostResponse::Json(
-                    JsonRpcMessage::Error(error),
-                    session,
-                ))
+                error.id = Some(id.clone());
             }
-            Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
-                Ok(StreamableHttpPostResponse::Sse(
-                    answer_oversized_events(stream, id, limits.max_sse_event_size),
-                    session,
-                ))
-            }
-            other => other,
+            let answer = match message {
+                Some(error) => JsonRpcMessage::Error(error),
+                // A legacy server rejecting `server/discover`: a plain JSON-RPC error, so
+                // the handshake falls back to `initialize`.
+                None if discover && status.is_client_error() && !is_auth(status) => {
+                    JsonRpcMessage::error(
+                        rmcp::model::ErrorData::method_not_found::<
+                            rmcp::model::DiscoverRequestMethod,
+                        >(),
+                        Some(id),
+                    )
+                }
+                None => LocalFault::Http {
+                    url: uri.to_string(),
+                    status: status.as_u16(),
+                    body: text.trim().to_owned(),
+                }
+                .into_response(id),
+            };
+            return Ok(StreamableHttpPostResponse::Json(answer, session));
         }
+        if media_type(EVENT_STREAM) {
+            let events = SseStream::from_bytes_stream(EventSizeLimit::new(
+                response.bytes_stream().boxed(),
+                limits.max_sse_event_size,
+            ))
+            .boxed();
+            return Ok(StreamableHttpPostResponse::Sse(
+                answer_oversized_events(events, id, limits.max_sse_event_size),
+                session,
+            ));
+        }
+        if !media_type(JSON) {
+            return Err(StreamableHttpError::UnexpectedContentType(content_type));
+        }
+        let max = limits.max_json_response_size;
+        let body = read_body(response, max).await;
+        if body.truncated {
+            return Ok(StreamableHttpPostResponse::Json(
+                too_large(id, max),
+                session,
+            ));
+        }
+        if let Some(error) = body.error {
+            return Err(StreamableHttpError::Client(error));
+        }
+        let answer = match serde_json::from_slice::<ServerJsonRpcMessage>(&body.bytes) {
+            Ok(JsonRpcMessage::Error(mut error)) if error.id.is_none() => {
+                error.id = Some(id);
+                JsonRpcMessage::Error(error)
+            }
+            Ok(message) => message,
+            Err(error) => LocalFault::InvalidResponse {
+                reason: format!("the response is not a JSON-RPC message: {error}"),
+            }
+            .into_response(id),
+        };
+        Ok(StreamableHttpPostResponse::Json(answer, session))
     }
 
     fn delete_session(
@@ -267,20 +403,190 @@ impl StreamableHttpClient for RepairingClient {
     }
 }
 
+fn is_auth(status: StatusCode) -> bool {
+    matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+}
+
+/// A response body read up to a limit.
+struct Body {
+    bytes: Vec<u8>,
+    /// The body was longer than the limit.
+    truncated: bool,
+    error: Option<reqwest::Error>,
+}
+
+async fn read_body(response: reqwest::Response, limit: usize) -> Body {
+    let mut body = Body {
+        bytes: Vec::new(),
+        truncated: false,
+        error: None,
+    };
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        match chunk {
+            Ok(chunk) => {
+                let room = limit - body.bytes.len();
+                if chunk.len() > room {
+                    body.bytes.extend_from_slice(&chunk[..room]);
+                    body.truncated = true;
+                    break;
+                }
+                body.bytes.extend_from_slice(&chunk);
+            }
+            Err(error) => {
+                body.error = Some(error);
+                break;
+            }
+        }
+    }
+    body
+}
+
+/// The parameters of a `WWW-Authenticate: Bearer ...` challenge that say how to authorize.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Challenge {
+    pub(crate) resource_metadata: Option<String>,
+    pub(crate) scope: Option<String>,
+}
+
+/// Reads `resource_metadata` and `scope` from a challenge (RFC 6750 `auth-param`s, quoted or
+/// not).
+pub(crate) fn parse_challenge(header: &str) -> Challenge {
+    let mut challenge = Challenge::default();
+    let mut rest = header.trim();
+    // The scheme, then `name=value` pairs separated by commas.
+    if let Some((scheme, params)) = rest.split_once(char::is_whitespace)
+        && !scheme.contains('=')
+    {
+        rest = params;
+    }
+    while !rest.is_empty() {
+        rest = rest.trim_start_matches([',', ' ', '\t']);
+        let Some((name, after)) = rest.split_once('=') else {
+            break;
+        };
+        let name = name.trim().to_ascii_lowercase();
+        let after = after.trim_start();
+        let (value, remaining) = match after.strip_prefix('"') {
+            Some(quoted) => {
+                let mut value = String::new();
+                let mut chars = quoted.char_indices();
+                let mut end = quoted.len();
+                while let Some((index, c)) = chars.next() {
+                    match c {
+                        '\\' => {
+                            if let Some((_, escaped)) = chars.next() {
+                                value.push(escaped);
+                            }
+                        }
+                        '"' => {
+                            end = index + 1;
+                            break;
+                        }
+                        c => value.push(c),
+                    }
+                }
+                (value, &quoted[end..])
+            }
+            None => {
+                let end = after.find(',').unwrap_or(after.len());
+                (after[..end].trim().to_owned(), &after[end..])
+            }
+        };
+        match name.as_str() {
+            "resource_metadata" => challenge.resource_metadata = Some(value),
+            "scope" => challenge.scope = Some(value),
+            _ => {}
+        }
+        rest = remaining;
+    }
+    challenge
+}
+
 /// The JSON-RPC error that replaces a response over the size limit.
 fn too_large(id: RequestId, max_size: usize) -> ServerJsonRpcMessage {
-    JsonRpcMessage::Error(JsonRpcError {
-        jsonrpc: JsonRpcVersion2_0,
-        id: Some(id),
-        error: ErrorData::new(
-            ErrorCode::INTERNAL_ERROR,
-            format!(
-                "the response was larger than {max_size} bytes \
-                 (raise the limit with HttpOptions::max_response_size)"
-            ),
-            None,
+    LocalFault::InvalidResponse {
+        reason: format!(
+            "the response was larger than {max_size} bytes \
+             (raise the limit with HttpOptions::max_response_size)"
         ),
-    })
+    }
+    .into_response(id)
+}
+
+/// Why [`EventSizeLimit`] failed.
+#[derive(Debug, thiserror::Error)]
+enum EventStreamError {
+    #[error(transparent)]
+    Read(reqwest::Error),
+    #[error("an SSE event exceeded {0} bytes")]
+    TooLarge(usize),
+}
+
+/// A byte stream that fails once more than `max` bytes arrive without an event boundary (a
+/// blank line), so one event never grows without bound.
+struct EventSizeLimit<S> {
+    inner: S,
+    max: usize,
+    /// Bytes since the last event boundary.
+    pending: usize,
+    /// Whether the current line has anything but `\r`.
+    line_content: bool,
+    failed: bool,
+}
+
+impl<S> EventSizeLimit<S> {
+    fn new(inner: S, max: usize) -> Self {
+        Self {
+            inner,
+            max,
+            pending: 0,
+            line_content: false,
+            failed: false,
+        }
+    }
+}
+
+impl<S> Stream for EventSizeLimit<S>
+where
+    S: Stream<Item = Result<Bytes, reqwest::Error>> + Unpin,
+{
+    type Item = Result<Bytes, EventStreamError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.failed {
+            return Poll::Ready(None);
+        }
+        let chunk = match self.inner.poll_next_unpin(cx) {
+            Poll::Ready(Some(Ok(chunk))) => chunk,
+            Poll::Ready(Some(Err(error))) => {
+                return Poll::Ready(Some(Err(EventStreamError::Read(error))));
+            }
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => return Poll::Pending,
+        };
+        let mut start = 0;
+        let mut too_large = false;
+        for newline in memchr::memchr_iter(b'\n', &chunk) {
+            let line = &chunk[start..newline];
+            let content = self.line_content || line.iter().any(|&b| b != b'\r');
+            self.pending += newline + 1 - start;
+            too_large |= self.pending > self.max;
+            if !content {
+                self.pending = 0;
+            }
+            self.line_content = false;
+            start = newline + 1;
+        }
+        let tail = &chunk[start..];
+        self.pending += tail.len();
+        self.line_content |= tail.iter().any(|&b| b != b'\r');
+        if too_large || self.pending > self.max {
+            self.failed = true;
+            return Poll::Ready(Some(Err(EventStreamError::TooLarge(self.max))));
+        }
+        Poll::Ready(Some(Ok(chunk)))
+    }
 }
 
 /// An SSE response stream in which an event over the size limit becomes an error response
@@ -294,7 +600,10 @@ fn answer_oversized_events(
     stream
         .map(move |item| match item {
             Err(SseError::Body(error))
-                if error.to_string().contains("exceeded the maximum size") =>
+                if matches!(
+                    error.downcast_ref::<EventStreamError>(),
+                    Some(EventStreamError::TooLarge(_))
+                ) =>
             {
                 let id = id.take()?;
                 Some(Ok(Sse {
@@ -308,4 +617,32 @@ fn answer_oversized_events(
         .take_while(|item| std::future::ready(item.is_some()))
         .filter_map(std::future::ready)
         .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_are_parsed() {
+        assert_eq!(
+            parse_challenge(
+                r#"Bearer error="invalid_token", resource_metadata="https://a.example/.well-known/oauth-protected-resource", scope="read write""#
+            ),
+            Challenge {
+                resource_metadata: Some(
+                    "https://a.example/.well-known/oauth-protected-resource".into()
+                ),
+                scope: Some("read write".into()),
+            }
+        );
+        assert_eq!(
+            parse_challenge(r#"Bearer scope=files, realm="a\"b""#),
+            Challenge {
+                resource_metadata: None,
+                scope: Some("files".into()),
+            }
+        );
+        assert_eq!(parse_challenge("Bearer"), Challenge::default());
+    }
 }

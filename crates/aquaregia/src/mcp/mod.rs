@@ -55,13 +55,24 @@
 //!
 //! Image items are sent to models as real images (see [`ToolResult`](crate::ToolResult)).
 
+mod call;
 mod config;
 mod connection;
 mod content;
 mod error;
+mod fault;
+mod handshake;
 mod http;
+mod lines;
+mod listing;
+mod naming;
 mod sse;
 mod stdio;
+
+/// The rmcp version this module is built on. Use this re-export (`aquaregia::mcp::rmcp`)
+/// rather than your own `rmcp` dependency for what [`McpConnection::peer`] exposes (prompts,
+/// resources, custom transports), so both sides use the same types.
+pub use rmcp;
 
 use std::time::Duration;
 
@@ -73,10 +84,11 @@ use rmcp::transport::streamable_http_client::{
 use tokio::process::Command;
 
 pub use config::{ConfigError, McpServerSpec, McpServersConfig};
-use connection::{Handshake, HandshakeError, establish};
-pub use connection::{McpConnection, McpServerInfo, prefixed_name};
-pub use error::McpError;
+pub use connection::{McpConnection, McpServerInfo};
+pub use error::{ErrorSource, McpError};
+use handshake::{Handshake, HandshakeError, HttpTarget, establish};
 pub use http::HttpOptions;
+pub use naming::prefixed_name;
 
 /// How long a server gets to finish the handshake by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -174,11 +186,12 @@ impl Connector {
         let retry = rebuild(std_command);
         let (process, stdout, stdin) = stdio::spawn(command, &name)?;
         let first = establish(
-            (stdout, stdin),
+            lines::StdioTransport::new(stdout, stdin),
             name.clone(),
             self.timeout,
             Some(process),
             Handshake::Auto,
+            None,
         )
         .await;
         match first {
@@ -188,11 +201,12 @@ impl Connector {
                 tracing::debug!(server = %name, error = %failed.error, "retrying with initialize");
                 let (process, stdout, stdin) = stdio::spawn(retry, &name)?;
                 establish(
-                    (stdout, stdin),
+                    lines::StdioTransport::new(stdout, stdin),
                     name,
                     self.timeout,
                     Some(process),
                     Handshake::Initialize,
+                    None,
                 )
                 .await
                 .map_err(|failed| failed.error)
@@ -216,6 +230,10 @@ impl Connector {
                 .reinit_on_expired_session(true);
             let headers = options.header_map();
             let (client, name, timeout) = (options.client(), name.clone(), self.timeout);
+            let target = HttpTarget {
+                url: url.clone(),
+                credentials: options.has_credentials(),
+            };
             async move {
                 let headers = headers.map_err(|error| HandshakeError {
                     error,
@@ -231,7 +249,7 @@ impl Connector {
                     http::RepairingClient(client),
                     config,
                 );
-                establish(transport, name, timeout, None, handshake).await
+                establish(transport, name, timeout, None, handshake, Some(target)).await
             }
         };
         let error = match streamable(Handshake::Auto).await {
@@ -244,17 +262,37 @@ impl Connector {
             }
             Err(failed) => failed.error,
         };
-        let error = http_error(&url, error);
-        if matches!(error, McpError::Unauthorized { .. }) {
+        // Authorization does not depend on the transport: the legacy one would not do better.
+        if matches!(
+            error,
+            McpError::AuthRequired { .. }
+                | McpError::Http {
+                    status: 401 | 403,
+                    ..
+                }
+        ) {
             return Err(error);
         }
         tracing::debug!(server = %name, %error, "Streamable HTTP failed; trying legacy HTTP+SSE");
         match self.sse(url, options).await {
             Ok(connection) => Ok(connection),
-            Err(McpError::Connect(sse)) => Err(McpError::Connect(format!(
-                "{} (legacy HTTP+SSE fallback: {sse})",
-                error_text(&error)
-            ))),
+            Err(McpError::Connect {
+                message: sse,
+                source: sse_source,
+                ..
+            }) => {
+                let (message, source) = match error {
+                    McpError::Connect {
+                        message, source, ..
+                    } => (message, source.or(sse_source)),
+                    other => (other.to_string(), sse_source),
+                };
+                Err(McpError::Connect {
+                    server: name,
+                    message: format!("{message} (legacy HTTP+SSE fallback: {sse})"),
+                    source,
+                })
+            }
             Err(other) => Err(other),
         }
     }
@@ -270,15 +308,26 @@ impl Connector {
         let transport = tokio::time::timeout(self.timeout, sse::SseTransport::open(&url, &options))
             .await
             .map_err(|_| {
-                McpError::Connect(format!(
-                    "`{name}`: {url} sent no endpoint event within {:?}",
-                    self.timeout
-                ))
+                McpError::connect(
+                    &name,
+                    format!("{url} sent no endpoint event within {:?}", self.timeout),
+                )
             })??;
         // Servers of the HTTP+SSE era predate `server/discover`.
-        establish(transport, name, self.timeout, None, Handshake::Initialize)
-            .await
-            .map_err(|failed| failed.error)
+        let target = HttpTarget {
+            url,
+            credentials: options.has_credentials(),
+        };
+        establish(
+            transport,
+            name,
+            self.timeout,
+            None,
+            Handshake::Initialize,
+            Some(target),
+        )
+        .await
+        .map_err(|failed| failed.error)
     }
 
     /// Connects over any rmcp transport.
@@ -288,7 +337,7 @@ impl Connector {
         E: std::error::Error + Send + Sync + 'static,
     {
         let name = self.name.unwrap_or_else(|| "mcp".to_owned());
-        establish(transport, name, self.timeout, None, Handshake::Auto)
+        establish(transport, name, self.timeout, None, Handshake::Auto, None)
             .await
             .map_err(|failed| failed.error)
     }
@@ -321,31 +370,5 @@ fn name_from_url(url: &str) -> String {
             }
         }
         Err(_) => url.to_owned(),
-    }
-}
-
-/// Recognises an authentication failure in a handshake error.
-fn http_error(url: &str, error: McpError) -> McpError {
-    let McpError::Connect(message) = &error else {
-        return error;
-    };
-    for (status, markers) in [
-        (401, ["HTTP 401", "401 Unauthorized", "Auth required"]),
-        (403, ["HTTP 403", "403 Forbidden", "Insufficient scope"]),
-    ] {
-        if markers.iter().any(|marker| message.contains(marker)) {
-            return McpError::Unauthorized {
-                url: url.to_owned(),
-                status,
-            };
-        }
-    }
-    error
-}
-
-fn error_text(error: &McpError) -> String {
-    match error {
-        McpError::Connect(message) => message.clone(),
-        other => other.to_string(),
     }
 }

@@ -65,7 +65,7 @@ impl SseTransport {
     ///
     /// Does not time out by itself: the caller bounds it with its connect timeout.
     pub(crate) async fn open(url: &str, options: &HttpOptions) -> Result<SseTransport, McpError> {
-        let connect_error = |what: String| McpError::Connect(format!("{url}: {what}"));
+        let connect_error = |what: String| McpError::connect(url, what);
         let base =
             Url::parse(url).map_err(|error| connect_error(format!("invalid URL: {error}")))?;
         let headers = options.header_map()?;
@@ -86,9 +86,26 @@ impl SseTransport {
             })?;
         let status = response.status();
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            return Err(McpError::Unauthorized {
+            let challenge = response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|value| value.to_str().ok())
+                .map(super::http::parse_challenge);
+            if challenge.is_some() || !options.has_credentials() {
+                let challenge = challenge.unwrap_or_default();
+                return Err(McpError::AuthRequired {
+                    url: url.to_owned(),
+                    resource_metadata: challenge.resource_metadata,
+                    scope: challenge.scope,
+                });
+            }
+            return Err(McpError::Http {
                 url: url.to_owned(),
                 status: status.as_u16(),
+                body: body_prefix(response)
+                    .await
+                    .trim_start_matches(": ")
+                    .to_owned(),
             });
         }
         if !status.is_success() {
@@ -715,7 +732,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            matches!(&error, McpError::Connect(message) if message.contains("another origin")),
+            matches!(&error, McpError::Connect { message, .. } if message.contains("another origin")),
             "{error:?}"
         );
     }
@@ -733,7 +750,10 @@ mod tests {
             let error = within(SseTransport::open(&url, &options))
                 .await
                 .unwrap_err();
-            assert_eq!(error, McpError::Unauthorized { url, status });
+            assert!(
+                matches!(&error, McpError::Http { url: u, status: s, .. } if *u == url && *s == status),
+                "{error:?}"
+            );
         }
     }
 
@@ -749,9 +769,8 @@ mod tests {
         let error = within(SseTransport::open(&url, &options))
             .await
             .unwrap_err();
-        let McpError::Connect(message) = &error else {
-            panic!("{error:?}")
-        };
+        assert!(matches!(&error, McpError::Connect { .. }), "{error:?}");
+        let message = error.to_string();
         assert!(message.contains(&url), "{message}");
         assert!(message.contains("404"), "{message}");
         assert!(message.contains("mock: no stream for you"), "{message}");
@@ -767,13 +786,13 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            matches!(&error, McpError::Connect(message) if message.contains(&url)),
+            matches!(&error, McpError::Connect { server, .. } if server == &url),
             "{error:?}"
         );
         let error = within(SseTransport::open("not a url", &HttpOptions::new()))
             .await
             .unwrap_err();
-        assert!(matches!(error, McpError::Connect(_)), "{error:?}");
+        assert!(matches!(error, McpError::Connect { .. }), "{error:?}");
     }
 
     #[tokio::test]
@@ -788,7 +807,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            matches!(&error, McpError::Connect(message)
+            matches!(&error, McpError::Connect { message, .. }
                 if message.contains("ended before the `endpoint` event")),
             "{error:?}"
         );

@@ -74,14 +74,15 @@ pub(crate) fn spawn(
         } else {
             error.to_string()
         };
-        McpError::Connect(format!("`{name}`: could not start `{program}`: {what}"))
+        McpError::connect(name, format!("could not start `{program}`: {what}"))
     })?;
     let (Some(stdin), Some(stdout), Some(mut stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        return Err(McpError::Connect(format!(
-            "`{name}`: the child process has no piped stdio"
-        )));
+        return Err(McpError::connect(
+            name,
+            "the child process has no piped stdio",
+        ));
     };
     let pgid = child.id();
 

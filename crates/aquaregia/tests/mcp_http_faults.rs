@@ -1,0 +1,182 @@
+//! Streamable HTTP servers that fail in ways callers must be able to tell apart: a one-off
+//! HTTP 500 on a call, and an authorization challenge. The server is a small axum app that
+//! speaks just enough MCP (2025-11-25), so each failure is exact.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use aquaregia::mcp::{self, HttpOptions, McpError};
+use axum::Router;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+const BOUND: Duration = Duration::from_secs(10);
+
+async fn serve(app: Router) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://{addr}/mcp"), task)
+}
+
+fn json_response(id: &Value, result: &Value) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (
+                header::HeaderName::from_static("mcp-session-id"),
+                "session-1",
+            ),
+        ],
+        axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+    )
+        .into_response()
+}
+
+/// A 2025-11-25 server whose first `tools/call` answers HTTP 500.
+fn flaky_server(calls: Arc<AtomicUsize>) -> Router {
+    Router::new().route(
+        "/mcp",
+        post(move |axum::Json(message): axum::Json<Value>| {
+            let calls = calls.clone();
+            async move {
+                let id = message.get("id").cloned().unwrap_or(Value::Null);
+                match message.get("method").and_then(Value::as_str) {
+                    Some("initialize") => json_response(
+                        &id,
+                        &json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                               "serverInfo": {"name": "flaky", "version": "1"}}),
+                    ),
+                    Some("tools/list") => json_response(
+                        &id,
+                        &json!({"tools": [{"name": "work", "inputSchema": {"type": "object"}}]}),
+                    ),
+                    Some("tools/call") if calls.fetch_add(1, Ordering::SeqCst) == 0 => {
+                        (StatusCode::INTERNAL_SERVER_ERROR, "database on fire").into_response()
+                    }
+                    Some("tools/call") => {
+                        json_response(&id, &json!({"content": [{"type": "text", "text": "done"}]}))
+                    }
+                    Some(_) if message.get("id").is_some() => (
+                        [(header::CONTENT_TYPE, "application/json")],
+                        axum::Json(json!({"jsonrpc": "2.0", "id": id,
+                            "error": {"code": -32601, "message": "Method not found"}})),
+                    )
+                        .into_response(),
+                    _ => StatusCode::ACCEPTED.into_response(),
+                }
+            }
+        })
+        .get(|| async { StatusCode::METHOD_NOT_ALLOWED })
+        .delete(|| async { StatusCode::OK }),
+    )
+}
+
+/// Fault 5: one HTTP 500 fails that call with its status and body; the session goes on.
+#[tokio::test]
+async fn an_http_500_fails_only_that_call() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (url, server) = serve(flaky_server(calls.clone())).await;
+    let connection = mcp::Connector::new()
+        .name("flaky")
+        .timeout(BOUND)
+        .http(&url, HttpOptions::new())
+        .await
+        .unwrap();
+    let tools = connection.tools().await.unwrap();
+    let work = tools.iter().find(|t| t.name() == "work").unwrap();
+    let error = tokio::time::timeout(BOUND, work.execute(json!({})))
+        .await
+        .expect("no hang")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("500"), "{error}");
+    assert!(error.contains("database on fire"), "{error}");
+    assert_eq!(
+        tokio::time::timeout(BOUND, work.execute(json!({})))
+            .await
+            .expect("no hang"),
+        Ok(aquaregia::ToolOutput::text("done"))
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    server.abort();
+}
+
+/// A 401 with a `WWW-Authenticate` challenge is an authorization request, not a rejection.
+#[tokio::test]
+async fn an_auth_challenge_is_auth_required_with_its_parameters() {
+    let challenge = r#"Bearer error="invalid_request", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", scope="files:read files:write""#;
+    let app = Router::new().fallback(move || async move {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::WWW_AUTHENTICATE, challenge.parse().unwrap());
+        (StatusCode::UNAUTHORIZED, headers, "unauthorized")
+    });
+    let (url, server) = serve(app).await;
+    let error = mcp::Connector::new()
+        .timeout(BOUND)
+        .http(&url, HttpOptions::new())
+        .await
+        .unwrap_err();
+    server.abort();
+    let McpError::AuthRequired {
+        url: error_url,
+        resource_metadata,
+        scope,
+        ..
+    } = &error
+    else {
+        panic!("{error:?}")
+    };
+    assert_eq!(error_url, &url);
+    assert_eq!(
+        resource_metadata.as_deref(),
+        Some("https://mcp.example.com/.well-known/oauth-protected-resource/mcp")
+    );
+    assert_eq!(scope.as_deref(), Some("files:read files:write"));
+    let text = error.to_string();
+    assert!(text.contains("requires authorization"), "{text}");
+    assert!(!text.contains("rejected"), "{text}");
+}
+
+/// Without a challenge: no credentials sent means authorization is required; credentials
+/// sent and refused is an HTTP error with its status. The token never shows.
+#[tokio::test]
+async fn refused_credentials_are_an_http_error_without_the_token() {
+    for status in [401u16, 403] {
+        let app = Router::new()
+            .fallback(move || async move { (StatusCode::from_u16(status).unwrap(), "go away") });
+        let (url, server) = serve(app).await;
+        let error = mcp::Connector::new()
+            .timeout(BOUND)
+            .http(&url, HttpOptions::new().bearer_token("s3cret-token"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, McpError::Http { status: s, body, .. } if *s == status && body.contains("go away")),
+            "{error:?}"
+        );
+        assert!(!error.to_string().contains("s3cret-token"));
+        assert!(!format!("{error:?}").contains("s3cret-token"));
+
+        let error = mcp::Connector::new()
+            .timeout(BOUND)
+            .http(&url, HttpOptions::new())
+            .await
+            .unwrap_err();
+        if status == 401 {
+            assert!(matches!(&error, McpError::AuthRequired { .. }), "{error:?}");
+            assert!(error.to_string().contains("requires authorization"));
+        } else {
+            assert!(
+                matches!(&error, McpError::Http { status: 403, .. }),
+                "{error:?}"
+            );
+        }
+        server.abort();
+    }
+}

@@ -1,0 +1,77 @@
+"""A scripted stdio MCP server without an SDK, for faults real servers show.
+
+Usage: raw_stdio_server.py MODE LOG_FILE
+
+MODE:
+  legacy            2025-11-25 only: answers server/discover with -32601, then initialize.
+  modern            2026-07-28 (server/discover) without tools.listChanged.
+  modern-noack      2026-07-28 advertising tools.listChanged; never answers subscriptions/listen.
+Every received method is appended to LOG_FILE, one per line.
+
+Tools: `ok` (text), `tasky` (execution.taskSupport = required), and `big`, `badutf8`, `deep`,
+whose answers are lines a JSON-RPC reader must drop: over 16 MiB, invalid UTF-8, nested
+deeper than serde's recursion limit.
+"""
+import json
+import sys
+
+mode, log_path = sys.argv[1], sys.argv[2]
+log = open(log_path, "a")
+out = sys.stdout.buffer
+
+
+def send(obj):
+    out.write(json.dumps(obj).encode() + b"\n")
+    out.flush()
+
+
+def result(mid, value):
+    if mode != "legacy":
+        value = dict(value, resultType="complete")
+    send({"jsonrpc": "2.0", "id": mid, "result": value})
+
+
+TOOLS = [
+    {"name": "ok", "inputSchema": {"type": "object"}},
+    {"name": "tasky", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
+    {"name": "big", "inputSchema": {"type": "object"}},
+    {"name": "badutf8", "inputSchema": {"type": "object"}},
+    {"name": "deep", "inputSchema": {"type": "object"}},
+]
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, mid = msg.get("method"), msg.get("id")
+    log.write((method or "<response>") + "\n")
+    log.flush()
+    if method == "server/discover" and mode != "legacy":
+        tools = {"listChanged": True} if mode == "modern-noack" else {}
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": tools}, "ttlMs": 0, "cacheScope": "public",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw", "version": "1"}}}})
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "raw", "version": "1"}}})
+    elif method == "subscriptions/listen":
+        pass  # never acknowledged
+    elif method == "tools/list":
+        result(mid, {"tools": TOOLS})
+    elif method == "tools/call":
+        name = msg["params"]["name"]
+        head = b'{"jsonrpc": "2.0", "id": ' + json.dumps(mid).encode() + b', "result": '
+        if name == "big":
+            text = b"x" * (17 * 1024 * 1024)
+            out.write(head + b'{"content": [{"type": "text", "text": "' + text + b'"}]}}\n')
+            out.flush()
+        elif name == "badutf8":
+            out.write(head + b'{"content": [{"type": "text", "text": "\xff\xfe"}]}}\n')
+            out.flush()
+        elif name == "deep":
+            out.write(head + b'{"content": [], "structuredContent": ' + b"[" * 300 + b"]" * 300 + b"}}\n")
+            out.flush()
+        else:
+            result(mid, {"content": [{"type": "text", "text": "fine"}]})
+    elif mid is not None:
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
