@@ -72,7 +72,8 @@ async fn list_tools(args: ToolsArgs, config: Option<&Path>) -> anyhow::Result<()
     .await?;
     if args.json {
         let descriptors: Vec<Value> = tools.iter().map(descriptor_json).collect();
-        return output::write_stdout(&format!("{:#}\n", Value::Array(descriptors)));
+        let json = format!("{:#}\n", Value::Array(descriptors));
+        return output::write_stdout(&output::clean(&json));
     }
     if tools.is_empty() {
         eprintln!("server `{server}` has no tools");
@@ -82,14 +83,14 @@ async fn list_tools(args: ToolsArgs, config: Option<&Path>) -> anyhow::Result<()
     let mut text = String::new();
     for tool in &tools {
         let descriptor = tool.descriptor();
-        text.push_str(&styles.bold(&descriptor.name));
+        text.push_str(&styles.bold(&output::clean(&descriptor.name)));
         text.push_str(&output::signature(&descriptor.input_schema));
         let hints = hints(tool);
         if !hints.is_empty() {
             text.push_str(&styles.dim(&format!("  [{}]", hints.join(", "))));
         }
         text.push('\n');
-        for line in descriptor.description.lines() {
+        for line in output::clean(&descriptor.description).lines() {
             text.push_str("    ");
             text.push_str(line);
             text.push('\n');
@@ -135,7 +136,7 @@ async fn call_tool(args: CallArgs, config: Option<&Path>) -> anyhow::Result<()> 
     })
     .await?;
     let mut text = if args.json {
-        format!("{result:#}")
+        output::result_json(&result)
     } else {
         output::render_result(&result)
     };

@@ -1,5 +1,6 @@
 //! How things look: colours, error lines, argument signatures and result summaries.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 
 use aquaregia::{ContentBlock, ToolOutput};
@@ -61,6 +62,62 @@ impl Styles {
     }
 }
 
+/// `text` without anything a terminal would act on: escape sequences (CSI, OSC such as OSC 52,
+/// which writes the clipboard, DCS...), C0 and C1 control characters, carriage returns.
+/// Newlines and tabs stay. Everything a server or model sent goes through this before it is
+/// printed.
+pub(crate) fn clean(text: &str) -> Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                Some('[') => skip_csi(&mut chars),
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_control_string(&mut chars),
+                _ => {} // a two-character sequence, or a lone ESC at the end
+            },
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => skip_control_string(&mut chars),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Skips a CSI sequence's parameter and intermediate bytes and its final byte.
+fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while let Some(&c) = chars.peek() {
+        chars.next();
+        if !('\u{20}'..='\u{3f}').contains(&c) {
+            return; // the final byte (or something that ends the sequence anyway)
+        }
+    }
+}
+
+/// Skips an OSC/DCS/SOS/PM/APC string up to its terminator (BEL, ST or ESC \\).
+fn skip_control_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{7}' | '\u{9c}' => return,
+            '\u{1b}' => {
+                if chars.peek() == Some(&'\\') {
+                    chars.next();
+                }
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Writes and flushes `text` on stdout. Unlike `print!`, a closed pipe is an error to handle,
 /// not a panic.
 pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
@@ -74,6 +131,7 @@ pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
 pub(crate) fn print_error(error: &anyhow::Error) {
     let styles = Styles::stderr();
     let text = format!("{error:#}");
+    let text = clean(&text);
     let mut lines = text.lines().filter(|line| !line.trim().is_empty());
     eprintln!(
         "{} {}",
@@ -88,6 +146,10 @@ pub(crate) fn print_error(error: &anyhow::Error) {
 /// A tool's arguments as a compact signature, `(path: string, recursive?: boolean)`:
 /// required ones first in their `required` order, then the optional ones.
 pub(crate) fn signature(schema: &Value) -> String {
+    clean(&signature_of(schema)).into_owned()
+}
+
+fn signature_of(schema: &Value) -> String {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return "()".to_owned();
     };
@@ -185,13 +247,13 @@ pub(crate) fn arguments_summary(arguments: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     };
-    truncate(&text, MAX_TOTAL)
+    truncate(&clean(&text), MAX_TOTAL)
 }
 
 /// A tool result for people: text as text, media and resources as one-line summaries,
 /// JSON as pretty JSON.
 pub(crate) fn render_result(result: &ToolOutput) -> String {
-    match result {
+    let text = match result {
         ToolOutput::Text(text) => text.clone(),
         ToolOutput::Json(value) => {
             serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
@@ -202,7 +264,22 @@ pub(crate) fn render_result(result: &ToolOutput) -> String {
             .collect::<Vec<_>>()
             .join("\n"),
         other => other.to_text(),
-    }
+    };
+    clean(&text).into_owned()
+}
+
+/// A tool result as pretty JSON: a text as a JSON string, JSON as is, content blocks as an
+/// array of blocks.
+pub(crate) fn result_json(result: &ToolOutput) -> String {
+    let value = match result {
+        ToolOutput::Text(text) => Value::String(text.clone()),
+        ToolOutput::Json(value) => value.clone(),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|mut tagged| tagged.get_mut("value").map(Value::take))
+            .unwrap_or_default(),
+    };
+    clean(&format!("{value:#}")).into_owned()
 }
 
 /// One block of a multi-part result.
@@ -250,6 +327,7 @@ pub(crate) fn result_summary(result: &ToolOutput) -> String {
 
 /// The first line of `text`, cut to `max` characters with an ellipsis.
 pub(crate) fn first_line(text: &str, max: usize) -> String {
+    let text = clean(text);
     truncate(text.lines().next().unwrap_or_default().trim(), max)
 }
 

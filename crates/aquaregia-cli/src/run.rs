@@ -368,7 +368,7 @@ impl AnswerText {
         if text.is_empty() {
             return Ok(());
         }
-        output::write_stdout(text)?;
+        output::write_stdout(&output::clean(text))?;
         self.open_line
             .store(!text.ends_with('\n'), Ordering::Relaxed);
         Ok(())

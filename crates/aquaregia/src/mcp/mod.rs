@@ -43,17 +43,18 @@
 //!
 //! ## Result mapping
 //!
-//! | MCP `CallToolResult` | tool result |
+//! | MCP `CallToolResult` | [`ToolOutput`](crate::ToolOutput) |
 //! |---|---|
-//! | exactly one text block | that string |
-//! | several blocks, or any non-text block | a JSON array: `{"type":"text","text"}`, `{"type":"image","mime_type","data"}`, `{"type":"resource","uri","mime_type","text"\|"blob"}`, `{"type":"resource_link","uri","name","mime_type"?,"description"?}` |
-//! | `structuredContent` present | the structured value (its text duplicate is not sent twice) |
-//! | no content | `""` |
-//! | audio | a tool error saying audio is not supported |
+//! | exactly one text block | `Text` |
+//! | several blocks, or any non-text block | `Content`: text, image, audio, resource (text or blob) and resource-link [`ContentBlock`](crate::ContentBlock)s |
+//! | `structuredContent`, and no image or audio block | `Json` of the structured value (its text duplicate is not sent twice) |
+//! | `structuredContent` with image or audio blocks | `Content` of the blocks: media always reach the model as media |
+//! | no content | `Text("")` |
 //! | `isError: true` | [`ToolExecError::Execution`](crate::ToolExecError::Execution) with the text blocks joined |
-//! | a block type this version does not know | kept as its JSON |
+//! | a block type this version does not know | a text block holding its JSON |
 //!
-//! Image items are sent to models as real images (see [`ToolResult`](crate::ToolResult)).
+//! Images are sent to models as real images; audio, which no chat API accepts in tool results
+//! yet, as a short placeholder naming its type.
 
 mod call;
 mod config;
