@@ -17,10 +17,14 @@ pub enum McpServerSpec {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Variables set on top of the inherited environment.
+        /// Variables set for the server, on top of what it inherits.
         env: Vec<(String, String)>,
         /// The working directory (default: the current one).
         cwd: Option<PathBuf>,
+        /// Whether the server inherits this process's whole environment, API keys included
+        /// (`"inheritEnv": true` in a config file). By default it inherits only
+        /// [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS).
+        inherit_env: bool,
     },
     /// A Streamable HTTP server (falls back to legacy SSE when it does not speak it).
     Http {
@@ -46,11 +50,13 @@ impl McpServerSpec {
             args,
             env: Vec::new(),
             cwd: None,
+            inherit_env: false,
         }
     }
 
-    /// Connects with `connector`'s name and timeout. The environment of a stdio server is the
-    /// inherited one with `env` set on top.
+    /// Connects with `connector`'s name and timeout. The environment of a stdio server is
+    /// [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS) (the whole
+    /// environment if `inherit_env` is set here or on `connector`) with `env` set on top.
     pub async fn connect(&self, connector: Connector) -> Result<McpConnection, McpError> {
         match self {
             Self::Stdio {
@@ -58,6 +64,7 @@ impl McpServerSpec {
                 args,
                 env,
                 cwd,
+                inherit_env,
             } => {
                 let mut process = Command::new(command);
                 process.args(args);
@@ -65,6 +72,11 @@ impl McpServerSpec {
                 if let Some(cwd) = cwd {
                     process.current_dir(cwd);
                 }
+                let connector = if *inherit_env {
+                    connector.inherit_env(true)
+                } else {
+                    connector
+                };
                 connector.stdio(process).await
             }
             Self::Http { url, headers } => connector.http(url, http_options(headers)).await,
@@ -129,9 +141,14 @@ pub enum ConfigError {
 }
 
 impl McpServersConfig {
-    /// Parses the `mcpServers` format: `{"name": {"command", "args", "env", "cwd"}}` for stdio
-    /// servers, `{"url", "headers", "type"?}` for HTTP ones (`"type": "sse"` for legacy SSE).
-    /// Unknown keys are kept as warnings, not errors, so files written for other tools load.
+    /// Parses the `mcpServers` format: `{"name": {"command", "args", "env", "cwd",
+    /// "inheritEnv"?}}` for stdio servers, `{"url", "headers", "type"?}` for HTTP ones
+    /// (`"type": "sse"` for legacy SSE). Unknown keys are kept as warnings, not errors, so
+    /// files written for other tools load.
+    ///
+    /// A stdio server gets [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS)
+    /// from this process's environment plus its `env`; `"inheritEnv": true` passes it the
+    /// whole environment instead, API keys included.
     ///
     /// ```
     /// use aquaregia::mcp::{McpServerSpec, McpServersConfig};
@@ -240,11 +257,17 @@ fn parse_entry(
                 Some(Value::String(cwd)) => Some(PathBuf::from(cwd)),
                 Some(_) => return Err(invalid("`cwd` must be a string")),
             };
+            let inherit_env = match entry.remove("inheritEnv") {
+                None => false,
+                Some(Value::Bool(inherit)) => inherit,
+                Some(_) => return Err(invalid("`inheritEnv` must be true or false")),
+            };
             McpServerSpec::Stdio {
                 command,
                 args,
                 env,
                 cwd,
+                inherit_env,
             }
         }
         (None, Some(Value::String(url))) => {
@@ -327,6 +350,7 @@ mod tests {
                 args: vec!["s.js".into()],
                 env: vec![("K".into(), "v".into())],
                 cwd: Some("/tmp".into()),
+                inherit_env: false,
             })
         );
         assert!(matches!(config.get("b"), Some(McpServerSpec::Sse { .. })));

@@ -1,6 +1,7 @@
 //! stdio servers: a child process in its own process group (a job object on Windows), its
 //! stderr drained into a bounded tail, the whole group terminated on close or drop.
 
+use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +20,63 @@ const STDERR_TAIL_BYTES: usize = 8 * 1024;
 const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// How long an exited server's stderr gets to reach its end (grandchildren may hold the pipe).
 const STDERR_DRAIN: Duration = Duration::from_millis(200);
+
+/// The variables a stdio server inherits from this process unless it opts into the whole
+/// environment: enough to find programs, the user's home and temporary directory, and the
+/// text encoding, and nothing that usually holds a secret.
+///
+/// The lists are those of the official MCP SDKs (TypeScript and Python
+/// `DEFAULT_INHERITED_ENV_VARS`), plus on Unix `TMPDIR` (where the temporary directory is) and
+/// the locale (`LANG`, `LC_ALL`, `LC_CTYPE`: the text encoding a server's tools use for file
+/// names and subprocess output; macOS terminals set only `LC_CTYPE`).
+#[cfg(not(windows))]
+pub const DEFAULT_INHERITED_ENV_VARS: &[&str] = &[
+    "HOME", "LANG", "LC_ALL", "LC_CTYPE", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "USER",
+];
+
+/// The variables a stdio server inherits from this process unless it opts into the whole
+/// environment: enough to find programs, the user's profile and temporary directory, and
+/// nothing that usually holds a secret (the official MCP SDKs' `DEFAULT_INHERITED_ENV_VARS`).
+#[cfg(windows)]
+pub const DEFAULT_INHERITED_ENV_VARS: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "PROGRAMFILES",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+];
+
+/// Replaces what `command` would inherit with [`DEFAULT_INHERITED_ENV_VARS`], keeping every
+/// variable set or removed on `command` itself.
+pub(crate) fn restrict_env(command: &mut Command) {
+    let explicit: Vec<(OsString, Option<OsString>)> = command
+        .as_std()
+        .get_envs()
+        .map(|(name, value)| (name.to_owned(), value.map(ToOwned::to_owned)))
+        .collect();
+    command.env_clear();
+    for name in DEFAULT_INHERITED_ENV_VARS {
+        // A value starting with `()` is an exported shell function (Shellshock): never passed.
+        if let Some(value) = std::env::var_os(name)
+            && !value.as_encoded_bytes().starts_with(b"()")
+        {
+            command.env(name, value);
+        }
+    }
+    for (name, value) in explicit {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+}
 
 /// A running stdio server process.
 pub(crate) struct StdioProcess {
