@@ -138,6 +138,20 @@ pub enum ConfigError {
     /// The JSON is valid but an entry is not a server.
     #[error("{0}")]
     Invalid(String),
+    /// A server's entry uses `${VAR}` for a variable that is not set, without a default.
+    #[error(
+        "server `{server}`: `{field}` uses `${{{variable}}}`, which is not set \
+         (set it, or give a default: `${{{variable}:-default}}`)"
+    )]
+    UnsetVariable {
+        /// The server's name.
+        server: String,
+        /// Where the variable is used: `command`, `args[1]`, `env.API_KEY`, `url`,
+        /// `headers.Authorization`.
+        field: String,
+        /// The variable's name.
+        variable: String,
+    },
 }
 
 impl McpServersConfig {
@@ -149,6 +163,13 @@ impl McpServersConfig {
     /// A stdio server gets [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS)
     /// from this process's environment plus its `env`; `"inheritEnv": true` passes it the
     /// whole environment instead, API keys included.
+    ///
+    /// `${VAR}` and `${VAR:-default}` in `command`, `args`, `env` values, `url` and `headers`
+    /// values are replaced by the variable from this process's environment, as in Claude
+    /// Code's `.mcp.json`: a set variable is used even when empty, the default only when it is
+    /// unset, and an unset variable without a default is [`ConfigError::UnsetVariable`].
+    /// `$VAR` without braces, and `${...}` around anything but a variable name, are left as
+    /// they are. Servers marked `"disabled": true` are not expanded.
     ///
     /// ```
     /// use aquaregia::mcp::{McpServerSpec, McpServersConfig};
@@ -163,6 +184,38 @@ impl McpServersConfig {
     /// assert_eq!(config.warnings.len(), 1); // "timeout" is not understood
     /// ```
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        Self::from_json_with_env(text, |name| std::env::var(name).ok())
+    }
+
+    /// Like [`from_json`](Self::from_json), with `${VAR}` looked up by `lookup` rather than in
+    /// this process's environment.
+    ///
+    /// ```
+    /// use aquaregia::mcp::{ConfigError, McpServerSpec, McpServersConfig};
+    /// let text = r#"{"mcpServers": {"gh": {
+    ///     "url": "${GH_MCP_URL:-https://api.githubcopilot.com/mcp/}",
+    ///     "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}
+    /// }}}"#;
+    /// let config = McpServersConfig::from_json_with_env(text, |name| {
+    ///     (name == "GITHUB_TOKEN").then(|| "ghp_x".to_owned())
+    /// })
+    /// .unwrap();
+    /// let Some(McpServerSpec::Http { url, headers }) = config.get("gh") else { panic!() };
+    /// assert_eq!(url, "https://api.githubcopilot.com/mcp/");
+    /// assert_eq!(headers[0].1, "Bearer ghp_x");
+    ///
+    /// let error = McpServersConfig::from_json_with_env(text, |_| None).unwrap_err();
+    /// assert!(matches!(error, ConfigError::UnsetVariable { .. }));
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "server `gh`: `headers.Authorization` uses `${GITHUB_TOKEN}`, which is not set \
+    ///      (set it, or give a default: `${GITHUB_TOKEN:-default}`)"
+    /// );
+    /// ```
+    pub fn from_json_with_env(
+        text: &str,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
         let root: Value = serde_json::from_str(text).map_err(|error| ConfigError::Syntax {
             line: error.line(),
             column: error.column(),
@@ -208,6 +261,7 @@ impl McpServersConfig {
             if disabled {
                 config.disabled.push(name);
             } else {
+                let spec = expand_spec(&name, spec, &lookup)?;
                 config.servers.push((name, spec));
             }
         }
@@ -291,6 +345,94 @@ fn parse_entry(
     Ok(spec)
 }
 
+/// Expands `${VAR}` and `${VAR:-default}` wherever the `mcpServers` format allows them.
+fn expand_spec(
+    server: &str,
+    spec: McpServerSpec,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<McpServerSpec, ConfigError> {
+    let field = |field: &str, value: String| {
+        expand(&value, lookup).map_err(|variable| ConfigError::UnsetVariable {
+            server: server.to_owned(),
+            field: field.to_owned(),
+            variable,
+        })
+    };
+    let pairs = |what: &str, pairs: Vec<(String, String)>| {
+        pairs
+            .into_iter()
+            .map(|(name, value)| Ok((name.clone(), field(&format!("{what}.{name}"), value)?)))
+            .collect::<Result<Vec<_>, ConfigError>>()
+    };
+    Ok(match spec {
+        McpServerSpec::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+            inherit_env,
+        } => McpServerSpec::Stdio {
+            command: field("command", command)?,
+            args: args
+                .into_iter()
+                .enumerate()
+                .map(|(i, arg)| field(&format!("args[{i}]"), arg))
+                .collect::<Result<_, _>>()?,
+            env: pairs("env", env)?,
+            cwd,
+            inherit_env,
+        },
+        McpServerSpec::Http { url, headers } => McpServerSpec::Http {
+            url: field("url", url)?,
+            headers: pairs("headers", headers)?,
+        },
+        McpServerSpec::Sse { url, headers } => McpServerSpec::Sse {
+            url: field("url", url)?,
+            headers: pairs("headers", headers)?,
+        },
+    })
+}
+
+/// `value` with every `${NAME}` and `${NAME:-default}` replaced; the name of the first unset
+/// variable without a default as the error. Anything else, `${` included, is kept as is.
+fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        if is_variable_name(name) {
+            match (lookup(name), default) {
+                (Some(found), _) => out.push_str(&found),
+                (None, Some(default)) => out.push_str(default),
+                (None, None) => return Err(name.to_owned()),
+            }
+        } else {
+            out.push_str(&rest[start..start + 2 + end + 1]);
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first == '_' || first.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
 fn string_map(value: Option<Value>, what: &str) -> Result<Vec<(String, String)>, String> {
     match value {
         None => Ok(Vec::new()),
@@ -332,6 +474,135 @@ mod tests {
             let error = McpServersConfig::from_json(bad).unwrap_err();
             assert!(matches!(error, ConfigError::Invalid(_)), "{bad}: {error}");
         }
+    }
+
+    fn lookup(name: &str) -> Option<String> {
+        match name {
+            "HOME" => Some("/home/me".into()),
+            "TOKEN" => Some("t0k".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn variables_expand_with_defaults_and_odd_text_stays() {
+        for (value, expanded) in [
+            ("${HOME}/bin", "/home/me/bin"),
+            ("a${TOKEN}b${TOKEN}", "at0kbt0k"),
+            ("${UNSET:-fallback}", "fallback"),
+            ("${UNSET:-}", ""),
+            ("${UNSET:-a:-b}", "a:-b"),
+            ("${HOME:-unused}", "/home/me"),
+            ("${EMPTY:-unused}", ""),
+            ("$HOME ${} ${not a name} ${1X}", "$HOME ${} ${not a name} ${1X}"),
+            ("tail ${HOME", "tail ${HOME"),
+            ("${TOKEN}${HOME", "t0k${HOME"),
+            ("ünï${TOKEN}cödé", "ünït0kcödé"),
+        ] {
+            assert_eq!(expand(value, &lookup).as_deref(), Ok(expanded), "{value}");
+        }
+        assert_eq!(expand("x${TOKEN}${NOPE}", &lookup), Err("NOPE".to_owned()));
+    }
+
+    #[test]
+    fn every_field_of_the_rule_is_expanded() {
+        let config = McpServersConfig::from_json_with_env(
+            r#"{"mcpServers": {
+                "s": {"command": "${HOME}/bin/srv", "args": ["--token", "${TOKEN}", 3],
+                      "env": {"${TOKEN}": "name kept", "KEY": "${TOKEN}"}, "cwd": "${HOME}"},
+                "h": {"url": "https://${HOST:-example.com}/mcp",
+                      "headers": {"Authorization": "Bearer ${TOKEN}"}},
+                "e": {"type": "sse", "url": "${HOST:-http://127.0.0.1:1}/sse"},
+                "off": {"command": "${NOT_SET}", "disabled": true}
+            }}"#,
+            lookup,
+        )
+        .unwrap();
+        assert_eq!(
+            config.get("s"),
+            Some(&McpServerSpec::Stdio {
+                command: "/home/me/bin/srv".into(),
+                args: vec!["--token".into(), "t0k".into(), "3".into()],
+                env: vec![
+                    ("${TOKEN}".into(), "name kept".into()),
+                    ("KEY".into(), "t0k".into()),
+                ],
+                cwd: Some("${HOME}".into()),
+                inherit_env: false,
+            })
+        );
+        assert_eq!(
+            config.get("h"),
+            Some(&McpServerSpec::Http {
+                url: "https://example.com/mcp".into(),
+                headers: vec![("Authorization".into(), "Bearer t0k".into())],
+            })
+        );
+        assert_eq!(
+            config.get("e"),
+            Some(&McpServerSpec::Sse {
+                url: "http://127.0.0.1:1/sse".into(),
+                headers: Vec::new(),
+            })
+        );
+        assert_eq!(config.disabled, ["off"]);
+    }
+
+    #[test]
+    fn an_unset_variable_names_itself_the_server_and_the_field() {
+        for (entry, field) in [
+            (r#"{"command": "${MISSING}"}"#, "command"),
+            (r#"{"command": "x", "args": ["a", "${MISSING}"]}"#, "args[1]"),
+            (r#"{"command": "x", "env": {"K": "${MISSING}"}}"#, "env.K"),
+            (r#"{"url": "${MISSING}"}"#, "url"),
+            (r#"{"url": "u", "headers": {"X-Key": "${MISSING}"}}"#, "headers.X-Key"),
+        ] {
+            let text = format!(r#"{{"mcpServers": {{"srv": {entry}}}}}"#);
+            let error = McpServersConfig::from_json_with_env(&text, lookup).unwrap_err();
+            assert_eq!(
+                error,
+                ConfigError::UnsetVariable {
+                    server: "srv".into(),
+                    field: field.into(),
+                    variable: "MISSING".into(),
+                },
+                "{entry}"
+            );
+            assert!(
+                error.to_string().starts_with(&format!(
+                    "server `srv`: `{field}` uses `${{MISSING}}`, which is not set"
+                )),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn inherit_env_is_read_and_checked() {
+        let config = McpServersConfig::from_json(
+            r#"{"mcpServers": {"a": {"command": "x", "inheritEnv": true}, "b": {"command": "y"}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            config.get("a"),
+            Some(McpServerSpec::Stdio {
+                inherit_env: true,
+                ..
+            })
+        ));
+        assert!(matches!(
+            config.get("b"),
+            Some(McpServerSpec::Stdio {
+                inherit_env: false,
+                ..
+            })
+        ));
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+        let error =
+            McpServersConfig::from_json(r#"{"mcpServers": {"a": {"command": "x", "inheritEnv": 1}}}"#)
+                .unwrap_err();
+        assert!(error.to_string().contains("`inheritEnv` must be true or false"), "{error}");
     }
 
     #[test]
