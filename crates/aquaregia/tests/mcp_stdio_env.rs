@@ -91,7 +91,11 @@ async fn stdio_servers_see_only_allowlisted_and_given_variables() {
     )
     .await;
     assert_eq!(seen.get("OPENAI_API_KEY"), None, "{seen:?}");
-    assert_eq!(seen.get(CHILD), None, "only allowlisted variables: {seen:?}");
+    assert_eq!(
+        seen.get(CHILD),
+        None,
+        "only allowlisted variables: {seen:?}"
+    );
     assert_eq!(seen["FROM_SPEC"], "given");
     // (pyenv's `python3` shim may prepend to PATH.)
     let path = seen.get("PATH").map_or("", String::as_str);

@@ -71,7 +71,11 @@ async fn close_sends_sigterm_then_ends_the_whole_group() {
     let started = Instant::now();
     connection.close().await.unwrap();
     // Half a second for stdin closing, then SIGTERM, which the server obeys.
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(
         std::fs::read_to_string(&term).ok().as_deref(),
         Some("term"),

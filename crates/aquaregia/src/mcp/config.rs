@@ -495,7 +495,10 @@ mod tests {
             ("${UNSET:-a:-b}", "a:-b"),
             ("${HOME:-unused}", "/home/me"),
             ("${EMPTY:-unused}", ""),
-            ("$HOME ${} ${not a name} ${1X}", "$HOME ${} ${not a name} ${1X}"),
+            (
+                "$HOME ${} ${not a name} ${1X}",
+                "$HOME ${} ${not a name} ${1X}",
+            ),
             ("tail ${HOME", "tail ${HOME"),
             ("${TOKEN}${HOME", "t0k${HOME"),
             ("ünï${TOKEN}cödé", "ünït0kcödé"),
@@ -553,10 +556,16 @@ mod tests {
     fn an_unset_variable_names_itself_the_server_and_the_field() {
         for (entry, field) in [
             (r#"{"command": "${MISSING}"}"#, "command"),
-            (r#"{"command": "x", "args": ["a", "${MISSING}"]}"#, "args[1]"),
+            (
+                r#"{"command": "x", "args": ["a", "${MISSING}"]}"#,
+                "args[1]",
+            ),
             (r#"{"command": "x", "env": {"K": "${MISSING}"}}"#, "env.K"),
             (r#"{"url": "${MISSING}"}"#, "url"),
-            (r#"{"url": "u", "headers": {"X-Key": "${MISSING}"}}"#, "headers.X-Key"),
+            (
+                r#"{"url": "u", "headers": {"X-Key": "${MISSING}"}}"#,
+                "headers.X-Key",
+            ),
         ] {
             let text = format!(r#"{{"mcpServers": {{"srv": {entry}}}}}"#);
             let error = McpServersConfig::from_json_with_env(&text, lookup).unwrap_err();
@@ -599,10 +608,16 @@ mod tests {
             })
         ));
         assert!(config.warnings.is_empty(), "{:?}", config.warnings);
-        let error =
-            McpServersConfig::from_json(r#"{"mcpServers": {"a": {"command": "x", "inheritEnv": 1}}}"#)
-                .unwrap_err();
-        assert!(error.to_string().contains("`inheritEnv` must be true or false"), "{error}");
+        let error = McpServersConfig::from_json(
+            r#"{"mcpServers": {"a": {"command": "x", "inheritEnv": 1}}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("`inheritEnv` must be true or false"),
+            "{error}"
+        );
     }
 
     #[test]
