@@ -8,8 +8,10 @@ use tokio::process::Command;
 use super::{Connector, HttpOptions, McpConnection, McpError};
 
 /// How to reach one MCP server.
+///
+/// `Debug` shows the names of `env` variables and headers, not their values (tokens, often).
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum McpServerSpec {
     /// A local server started as a child process.
     Stdio {
@@ -98,6 +100,48 @@ impl McpServerSpec {
             Self::Http { url, .. } => format!("http {url}"),
             Self::Sse { url, .. } => format!("sse {url}"),
         }
+    }
+}
+
+impl std::fmt::Debug for McpServerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+                inherit_env,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &Redacted(env))
+                .field("cwd", cwd)
+                .field("inherit_env", inherit_env)
+                .finish(),
+            Self::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &Redacted(headers))
+                .finish(),
+            Self::Sse { url, headers } => f
+                .debug_struct("Sse")
+                .field("url", url)
+                .field("headers", &Redacted(headers))
+                .finish(),
+        }
+    }
+}
+
+/// Name-value pairs shown as `{"NAME": "<redacted>"}`.
+struct Redacted<'a>(&'a [(String, String)]);
+
+impl std::fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(name, _)| (name, "<redacted>")))
+            .finish()
     }
 }
 
@@ -585,6 +629,25 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    #[test]
+    fn debug_hides_env_and_header_values() {
+        let config = McpServersConfig::from_json_with_env(
+            r#"{"mcpServers": {
+                "s": {"command": "srv", "env": {"API_KEY": "${TOKEN}"}},
+                "h": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+            }}"#,
+            lookup,
+        )
+        .unwrap();
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("t0k"), "{shown}");
+        assert!(shown.contains(r#""API_KEY": "<redacted>""#), "{shown}");
+        assert!(
+            shown.contains(r#""Authorization": "<redacted>""#),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@
 //!
 //! | function | transport |
 //! |---|---|
-//! | [`connect_stdio`] | a child process in its own process group; stderr kept for errors |
+//! | [`connect_stdio`] | a child process in its own process group (job object on Windows); stderr kept for errors; [`DEFAULT_INHERITED_ENV_VARS`] of the environment |
 //! | [`connect_http`] | Streamable HTTP, falling back to legacy HTTP+SSE when the server does not speak it |
 //! | [`connect_sse`] | legacy HTTP+SSE (protocol 2024-11-05 transport) |
 //! | [`connect`] | any rmcp transport (in-memory pipes, the ACP tunnel...) |
