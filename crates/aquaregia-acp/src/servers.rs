@@ -243,6 +243,7 @@ mod tests {
                 args: vec!["-y".into(), "x".into()],
                 env: vec![("K".into(), "v".into())],
                 cwd: Some(cwd.to_owned()),
+                inherit_env: false,
             })
         );
         let (_, acp) = parse(

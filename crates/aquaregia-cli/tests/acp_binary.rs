@@ -3,9 +3,10 @@
 //! and MCP servers of both kinds in a session (server-everything over stdio, and `acp`
 //! servers served by the client itself on the stateless MCP-over-ACP binding).
 //!
-//! `aquaregia acp` runs with `AQUAREGIA_TEST_MARKER` set, so every server it starts carries
-//! the marker too; each test ends by closing the agent's stdin and checking that the agent
-//! exits and no marked process is left.
+//! `aquaregia acp` runs with `AQUAREGIA_TEST_MARKER` set, and every stdio server entry of a
+//! session gets it in its `env` (servers do not inherit the agent's environment), so every
+//! server it starts carries the marker too; each test ends by closing the agent's stdin and
+//! checking that the agent exits and no marked process is left.
 
 mod common;
 
@@ -69,8 +70,17 @@ impl Agent {
         self.client.set_handler(handler);
     }
 
-    /// `session/new` in the scratch directory with `servers`.
-    async fn session(&self, servers: Value) -> String {
+    /// `session/new` in the scratch directory with `servers`, the stdio ones marked.
+    async fn session(&self, mut servers: Value) -> String {
+        for entry in servers.as_array_mut().into_iter().flatten() {
+            if entry.get("command").is_some() {
+                let marker = json!({"name": "AQUAREGIA_TEST_MARKER", "value": self.marker});
+                match entry["env"].as_array_mut() {
+                    Some(env) => env.push(marker),
+                    None => entry["env"] = json!([marker]),
+                }
+            }
+        }
         let cwd = self.scratch.path.to_str().expect("a UTF-8 temp dir");
         self.client.new_session(cwd, servers).await
     }

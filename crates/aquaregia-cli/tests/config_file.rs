@@ -109,3 +109,34 @@ async fn naming_a_server_without_any_config_says_where_it_looked() {
     );
     assert!(outcome.stderr.contains("aquaregia.json"), "{outcome:?}");
 }
+
+#[tokio::test]
+async fn variables_in_the_file_are_expanded_from_the_environment() {
+    let scratch = Scratch::new();
+    scratch.config(&json!({"test": {
+        "command": "${AQUAREGIA_TEST_PYTHON:-python3}",
+        "args": ["${AQUAREGIA_TEST_SCRIPT}"],
+    }}));
+    let mut command = cli(&scratch);
+    command
+        .args(["mcp", "call", "test", "greet", r#"{"name": "Bo"}"#])
+        .env("AQUAREGIA_TEST_SCRIPT", common::test_server_script())
+        .env_remove("AQUAREGIA_TEST_PYTHON");
+    let outcome = run(command, "").await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert_eq!(outcome.stdout, "Hello, Bo.\n");
+
+    // Unset, without a default: one error line naming the variable, the server and the field.
+    let mut command = cli(&scratch);
+    command
+        .args(["mcp", "call", "test", "greet", r#"{"name": "Bo"}"#])
+        .env_remove("AQUAREGIA_TEST_SCRIPT");
+    let outcome = run(command, "").await;
+    assert_eq!(outcome.code, Some(1), "{outcome:?}");
+    assert_eq!(
+        outcome.stderr,
+        "error: invalid config file aquaregia.json: server `test`: `args[0]` uses \
+         `${AQUAREGIA_TEST_SCRIPT}`, which is not set (set it, or give a default: \
+         `${AQUAREGIA_TEST_SCRIPT:-default}`)\n"
+    );
+}

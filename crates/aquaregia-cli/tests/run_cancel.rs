@@ -9,7 +9,7 @@ use aquaregia_test_support::mock_model::{MockServer, Reply};
 use aquaregia_test_support::processes::{
     KillMarked, assert_no_process_left, marker, processes_with_marker,
 };
-use common::{Scratch, cli, test_server_command, use_mock};
+use common::{Scratch, cli, test_server_entry, use_mock};
 use serde_json::json;
 
 /// Starts `run` calling the test server's `hang` tool, and waits until the call is in flight.
@@ -20,14 +20,20 @@ async fn hanging_run(
     stubborn: bool,
 ) -> tokio::process::Child {
     let hang_file = scratch.path.join("hang-started");
+    // Stdio servers do not inherit the CLI's environment: the server's variables go in `env`.
+    let mut server = test_server_entry();
+    server["env"] = json!({
+        "AQUAREGIA_TEST_MARKER": marker,
+        "AQUAREGIA_TEST_HANG_FILE": hang_file,
+    });
+    if stubborn {
+        server["env"]["AQUAREGIA_TEST_STUBBORN"] = json!("1");
+    }
+    scratch.config(&json!({ "test": server }));
     let mut command = cli(scratch);
     command
-        .args(["run", "--yes", "--stdio", &test_server_command(), "Wait."])
-        .env("AQUAREGIA_TEST_MARKER", marker)
-        .env("AQUAREGIA_TEST_HANG_FILE", &hang_file);
-    if stubborn {
-        command.env("AQUAREGIA_TEST_STUBBORN", "1");
-    }
+        .args(["run", "--yes", "Wait."])
+        .env("AQUAREGIA_TEST_MARKER", marker);
     use_mock(&mut command, model);
     let mut command = tokio::process::Command::from(command);
     command

@@ -163,7 +163,7 @@ pub fn server_everything_acp_entry(name: &str) -> Value {
 
 /// `aquaregia acp --model openai-chat:mock` in `scratch` on `model`, under a raw ACP client
 /// over its stdio (killed when the client is dropped). `AQUAREGIA_TEST_MARKER=<marker>` is set
-/// on it, so the servers it starts carry the marker too.
+/// on it; the stdio servers it starts carry the marker only if their entries set it in `env`.
 pub fn acp_agent(scratch: &Scratch, model: &MockServer, marker: &str) -> RawClient {
     let mut command = cli(scratch);
     command.arg("acp");

@@ -8,8 +8,10 @@ use tokio::process::Command;
 use super::{Connector, HttpOptions, McpConnection, McpError};
 
 /// How to reach one MCP server.
+///
+/// `Debug` shows the names of `env` variables and headers, not their values (tokens, often).
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum McpServerSpec {
     /// A local server started as a child process.
     Stdio {
@@ -17,10 +19,14 @@ pub enum McpServerSpec {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Variables set on top of the inherited environment.
+        /// Variables set for the server, on top of what it inherits.
         env: Vec<(String, String)>,
         /// The working directory (default: the current one).
         cwd: Option<PathBuf>,
+        /// Whether the server inherits this process's whole environment, API keys included
+        /// (`"inheritEnv": true` in a config file). By default it inherits only
+        /// [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS).
+        inherit_env: bool,
     },
     /// A Streamable HTTP server (falls back to legacy SSE when it does not speak it).
     Http {
@@ -46,11 +52,13 @@ impl McpServerSpec {
             args,
             env: Vec::new(),
             cwd: None,
+            inherit_env: false,
         }
     }
 
-    /// Connects with `connector`'s name and timeout. The environment of a stdio server is the
-    /// inherited one with `env` set on top.
+    /// Connects with `connector`'s name and timeout. The environment of a stdio server is
+    /// [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS) (the whole
+    /// environment if `inherit_env` is set here or on `connector`) with `env` set on top.
     pub async fn connect(&self, connector: Connector) -> Result<McpConnection, McpError> {
         match self {
             Self::Stdio {
@@ -58,6 +66,7 @@ impl McpServerSpec {
                 args,
                 env,
                 cwd,
+                inherit_env,
             } => {
                 let mut process = Command::new(command);
                 process.args(args);
@@ -65,6 +74,11 @@ impl McpServerSpec {
                 if let Some(cwd) = cwd {
                     process.current_dir(cwd);
                 }
+                let connector = if *inherit_env {
+                    connector.inherit_env(true)
+                } else {
+                    connector
+                };
                 connector.stdio(process).await
             }
             Self::Http { url, headers } => connector.http(url, http_options(headers)).await,
@@ -86,6 +100,48 @@ impl McpServerSpec {
             Self::Http { url, .. } => format!("http {url}"),
             Self::Sse { url, .. } => format!("sse {url}"),
         }
+    }
+}
+
+impl std::fmt::Debug for McpServerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+                inherit_env,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &Redacted(env))
+                .field("cwd", cwd)
+                .field("inherit_env", inherit_env)
+                .finish(),
+            Self::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &Redacted(headers))
+                .finish(),
+            Self::Sse { url, headers } => f
+                .debug_struct("Sse")
+                .field("url", url)
+                .field("headers", &Redacted(headers))
+                .finish(),
+        }
+    }
+}
+
+/// Name-value pairs shown as `{"NAME": "<redacted>"}`.
+struct Redacted<'a>(&'a [(String, String)]);
+
+impl std::fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(name, _)| (name, "<redacted>")))
+            .finish()
     }
 }
 
@@ -126,12 +182,38 @@ pub enum ConfigError {
     /// The JSON is valid but an entry is not a server.
     #[error("{0}")]
     Invalid(String),
+    /// A server's entry uses `${VAR}` for a variable that is not set, without a default.
+    #[error(
+        "server `{server}`: `{field}` uses `${{{variable}}}`, which is not set \
+         (set it, or give a default: `${{{variable}:-default}}`)"
+    )]
+    UnsetVariable {
+        /// The server's name.
+        server: String,
+        /// Where the variable is used: `command`, `args[1]`, `env.API_KEY`, `url`,
+        /// `headers.Authorization`.
+        field: String,
+        /// The variable's name.
+        variable: String,
+    },
 }
 
 impl McpServersConfig {
-    /// Parses the `mcpServers` format: `{"name": {"command", "args", "env", "cwd"}}` for stdio
-    /// servers, `{"url", "headers", "type"?}` for HTTP ones (`"type": "sse"` for legacy SSE).
-    /// Unknown keys are kept as warnings, not errors, so files written for other tools load.
+    /// Parses the `mcpServers` format: `{"name": {"command", "args", "env", "cwd",
+    /// "inheritEnv"?}}` for stdio servers, `{"url", "headers", "type"?}` for HTTP ones
+    /// (`"type": "sse"` for legacy SSE). Unknown keys are kept as warnings, not errors, so
+    /// files written for other tools load.
+    ///
+    /// A stdio server gets [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS)
+    /// from this process's environment plus its `env`; `"inheritEnv": true` passes it the
+    /// whole environment instead, API keys included.
+    ///
+    /// `${VAR}` and `${VAR:-default}` in `command`, `args`, `env` values, `url` and `headers`
+    /// values are replaced by the variable from this process's environment, as in Claude
+    /// Code's `.mcp.json`: a set variable is used even when empty, the default only when it is
+    /// unset, and an unset variable without a default is [`ConfigError::UnsetVariable`].
+    /// `$VAR` without braces, and `${...}` around anything but a variable name, are left as
+    /// they are. Servers marked `"disabled": true` are not expanded.
     ///
     /// ```
     /// use aquaregia::mcp::{McpServerSpec, McpServersConfig};
@@ -146,6 +228,38 @@ impl McpServersConfig {
     /// assert_eq!(config.warnings.len(), 1); // "timeout" is not understood
     /// ```
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        Self::from_json_with_env(text, |name| std::env::var(name).ok())
+    }
+
+    /// Like [`from_json`](Self::from_json), with `${VAR}` looked up by `lookup` rather than in
+    /// this process's environment.
+    ///
+    /// ```
+    /// use aquaregia::mcp::{ConfigError, McpServerSpec, McpServersConfig};
+    /// let text = r#"{"mcpServers": {"gh": {
+    ///     "url": "${GH_MCP_URL:-https://api.githubcopilot.com/mcp/}",
+    ///     "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}
+    /// }}}"#;
+    /// let config = McpServersConfig::from_json_with_env(text, |name| {
+    ///     (name == "GITHUB_TOKEN").then(|| "ghp_x".to_owned())
+    /// })
+    /// .unwrap();
+    /// let Some(McpServerSpec::Http { url, headers }) = config.get("gh") else { panic!() };
+    /// assert_eq!(url, "https://api.githubcopilot.com/mcp/");
+    /// assert_eq!(headers[0].1, "Bearer ghp_x");
+    ///
+    /// let error = McpServersConfig::from_json_with_env(text, |_| None).unwrap_err();
+    /// assert!(matches!(error, ConfigError::UnsetVariable { .. }));
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "server `gh`: `headers.Authorization` uses `${GITHUB_TOKEN}`, which is not set \
+    ///      (set it, or give a default: `${GITHUB_TOKEN:-default}`)"
+    /// );
+    /// ```
+    pub fn from_json_with_env(
+        text: &str,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
         let root: Value = serde_json::from_str(text).map_err(|error| ConfigError::Syntax {
             line: error.line(),
             column: error.column(),
@@ -191,6 +305,7 @@ impl McpServersConfig {
             if disabled {
                 config.disabled.push(name);
             } else {
+                let spec = expand_spec(&name, spec, &lookup)?;
                 config.servers.push((name, spec));
             }
         }
@@ -240,11 +355,17 @@ fn parse_entry(
                 Some(Value::String(cwd)) => Some(PathBuf::from(cwd)),
                 Some(_) => return Err(invalid("`cwd` must be a string")),
             };
+            let inherit_env = match entry.remove("inheritEnv") {
+                None => false,
+                Some(Value::Bool(inherit)) => inherit,
+                Some(_) => return Err(invalid("`inheritEnv` must be true or false")),
+            };
             McpServerSpec::Stdio {
                 command,
                 args,
                 env,
                 cwd,
+                inherit_env,
             }
         }
         (None, Some(Value::String(url))) => {
@@ -266,6 +387,94 @@ fn parse_entry(
         warnings.push(format!("server `{name}`: ignoring unknown key `{key}`"));
     }
     Ok(spec)
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` wherever the `mcpServers` format allows them.
+fn expand_spec(
+    server: &str,
+    spec: McpServerSpec,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<McpServerSpec, ConfigError> {
+    let field = |field: &str, value: String| {
+        expand(&value, lookup).map_err(|variable| ConfigError::UnsetVariable {
+            server: server.to_owned(),
+            field: field.to_owned(),
+            variable,
+        })
+    };
+    let pairs = |what: &str, pairs: Vec<(String, String)>| {
+        pairs
+            .into_iter()
+            .map(|(name, value)| Ok((name.clone(), field(&format!("{what}.{name}"), value)?)))
+            .collect::<Result<Vec<_>, ConfigError>>()
+    };
+    Ok(match spec {
+        McpServerSpec::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+            inherit_env,
+        } => McpServerSpec::Stdio {
+            command: field("command", command)?,
+            args: args
+                .into_iter()
+                .enumerate()
+                .map(|(i, arg)| field(&format!("args[{i}]"), arg))
+                .collect::<Result<_, _>>()?,
+            env: pairs("env", env)?,
+            cwd,
+            inherit_env,
+        },
+        McpServerSpec::Http { url, headers } => McpServerSpec::Http {
+            url: field("url", url)?,
+            headers: pairs("headers", headers)?,
+        },
+        McpServerSpec::Sse { url, headers } => McpServerSpec::Sse {
+            url: field("url", url)?,
+            headers: pairs("headers", headers)?,
+        },
+    })
+}
+
+/// `value` with every `${NAME}` and `${NAME:-default}` replaced; the name of the first unset
+/// variable without a default as the error. Anything else, `${` included, is kept as is.
+fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        if is_variable_name(name) {
+            match (lookup(name), default) {
+                (Some(found), _) => out.push_str(&found),
+                (None, Some(default)) => out.push_str(default),
+                (None, None) => return Err(name.to_owned()),
+            }
+        } else {
+            out.push_str(&rest[start..start + 2 + end + 1]);
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first == '_' || first.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
 fn string_map(value: Option<Value>, what: &str) -> Result<Vec<(String, String)>, String> {
@@ -311,6 +520,169 @@ mod tests {
         }
     }
 
+    fn lookup(name: &str) -> Option<String> {
+        match name {
+            "HOME" => Some("/home/me".into()),
+            "TOKEN" => Some("t0k".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn variables_expand_with_defaults_and_odd_text_stays() {
+        for (value, expanded) in [
+            ("${HOME}/bin", "/home/me/bin"),
+            ("a${TOKEN}b${TOKEN}", "at0kbt0k"),
+            ("${UNSET:-fallback}", "fallback"),
+            ("${UNSET:-}", ""),
+            ("${UNSET:-a:-b}", "a:-b"),
+            ("${HOME:-unused}", "/home/me"),
+            ("${EMPTY:-unused}", ""),
+            (
+                "$HOME ${} ${not a name} ${1X}",
+                "$HOME ${} ${not a name} ${1X}",
+            ),
+            ("tail ${HOME", "tail ${HOME"),
+            ("${TOKEN}${HOME", "t0k${HOME"),
+            ("ünï${TOKEN}cödé", "ünït0kcödé"),
+        ] {
+            assert_eq!(expand(value, &lookup).as_deref(), Ok(expanded), "{value}");
+        }
+        assert_eq!(expand("x${TOKEN}${NOPE}", &lookup), Err("NOPE".to_owned()));
+    }
+
+    #[test]
+    fn every_field_of_the_rule_is_expanded() {
+        let config = McpServersConfig::from_json_with_env(
+            r#"{"mcpServers": {
+                "s": {"command": "${HOME}/bin/srv", "args": ["--token", "${TOKEN}", 3],
+                      "env": {"${TOKEN}": "name kept", "KEY": "${TOKEN}"}, "cwd": "${HOME}"},
+                "h": {"url": "https://${HOST:-example.com}/mcp",
+                      "headers": {"Authorization": "Bearer ${TOKEN}"}},
+                "e": {"type": "sse", "url": "${HOST:-http://127.0.0.1:1}/sse"},
+                "off": {"command": "${NOT_SET}", "disabled": true}
+            }}"#,
+            lookup,
+        )
+        .unwrap();
+        assert_eq!(
+            config.get("s"),
+            Some(&McpServerSpec::Stdio {
+                command: "/home/me/bin/srv".into(),
+                args: vec!["--token".into(), "t0k".into(), "3".into()],
+                env: vec![
+                    ("${TOKEN}".into(), "name kept".into()),
+                    ("KEY".into(), "t0k".into()),
+                ],
+                cwd: Some("${HOME}".into()),
+                inherit_env: false,
+            })
+        );
+        assert_eq!(
+            config.get("h"),
+            Some(&McpServerSpec::Http {
+                url: "https://example.com/mcp".into(),
+                headers: vec![("Authorization".into(), "Bearer t0k".into())],
+            })
+        );
+        assert_eq!(
+            config.get("e"),
+            Some(&McpServerSpec::Sse {
+                url: "http://127.0.0.1:1/sse".into(),
+                headers: Vec::new(),
+            })
+        );
+        assert_eq!(config.disabled, ["off"]);
+    }
+
+    #[test]
+    fn an_unset_variable_names_itself_the_server_and_the_field() {
+        for (entry, field) in [
+            (r#"{"command": "${MISSING}"}"#, "command"),
+            (
+                r#"{"command": "x", "args": ["a", "${MISSING}"]}"#,
+                "args[1]",
+            ),
+            (r#"{"command": "x", "env": {"K": "${MISSING}"}}"#, "env.K"),
+            (r#"{"url": "${MISSING}"}"#, "url"),
+            (
+                r#"{"url": "u", "headers": {"X-Key": "${MISSING}"}}"#,
+                "headers.X-Key",
+            ),
+        ] {
+            let text = format!(r#"{{"mcpServers": {{"srv": {entry}}}}}"#);
+            let error = McpServersConfig::from_json_with_env(&text, lookup).unwrap_err();
+            assert_eq!(
+                error,
+                ConfigError::UnsetVariable {
+                    server: "srv".into(),
+                    field: field.into(),
+                    variable: "MISSING".into(),
+                },
+                "{entry}"
+            );
+            assert!(
+                error.to_string().starts_with(&format!(
+                    "server `srv`: `{field}` uses `${{MISSING}}`, which is not set"
+                )),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn debug_hides_env_and_header_values() {
+        let config = McpServersConfig::from_json_with_env(
+            r#"{"mcpServers": {
+                "s": {"command": "srv", "env": {"API_KEY": "${TOKEN}"}},
+                "h": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+            }}"#,
+            lookup,
+        )
+        .unwrap();
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("t0k"), "{shown}");
+        assert!(shown.contains(r#""API_KEY": "<redacted>""#), "{shown}");
+        assert!(
+            shown.contains(r#""Authorization": "<redacted>""#),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn inherit_env_is_read_and_checked() {
+        let config = McpServersConfig::from_json(
+            r#"{"mcpServers": {"a": {"command": "x", "inheritEnv": true}, "b": {"command": "y"}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            config.get("a"),
+            Some(McpServerSpec::Stdio {
+                inherit_env: true,
+                ..
+            })
+        ));
+        assert!(matches!(
+            config.get("b"),
+            Some(McpServerSpec::Stdio {
+                inherit_env: false,
+                ..
+            })
+        ));
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+        let error = McpServersConfig::from_json(
+            r#"{"mcpServers": {"a": {"command": "x", "inheritEnv": 1}}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("`inheritEnv` must be true or false"),
+            "{error}"
+        );
+    }
+
     #[test]
     fn stdio_and_sse_entries() {
         let config = McpServersConfig::from_json(
@@ -327,6 +699,7 @@ mod tests {
                 args: vec!["s.js".into()],
                 env: vec![("K".into(), "v".into())],
                 cwd: Some("/tmp".into()),
+                inherit_env: false,
             })
         );
         assert!(matches!(config.get("b"), Some(McpServerSpec::Sse { .. })));

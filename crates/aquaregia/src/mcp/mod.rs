@@ -32,7 +32,7 @@
 //!
 //! | function | transport |
 //! |---|---|
-//! | [`connect_stdio`] | a child process in its own process group; stderr kept for errors |
+//! | [`connect_stdio`] | a child process in its own process group (job object on Windows); stderr kept for errors; [`DEFAULT_INHERITED_ENV_VARS`] of the environment |
 //! | [`connect_http`] | Streamable HTTP, falling back to legacy HTTP+SSE when the server does not speak it |
 //! | [`connect_sse`] | legacy HTTP+SSE (protocol 2024-11-05 transport) |
 //! | [`connect`] | any rmcp transport (in-memory pipes, the ACP tunnel...) |
@@ -90,14 +90,20 @@ pub use error::{ErrorSource, McpError};
 use handshake::{Handshake, HandshakeError, HttpTarget, establish};
 pub use http::HttpOptions;
 pub use naming::prefixed_name;
+pub use stdio::DEFAULT_INHERITED_ENV_VARS;
 
 /// How long a server gets to finish the handshake by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Starts `command` as a stdio MCP server and connects to it.
 ///
-/// The server runs in its own process group with piped stderr; closing or dropping the
-/// connection terminates the whole group.
+/// The server runs in its own process group (a job object on Windows) with piped stderr;
+/// closing or dropping the connection terminates the whole group.
+///
+/// Its environment is [`DEFAULT_INHERITED_ENV_VARS`] from this process plus every variable
+/// set on `command` itself: a server does not see API keys or tokens it was not given. Set
+/// what it needs with [`Command::env`], or use [`Connector::inherit_env`] to pass the whole
+/// environment.
 pub async fn connect_stdio(command: Command) -> Result<McpConnection, McpError> {
     Connector::new().stdio(command).await
 }
@@ -123,7 +129,8 @@ where
     Connector::new().transport(transport).await
 }
 
-/// Connection settings shared by every transport: the server's name and the connect timeout.
+/// Connection settings: the server's name and the connect timeout for every transport, and
+/// for stdio servers whether they inherit the whole environment.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), aquaregia::mcp::McpError> {
@@ -142,6 +149,7 @@ where
 pub struct Connector {
     name: Option<String>,
     timeout: Duration,
+    inherit_env: bool,
 }
 
 impl Default for Connector {
@@ -151,11 +159,13 @@ impl Default for Connector {
 }
 
 impl Connector {
-    /// No name (one is derived from the command or URL), a 30 s connect timeout.
+    /// No name (one is derived from the command or URL), a 30 s connect timeout, and stdio
+    /// servers limited to [`DEFAULT_INHERITED_ENV_VARS`] of this process's environment.
     pub fn new() -> Self {
         Self {
             name: None,
             timeout: DEFAULT_CONNECT_TIMEOUT,
+            inherit_env: false,
         }
     }
 
@@ -171,8 +181,27 @@ impl Connector {
         self
     }
 
+    /// Whether a stdio server inherits this process's whole environment (`true`), or only
+    /// [`DEFAULT_INHERITED_ENV_VARS`] (`false`, the default). Variables set on the server's
+    /// `Command` are passed either way.
+    ///
+    /// The whole environment usually holds API keys and tokens (`OPENAI_API_KEY`,
+    /// `GITHUB_TOKEN`...) that a third-party server has no business reading: prefer giving a
+    /// server the variables it needs.
+    pub fn inherit_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = inherit;
+        self
+    }
+
     /// Starts and connects a stdio server.
-    pub async fn stdio(self, command: Command) -> Result<McpConnection, McpError> {
+    ///
+    /// Unless [`inherit_env`](Self::inherit_env) is set, what `command` would inherit is
+    /// limited to [`DEFAULT_INHERITED_ENV_VARS`]. Variables set on `command` (with
+    /// [`Command::env`]) are kept, since whoever set them meant the server to have them, and
+    /// variables removed from it stay removed. A `command` whose environment was cleared with
+    /// [`Command::env_clear`] still receives the allowlisted variables: remove them with
+    /// [`Command::env_remove`] if they must not be there.
+    pub async fn stdio(self, mut command: Command) -> Result<McpConnection, McpError> {
         let name = self.name.clone().unwrap_or_else(|| {
             let program = command
                 .as_std()
@@ -183,8 +212,11 @@ impl Connector {
                 .file_name()
                 .map_or(program.clone(), |file| file.to_string_lossy().into_owned())
         });
-        let std_command = command.as_std();
-        let retry = rebuild(std_command);
+        let mut retry = rebuild(command.as_std());
+        if !self.inherit_env {
+            stdio::restrict_env(&mut command);
+            stdio::restrict_env(&mut retry);
+        }
         let (process, stdout, stdin) = stdio::spawn(command, &name)?;
         let first = establish(
             lines::StdioTransport::new(stdout, stdin),

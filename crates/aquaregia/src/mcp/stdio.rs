@@ -1,14 +1,15 @@
-//! stdio servers: a child process in its own process group, its stderr drained into a
-//! bounded tail, the whole group terminated on close or drop.
+//! stdio servers: a child process in its own process group (a job object on Windows), its
+//! stderr drained into a bounded tail, the whole group terminated on close or drop.
 
+use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop};
 use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::sync::{mpsc, watch};
 
 use super::error::McpError;
 
@@ -17,14 +18,74 @@ const STDERR_TAIL_BYTES: usize = 8 * 1024;
 /// How long a closed server gets to exit on its own, then after SIGTERM. Servers that keep
 /// timers alive (most Node servers) ignore stdin closing, so this is paid on every close.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
+/// How long an exited server's stderr gets to reach its end (grandchildren may hold the pipe).
+const STDERR_DRAIN: Duration = Duration::from_millis(200);
+
+/// The variables a stdio server inherits from this process unless it opts into the whole
+/// environment: enough to find programs, the user's home and temporary directory, and the
+/// text encoding, and nothing that usually holds a secret.
+///
+/// The lists are those of the official MCP SDKs (TypeScript and Python
+/// `DEFAULT_INHERITED_ENV_VARS`), plus on Unix `TMPDIR` (where the temporary directory is) and
+/// the locale (`LANG`, `LC_ALL`, `LC_CTYPE`: the text encoding a server's tools use for file
+/// names and subprocess output; macOS terminals set only `LC_CTYPE`).
+#[cfg(not(windows))]
+pub const DEFAULT_INHERITED_ENV_VARS: &[&str] = &[
+    "HOME", "LANG", "LC_ALL", "LC_CTYPE", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "USER",
+];
+
+/// The variables a stdio server inherits from this process unless it opts into the whole
+/// environment: enough to find programs, the user's profile and temporary directory, and
+/// nothing that usually holds a secret (the official MCP SDKs' `DEFAULT_INHERITED_ENV_VARS`).
+#[cfg(windows)]
+pub const DEFAULT_INHERITED_ENV_VARS: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "PROGRAMFILES",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+];
+
+/// Replaces what `command` would inherit with [`DEFAULT_INHERITED_ENV_VARS`], keeping every
+/// variable set or removed on `command` itself.
+pub(crate) fn restrict_env(command: &mut Command) {
+    let explicit: Vec<(OsString, Option<OsString>)> = command
+        .as_std()
+        .get_envs()
+        .map(|(name, value)| (name.to_owned(), value.map(ToOwned::to_owned)))
+        .collect();
+    command.env_clear();
+    for name in DEFAULT_INHERITED_ENV_VARS {
+        // A value starting with `()` is an exported shell function (Shellshock): never passed.
+        if let Some(value) = std::env::var_os(name)
+            && !value.as_encoded_bytes().starts_with(b"()")
+        {
+            command.env(name, value);
+        }
+    }
+    for (name, value) in explicit {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+}
 
 /// A running stdio server process.
 pub(crate) struct StdioProcess {
-    /// The process group (the child's pid, since it leads its own group).
-    pgid: Option<u32>,
+    /// To the task that owns the child. Dropping the sender kills the process group.
+    signals: mpsc::UnboundedSender<Signal>,
     exit: watch::Receiver<Option<String>>,
     stderr: StderrTail,
-    stderr_task: JoinHandle<()>,
+    /// `true` once the server's stderr reached its end.
+    stderr_closed: watch::Receiver<bool>,
 }
 
 /// The last bytes the server wrote to stderr.
@@ -51,7 +112,40 @@ impl StderrTail {
     }
 }
 
-/// Starts `command` with piped stdio in a new process group.
+#[derive(Clone, Copy, Debug)]
+enum Signal {
+    /// Ask the group to stop (SIGTERM; on Windows, where there is none, the job is terminated).
+    Term,
+    /// Kill the whole group or job.
+    Kill,
+}
+
+/// The spawned child. Dropping it kills whatever is left of its process group or job, so the
+/// group dies with the task that owns it even when a runtime shutting down drops that task.
+struct Group(Box<dyn ChildWrapper>);
+
+impl Group {
+    fn signal(&mut self, signal: Signal) {
+        #[cfg(unix)]
+        if let Signal::Term = signal {
+            // ESRCH just means the group is already gone.
+            let _ = self.0.signal(libc::SIGTERM);
+            return;
+        }
+        let _ = signal;
+        let _ = self.0.start_kill();
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // Synchronous: a signal to the group (Unix) or terminating the job (Windows).
+        let _ = self.0.start_kill();
+    }
+}
+
+/// Starts `command` with piped stdio as the leader of a new process group (Unix) or in a new
+/// job object (Windows).
 pub(crate) fn spawn(
     mut command: Command,
     name: &str,
@@ -59,16 +153,19 @@ pub(crate) fn spawn(
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    command.process_group(0);
+        .stderr(Stdio::piped());
     let program = command
         .as_std()
         .get_program()
         .to_string_lossy()
         .into_owned();
-    let mut child = command.spawn().map_err(|error| {
+    let mut wrapped = CommandWrap::from(command);
+    #[cfg(unix)]
+    wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+    #[cfg(windows)]
+    wrapped.wrap(process_wrap::tokio::JobObject);
+    wrapped.wrap(KillOnDrop);
+    let child = wrapped.spawn().map_err(|error| {
         let what = if error.kind() == std::io::ErrorKind::NotFound {
             "command not found".to_owned()
         } else {
@@ -76,21 +173,25 @@ pub(crate) fn spawn(
         };
         McpError::connect(name, format!("could not start `{program}`: {what}"))
     })?;
-    let (Some(stdin), Some(stdout), Some(mut stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
+    let mut child = Group(child);
+    let (Some(stdin), Some(stdout), Some(mut stderr)) = (
+        child.0.stdin().take(),
+        child.0.stdout().take(),
+        child.0.stderr().take(),
+    ) else {
         return Err(McpError::connect(
             name,
             "the child process has no piped stdio",
         ));
     };
-    let pgid = child.id();
 
     let tail = StderrTail::default();
     let stderr_tail = tail.clone();
+    let (stderr_closed_tx, stderr_closed) = watch::channel(false);
     let server = name.to_owned();
-    // Drained continuously: a server blocked on a full stderr pipe would stop answering.
-    let stderr_task = tokio::spawn(async move {
+    // Drained continuously: a server blocked on a full stderr pipe would stop answering. The
+    // pipe ends when the last process holding it exits, so this task ends with the group.
+    tokio::spawn(async move {
         let mut buf = vec![0u8; 4096];
         loop {
             match stderr.read(&mut buf).await {
@@ -103,24 +204,43 @@ pub(crate) fn spawn(
                 }
             }
         }
+        let _ = stderr_closed_tx.send(true);
     });
 
     let (exit_tx, exit) = watch::channel(None);
-    // The child is owned by this task, which reaps it whenever it exits.
+    let (signals, mut signal_rx) = mpsc::unbounded_channel();
+    // The child is owned by this task, which reaps it whenever it exits and signals it on
+    // request. It ends when the child has exited.
     tokio::spawn(async move {
-        let status = match child.wait().await {
+        let mut owner_alive = true;
+        let status = loop {
+            tokio::select! {
+                status = child.0.wait() => break status,
+                signal = signal_rx.recv(), if owner_alive => match signal {
+                    Some(signal) => child.signal(signal),
+                    // The `StdioProcess` was dropped.
+                    None => {
+                        owner_alive = false;
+                        child.signal(Signal::Kill);
+                    }
+                },
+            }
+        };
+        let status = match status {
             Ok(status) => describe_exit(status),
             Err(error) => format!("could not be waited for: {error}"),
         };
         let _ = exit_tx.send(Some(status));
+        // Dropping `child` kills what is left of the group: grandchildren of a server that
+        // exited would otherwise be orphans.
     });
 
     Ok((
         StdioProcess {
-            pgid,
+            signals,
             exit,
             stderr: tail,
-            stderr_task,
+            stderr_closed,
         },
         stdout,
         stdin,
@@ -147,7 +267,7 @@ impl StdioProcess {
         self.exit.borrow().clone()
     }
 
-    /// Waits up to `limit` for the process to exit, then for its stderr to be drained.
+    /// Waits up to `limit` for the process to exit, then briefly for its stderr to be drained.
     pub(crate) async fn wait_exit(&self, limit: Duration) -> Option<String> {
         let mut exit = self.exit.clone();
         let status = tokio::time::timeout(limit, exit.wait_for(Option::is_some))
@@ -155,13 +275,8 @@ impl StdioProcess {
             .ok()
             .and_then(|status| status.ok().and_then(|s| s.clone()));
         if status.is_some() {
-            // The pipe closes when the process (and any child holding it) is gone.
-            let _ = tokio::time::timeout(Duration::from_millis(200), async {
-                while !self.stderr_task.is_finished() {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            })
-            .await;
+            let mut closed = self.stderr_closed.clone();
+            let _ = tokio::time::timeout(STDERR_DRAIN, closed.wait_for(|closed| *closed)).await;
         }
         status
     }
@@ -181,43 +296,18 @@ impl StdioProcess {
         message
     }
 
-    /// Graceful stop, once stdin is closed: wait, SIGTERM the group, wait, SIGKILL the group.
-    /// The group is always killed at the end, so grandchildren (`npx`, `uvx`...) go too.
+    /// Graceful stop, once stdin is closed: wait, SIGTERM the group, wait, kill the group.
+    /// The group is killed once its leader has exited in any case, so grandchildren (`npx`,
+    /// `uvx`...) go too.
     pub(crate) async fn shutdown(&self) {
-        if self.wait_exit(EXIT_GRACE).await.is_none() {
-            self.signal_group(Signal::Term);
-            self.wait_exit(EXIT_GRACE).await;
+        if self.wait_exit(EXIT_GRACE).await.is_some() {
+            return;
         }
-        self.signal_group(Signal::Kill);
-    }
-
-    fn signal_group(&self, signal: Signal) {
-        #[cfg(unix)]
-        if let Some(pid) = self
-            .pgid
-            .and_then(|pgid| rustix::process::Pid::from_raw(pgid as i32))
-        {
-            let signal = match signal {
-                Signal::Term => rustix::process::Signal::TERM,
-                Signal::Kill => rustix::process::Signal::KILL,
-            };
-            // ESRCH just means the group is already gone.
-            let _ = rustix::process::kill_process_group(pid, signal);
+        let _ = self.signals.send(Signal::Term);
+        if self.wait_exit(EXIT_GRACE).await.is_some() {
+            return;
         }
-        #[cfg(not(unix))]
-        let _ = signal;
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Signal {
-    Term,
-    Kill,
-}
-
-impl Drop for StdioProcess {
-    fn drop(&mut self) {
-        // Synchronous and runtime-free, so it works from any drop site.
-        self.signal_group(Signal::Kill);
+        let _ = self.signals.send(Signal::Kill);
+        self.wait_exit(EXIT_GRACE).await;
     }
 }
