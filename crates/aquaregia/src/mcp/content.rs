@@ -26,7 +26,7 @@ pub(crate) fn map_raw_result(mut result: Value) -> Result<ToolOutput, ToolExecEr
         .as_object_mut()
         .and_then(|object| object.remove("structuredContent"));
     let blocks = match result.get_mut("content").map(Value::take) {
-        Some(Value::Array(blocks)) => blocks.into_iter().map(raw_block).collect(),
+        Some(Value::Array(blocks)) => blocks.iter().map(raw_block).collect(),
         _ => Vec::new(),
     };
     finish(is_error, structured, blocks)
@@ -122,7 +122,7 @@ fn typed_block(block: McpBlock) -> ContentBlock {
     }
 }
 
-fn raw_block(block: Value) -> ContentBlock {
+fn raw_block(block: &Value) -> ContentBlock {
     let field = |name: &str| block.get(name).and_then(Value::as_str).map(str::to_owned);
     let mapped = match block.get("type").and_then(Value::as_str) {
         Some("text") => field("text").map(|text| ContentBlock::Text { text }),
@@ -162,7 +162,7 @@ fn raw_block(block: Value) -> ContentBlock {
         }
         _ => None,
     };
-    mapped.unwrap_or_else(|| unknown_block(&block))
+    mapped.unwrap_or_else(|| unknown_block(block))
 }
 
 /// A block this version does not map: kept as its wire JSON text, never dropped.
