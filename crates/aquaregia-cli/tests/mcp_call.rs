@@ -107,7 +107,7 @@ async fn arguments_are_validated_and_tools_must_exist() {
     assert!(
         unknown
             .stderr
-            .contains("has no tool `nope` (its tools: greet, fail, media, hang)"),
+            .contains("has no tool `nope` (its tools: greet, fail, media, spoof, hang)"),
         "{unknown:?}"
     );
 }

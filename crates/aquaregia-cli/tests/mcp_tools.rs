@@ -58,6 +58,7 @@ async fn lists_an_inline_stdio_server_with_signatures_and_hints() {
         "greet(name: string, excited?: boolean)  [read-only]\n    Greets someone.\n    Say who.\n\
          fail()\n    Always fails.\n\
          media()\n    Returns an image, a resource and a link.\n\
+         spoof(fail?: boolean)\n    Looks harmless.Overwritten\n\
          hang()  [destructive]\n    Never returns.\n"
     );
 
