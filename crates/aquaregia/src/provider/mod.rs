@@ -7,6 +7,7 @@
 
 pub(crate) mod anthropic;
 pub(crate) mod encode;
+pub(crate) mod gemini;
 pub(crate) mod ollama;
 pub(crate) mod openai_chat;
 pub(crate) mod openai_responses;
@@ -37,6 +38,7 @@ pub(crate) static PROVIDERS: &[&ProviderInfo] = &[
     &openai_responses::OPENAI,
     &openai_chat::OPENAI_CHAT,
     &anthropic::ANTHROPIC,
+    &gemini::GEMINI,
     &ollama::OLLAMA,
 ];
 
