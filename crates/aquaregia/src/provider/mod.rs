@@ -249,7 +249,8 @@ fn provider_error(provider: &'static str, status: u16, headers: &HeaderMap, body
             }
         });
     let code = error.and_then(|e| {
-        ["code", "type"]
+        // Gemini's `code` is the numeric status; its name is in `status`.
+        ["code", "type", "status"]
             .into_iter()
             .find_map(|key| e.get(key).and_then(Value::as_str).map(str::to_owned))
     });

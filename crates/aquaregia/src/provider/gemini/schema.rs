@@ -168,13 +168,13 @@ fn rewrite_json_schema(schema: &mut Value) {
     let Value::Object(map) = schema else {
         return;
     };
-    if let Some(Value::Array(tuple)) = map.remove("items") {
-        map.insert("prefixItems".into(), Value::Array(tuple));
+    if map.get("items").is_some_and(Value::is_array)
+        && let Some(tuple) = map.remove("items")
+    {
+        map.insert("prefixItems".into(), tuple);
         if let Some(rest) = map.remove("additionalItems") {
             map.insert("items".into(), rest);
         }
-    } else if let Some(items) = map.remove("items") {
-        map.insert("items".into(), items);
     }
     let mut fix = |sub: &mut Value| match sub {
         Value::Bool(true) => *sub = json!({}),
@@ -454,6 +454,8 @@ mod tests {
             json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}]})
         );
         assert_eq!(schema["additionalProperties"], json!(false));
+        let list = json!({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "string"}}}});
+        assert_eq!(declaration_schema(&list).unwrap().1, list);
     }
 
     #[test]
