@@ -620,6 +620,20 @@ mod tests {
     }
 
     #[test]
+    fn ref_keys_in_tool_output_are_renamed() {
+        let result = ToolResult {
+            call_id: "c".into(),
+            name: "t".into(),
+            output: crate::tool::ToolOutput::Json(json!({"a": [{"$ref": "#/x"}]})),
+            is_error: false,
+        };
+        assert_eq!(
+            function_response(&result)["functionResponse"]["response"],
+            json!({"output": {"a": [{"_$ref": "#/x"}]}})
+        );
+    }
+
+    #[test]
     fn base_url_and_paths() {
         assert_eq!(
             gemini_base_url("https://proxy.example/v1beta/"),
