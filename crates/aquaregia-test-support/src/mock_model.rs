@@ -27,6 +27,8 @@ const GATE_BOUND: Duration = Duration::from_secs(120);
 pub struct Recorded {
     /// The request path, e.g. `/v1/chat/completions`.
     pub path: String,
+    /// The query string without `?` (empty when there is none), e.g. `alt=sse`.
+    pub query: String,
     /// The request headers.
     pub headers: HeaderMap,
     /// The JSON body (`null` if it was not JSON).
@@ -253,6 +255,7 @@ async fn handle(state: Arc<State>, uri: Uri, headers: HeaderMap, body: Bytes) ->
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
     state.requests.lock().unwrap().push(Recorded {
         path: uri.path().to_owned(),
+        query: uri.query().unwrap_or_default().to_owned(),
         headers,
         body,
     });

@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::http::{self, HttpConfig};
 use crate::model::{ModelRequest, ModelResponse, ModelStream};
 use crate::provider::{
-    KeyPolicy, PROVIDERS, ProviderInfo, RequestCache, anthropic, ollama, openai_chat,
+    KeyPolicy, PROVIDERS, ProviderInfo, RequestCache, anthropic, gemini, ollama, openai_chat,
     openai_responses, provider, provider_ids,
 };
 
@@ -28,6 +28,8 @@ pub enum ProviderKind {
     OpenAiChat,
     /// Anthropic Messages API (`POST /v1/messages`).
     Anthropic,
+    /// Google Gemini API (`POST /v1beta/models/{model}:generateContent`).
+    Gemini,
 }
 
 /// A configured model provider. Cheap to clone; share one per provider.
@@ -82,6 +84,13 @@ impl Client {
         ClientBuilder::new(&anthropic::ANTHROPIC)
     }
 
+    /// Google Gemini API (`generateContent`). Key from `GEMINI_API_KEY` or `GOOGLE_API_KEY`,
+    /// base URL from `GOOGLE_GEMINI_BASE_URL` (default
+    /// `https://generativelanguage.googleapis.com`).
+    pub fn gemini() -> ClientBuilder {
+        ClientBuilder::new(&gemini::GEMINI)
+    }
+
     /// A local Ollama server through its Chat Completions endpoint, at `OLLAMA_HOST`
     /// (default `http://127.0.0.1:11434`). No key.
     pub fn ollama() -> ClientBuilder {
@@ -89,7 +98,8 @@ impl Client {
     }
 
     /// A client and model id from a `provider:model` spec: `openai:gpt-5-mini`,
-    /// `openai-chat:gpt-4o-mini`, `anthropic:claude-sonnet-4-5`, `ollama:qwen3:8b`.
+    /// `openai-chat:gpt-4o-mini`, `anthropic:claude-sonnet-4-5`, `gemini:gemini-2.5-flash`,
+    /// `ollama:qwen3:8b`.
     ///
     /// ```
     /// let err = aquaregia::Client::from_model_spec("nope:model").unwrap_err();

@@ -34,6 +34,7 @@
 //! | [`Client::openai`] | OpenAI Responses | `OPENAI_API_KEY`, `OPENAI_BASE_URL` |
 //! | [`Client::openai_chat`] | Chat Completions (OpenAI, vLLM, llama.cpp, DeepSeek, Groq...) | `OPENAI_API_KEY`, `OPENAI_BASE_URL` |
 //! | [`Client::anthropic`] | Anthropic Messages | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` |
+//! | [`Client::gemini`] | Gemini `generateContent` | `GEMINI_API_KEY` or `GOOGLE_API_KEY`, `GOOGLE_GEMINI_BASE_URL` |
 //! | [`Client::ollama`] | Chat Completions at `OLLAMA_HOST` | no key |
 //!
 //! ## Cargo features

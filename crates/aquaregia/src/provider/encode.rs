@@ -148,7 +148,7 @@ fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(),
 mod tests {
     use super::*;
     use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
-    use crate::provider::{anthropic, openai_chat, openai_responses};
+    use crate::provider::{anthropic, gemini, openai_chat, openai_responses};
     use crate::tool::{ContentBlock, ToolOutput};
 
     fn conversation() -> Vec<Message> {
@@ -211,6 +211,7 @@ mod tests {
         incremental_equals_fresh::<openai_chat::OpenAiChat>();
         incremental_equals_fresh::<openai_responses::OpenAiResponses>();
         incremental_equals_fresh::<anthropic::Anthropic>();
+        incremental_equals_fresh::<gemini::Gemini>();
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub(crate) mod anthropic;
 pub(crate) mod encode;
+pub(crate) mod gemini;
 pub(crate) mod ollama;
 pub(crate) mod openai_chat;
 pub(crate) mod openai_responses;
@@ -37,6 +38,7 @@ pub(crate) static PROVIDERS: &[&ProviderInfo] = &[
     &openai_responses::OPENAI,
     &openai_chat::OPENAI_CHAT,
     &anthropic::ANTHROPIC,
+    &gemini::GEMINI,
     &ollama::OLLAMA,
 ];
 
@@ -247,7 +249,8 @@ fn provider_error(provider: &'static str, status: u16, headers: &HeaderMap, body
             }
         });
     let code = error.and_then(|e| {
-        ["code", "type"]
+        // Gemini's `code` is the numeric status; its name is in `status`.
+        ["code", "type", "status"]
             .into_iter()
             .find_map(|key| e.get(key).and_then(Value::as_str).map(str::to_owned))
     });
