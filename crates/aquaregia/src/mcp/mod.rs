@@ -28,6 +28,9 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Several servers at once, with their tools prefixed `<server>__<tool>`, filtered, refreshed
+//! and closed together: [`McpToolset`].
+//!
 //! ## Transports
 //!
 //! | function | transport |
@@ -68,6 +71,7 @@ mod listing;
 mod naming;
 mod sse;
 mod stdio;
+mod toolset;
 
 /// The rmcp version this module is built on. Use this re-export (`aquaregia::mcp::rmcp`)
 /// rather than your own `rmcp` dependency for what [`McpConnection::peer`] exposes (prompts,
@@ -89,6 +93,7 @@ pub use error::{ErrorSource, McpError};
 use handshake::{Handshake, HandshakeError, HttpTarget, establish};
 pub use http::HttpOptions;
 pub use naming::prefixed_name;
+pub use toolset::{McpToolset, McpToolsetBuilder, glob_match};
 
 /// How long a server gets to finish the handshake by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
