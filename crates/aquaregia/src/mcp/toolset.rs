@@ -217,23 +217,27 @@ impl McpToolsetBuilder {
                     }
                     servers.push((name, connection));
                 }
-                Err(error) => {
-                    tracing::warn!(server = %name, %error, "MCP server unavailable");
-                    failures.push((name, error));
-                }
+                Err(error) => failures.push((name, error)),
             }
         }
-        if self.strict
-            && let Some((_, first)) = failures.first()
-        {
-            let first = first.clone();
-            join_all(
-                servers
-                    .into_iter()
-                    .map(|(_, connection)| connection.close()),
-            )
-            .await;
-            return Err(first);
+        if self.strict {
+            let mut errors = failures.iter().map(|(_, error)| error);
+            if let Some(first) = errors.next() {
+                for other in errors {
+                    tracing::warn!(error = %other, "another MCP server failed too");
+                }
+                let first = first.clone();
+                join_all(
+                    servers
+                        .into_iter()
+                        .map(|(_, connection)| connection.close()),
+                )
+                .await;
+                return Err(first);
+            }
+        }
+        for (name, error) in &failures {
+            tracing::warn!(server = %name, %error, "MCP server unavailable");
         }
         Ok(McpToolset {
             inner: Arc::new(Inner {
