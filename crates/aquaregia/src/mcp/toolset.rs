@@ -65,6 +65,7 @@ pub struct McpToolset {
     inner: Arc<Inner>,
 }
 
+#[derive(Default)]
 struct Inner {
     servers: Vec<(String, McpConnection)>,
     failures: Vec<(String, McpError)>,
@@ -243,10 +244,18 @@ impl McpToolsetBuilder {
             inner: Arc::new(Inner {
                 servers,
                 failures,
-                handed_out: Mutex::new(HashSet::new()),
-                listed_generation: AtomicU64::new(0),
+                ..Inner::default()
             }),
         })
+    }
+}
+
+/// No servers, no tools.
+impl Default for McpToolset {
+    fn default() -> Self {
+        McpToolset {
+            inner: Arc::default(),
+        }
     }
 }
 
