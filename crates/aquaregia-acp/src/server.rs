@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::{ConnectionTo, Dispatch, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo};
-use aquaregia::{AgentBuilder, AgentEvent, Message, Role, StepOverrides, StopReason, Tool};
+use aquaregia::{AgentBuilder, AgentEvent, Message, Role, StopReason};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -289,12 +289,12 @@ impl State {
             }
         };
         let id = format!("sess-{}", self.next_session.fetch_add(1, Ordering::Relaxed));
-        let (connections, failures) = connect_all(&entries, &cwd, &self.plan, &cx, &self.acp).await;
+        let (toolset, failures) = connect_all(&entries, &cwd, &self.plan, &cx, &self.acp).await;
         for failure in &failures {
             tracing::warn!(session = %id, server = %failure.name, reason = %failure.reason, "MCP server unavailable");
         }
-        tracing::info!(session = %id, servers = connections.len(), failed = failures.len(), "session created");
-        let session = Arc::new(Session::new(id.clone(), cwd, connections));
+        tracing::info!(session = %id, servers = toolset.connections().len(), failed = failures.len(), "session created");
+        let session = Arc::new(Session::new(id.clone(), cwd, toolset));
         lock(&self.sessions).insert(id.clone(), session);
         let _ = responder.respond(json!({
             "sessionId": id,
@@ -327,15 +327,17 @@ impl State {
         responder: Responder,
         cx: ConnectionTo<Client>,
     ) {
+        // Releases the session however this ends, a panic included.
+        let running = session.prompt_guard(token.clone());
         let Some(blocks) = params.get("prompt").and_then(Value::as_array) else {
-            session.end_prompt(&token);
+            drop(running);
             let _ = responder.respond_with_error(invalid_params(
                 "`prompt` must be an array of content blocks",
             ));
             return;
         };
         let outcome = self.run_prompt(&session, blocks, &token, &cx).await;
-        session.end_prompt(&token);
+        drop(running);
         let _ = match outcome {
             Ok(stop) => responder.respond(json!({"stopReason": stop})),
             Err(message) => responder.respond_with_error(
@@ -359,13 +361,13 @@ impl State {
         };
         let mcp_tools = session.mcp_tools().await;
         let agent = (self.factory)(&context)
-            .tools(mcp_tools.clone())
+            .tools(mcp_tools)
             .hooks(AcpHooks {
                 cx: cx.clone(),
                 session: session.clone(),
             })
             .cancellation_token(token.clone())
-            .prepare_step(refresh_tools(session.clone(), &mcp_tools))
+            .prepare_step(session.toolset.prepare_step())
             .build()
             .map_err(|error| error.to_string())?;
 
@@ -423,52 +425,6 @@ impl State {
             .map(|(_, session)| session)
             .collect();
         futures::future::join_all(sessions.iter().map(|session| session.close())).await;
-    }
-}
-
-/// Picks up `tools/list_changed` from any server before each model step: the agent's own
-/// tools stay, the MCP tools are replaced by the current listing. Overrides last one step, so
-/// once the list has changed every later step gets the current listing too (served from the
-/// connections' caches while nothing changes).
-fn refresh_tools(
-    session: Arc<Session>,
-    initial: &[Tool],
-) -> impl Fn(
-    &aquaregia::StepContext<'_>,
-) -> futures::future::BoxFuture<'static, Result<StepOverrides, aquaregia::Error>>
-+ Send
-+ Sync
-+ 'static {
-    // (last generation seen, whether the initial tools are stale)
-    let state = Arc::new(Mutex::new((session.tools_generation(), false)));
-    let mcp_names: Arc<[String]> = initial.iter().map(|t| t.name().to_owned()).collect();
-    move |ctx| {
-        let own: Vec<Tool> = ctx
-            .tools()
-            .iter()
-            .filter(|tool| !mcp_names.iter().any(|name| name == tool.name()))
-            .cloned()
-            .collect();
-        let (session, state) = (session.clone(), state.clone());
-        Box::pin(async move {
-            // A notification that came in with the last tool results is handled on another
-            // task; give it the chance to land before looking.
-            tokio::task::yield_now().await;
-            let generation = session.tools_generation();
-            {
-                let mut state = lock(&state);
-                if state.0 == generation && !state.1 {
-                    return Ok(StepOverrides::new());
-                }
-                if state.0 != generation {
-                    tracing::info!(session = %session.id, "tool list changed");
-                }
-                *state = (generation, true);
-            }
-            let mut tools = own;
-            tools.extend(session.mcp_tools().await);
-            Ok(StepOverrides::new().tools(tools))
-        })
     }
 }
 

@@ -1,5 +1,5 @@
 //! The `mcpServers` of `session/new`: parsed leniently, connected in parallel, each within the
-//! startup budget, all through [`McpConnection`].
+//! startup budget, all through [`McpToolset`].
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
-use aquaregia::mcp::{Connector, McpConnection, McpServerSpec};
+use aquaregia::mcp::{McpError, McpServerSpec, McpToolset};
 use serde_json::Value;
 
 use crate::mcp_over_acp::McpOverAcp;
@@ -114,19 +114,23 @@ pub(crate) struct ConnectPlan {
     pub(crate) disabled: Arc<[String]>,
 }
 
-/// Connects every entry in parallel. Failures (bad entries, duplicates, servers that do not
-/// start in time) are returned, not fatal.
+/// Connects every entry in parallel through an [`McpToolset`] (tools named
+/// `<server>__<tool>`). Failures (bad entries, duplicates, servers that do not start in time)
+/// are returned, not fatal.
 pub(crate) async fn connect_all(
     entries: &[Value],
     cwd: &Path,
     plan: &ConnectPlan,
     cx: &ConnectionTo<Client>,
     acp: &Arc<McpOverAcp>,
-) -> (Vec<(String, McpConnection)>, Vec<Failure>) {
+) -> (McpToolset, Vec<Failure>) {
     let mut failures = Vec::new();
     let mut names = HashSet::new();
     let mut server_ids = HashSet::new();
-    let mut declared = Vec::new();
+    let mut builder = McpToolset::builder()
+        .startup_timeout(plan.startup_timeout)
+        .always_prefix(true)
+        .disable_tools(plan.disabled.iter().cloned());
     for entry in entries {
         match parse(entry, cwd) {
             Ok((name, _)) if !names.insert(name.clone()) => failures.push(Failure {
@@ -139,93 +143,37 @@ pub(crate) async fn connect_all(
                     reason: format!("serverId `{server_id}` is declared twice"),
                 });
             }
-            Ok(server) => declared.push(server),
+            Ok((name, Declared::Spec(spec))) => builder = builder.server(name, spec),
+            Ok((name, Declared::Acp { server_id })) => {
+                let (cx, acp, server) = (cx.clone(), acp.clone(), name.clone());
+                builder = builder.connect_with(name, move |connector| async move {
+                    let transport =
+                        acp.open(&cx, &server_id)
+                            .await
+                            .map_err(|message| McpError::Connect {
+                                server,
+                                message,
+                                source: None,
+                            })?;
+                    connector.transport(transport).await
+                });
+            }
             Err(failure) => failures.push(failure),
         }
     }
-    let attempts = declared.into_iter().map(|(name, server)| async move {
-        let connector = Connector::new()
-            .name(name.clone())
-            .timeout(plan.startup_timeout);
-        let attempt = async {
-            match &server {
-                Declared::Spec(spec) => spec.connect(connector).await.map_err(|e| e.to_string()),
-                Declared::Acp { server_id } => {
-                    let transport = acp.open(cx, server_id).await?;
-                    connector
-                        .transport(transport)
-                        .await
-                        .map_err(|e| e.to_string())
-                }
-            }
-        };
-        let result = match tokio::time::timeout(plan.startup_timeout, attempt).await {
-            Ok(result) => result,
-            Err(_) => Err(format!(
-                "did not start within {} s",
-                plan.startup_timeout.as_secs_f64()
-            )),
-        };
-        (name, result)
-    });
-    let mut connections = Vec::new();
-    for (name, result) in futures::future::join_all(attempts).await {
-        match result {
-            Ok(connection) => {
-                let disabled = plan.disabled.clone();
-                let connection = connection
-                    .with_tool_prefix(format!("{name}_"))
-                    .with_tool_filter(move |tool| {
-                        !disabled
-                            .iter()
-                            .any(|pattern| wildcard_match(pattern, &tool.name))
-                    });
-                connections.push((name, connection));
-            }
-            Err(reason) => failures.push(Failure { name, reason }),
-        }
-    }
-    (connections, failures)
-}
-
-/// `*` (any run) and `?` (one character) wildcards; everything else literal.
-pub(crate) fn wildcard_match(pattern: &str, text: &str) -> bool {
-    let (pattern, text): (Vec<char>, Vec<char>) =
-        (pattern.chars().collect(), text.chars().collect());
-    let (mut p, mut t) = (0, 0);
-    let mut backtrack: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
-            p += 1;
-            t += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
-            backtrack = Some((p, t));
-            p += 1;
-        } else if let Some((star, matched)) = backtrack {
-            p = star + 1;
-            t = matched + 1;
-            backtrack = Some((star, matched + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|&c| c == '*')
+    // Not strict: connecting never fails as a whole.
+    let toolset = builder.connect().await.unwrap_or_default();
+    failures.extend(toolset.failures().iter().map(|(name, error)| Failure {
+        name: name.clone(),
+        reason: error.to_string(),
+    }));
+    (toolset, failures)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn wildcards() {
-        assert!(wildcard_match("fs__*", "fs__read_file"));
-        assert!(wildcard_match("*write*", "fs__write_file"));
-        assert!(wildcard_match("echo", "echo"));
-        assert!(wildcard_match("e?ho", "echo"));
-        assert!(!wildcard_match("fs__*", "git__status"));
-        assert!(!wildcard_match("echo", "echo2"));
-    }
 
     #[test]
     fn entries_of_every_kind() {

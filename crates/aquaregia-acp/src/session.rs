@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, UntypedMessage};
-use aquaregia::mcp::McpConnection;
+use aquaregia::mcp::McpToolset;
 use aquaregia::{AgentHooks, Message, Tool, ToolCall, ToolCallDecision};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -63,7 +63,7 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub(crate) struct Session {
     pub(crate) id: String,
     pub(crate) cwd: PathBuf,
-    pub(crate) connections: Vec<(String, McpConnection)>,
+    pub(crate) toolset: McpToolset,
     pub(crate) history: Mutex<Vec<Message>>,
     mode: Mutex<Mode>,
     always: Mutex<HashMap<String, Always>>,
@@ -72,11 +72,11 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(id: String, cwd: PathBuf, connections: Vec<(String, McpConnection)>) -> Self {
+    pub(crate) fn new(id: String, cwd: PathBuf, toolset: McpToolset) -> Self {
         Self {
             id,
             cwd,
-            connections,
+            toolset,
             history: Mutex::new(Vec::new()),
             mode: Mutex::new(Mode::Default),
             always: Mutex::new(HashMap::new()),
@@ -103,6 +103,14 @@ impl Session {
         Some(token)
     }
 
+    /// Releases the session when dropped, however the prompt ends (a panic included).
+    pub(crate) fn prompt_guard(self: &Arc<Self>, token: CancellationToken) -> PromptGuard {
+        PromptGuard {
+            session: self.clone(),
+            token,
+        }
+    }
+
     pub(crate) fn end_prompt(&self, token: &CancellationToken) {
         let mut prompt = lock(&self.prompt);
         if prompt.as_ref().is_some_and(|current| current == token) {
@@ -119,42 +127,27 @@ impl Session {
 
     /// Every MCP tool the session has now. A server that went away is logged and skipped.
     pub(crate) async fn mcp_tools(&self) -> Vec<Tool> {
-        let listings = futures::future::join_all(
-            self.connections
-                .iter()
-                .map(|(name, connection)| async move { (name, connection.tools().await) }),
-        )
-        .await;
-        let mut tools = Vec::new();
-        for (name, listing) in listings {
-            match listing {
-                Ok(listing) => tools.extend(listing),
-                Err(error) => {
-                    tracing::warn!(session = %self.id, server = %name, %error, "MCP server tools unavailable")
-                }
-            }
-        }
-        tools
-    }
-
-    /// The sum of every connection's list-change counter, to notice any change.
-    pub(crate) fn tools_generation(&self) -> u64 {
-        self.connections
-            .iter()
-            .map(|(_, connection)| *connection.tools_changed().borrow())
-            .sum()
+        self.toolset.available_tools().await
     }
 
     /// Closes every MCP connection (stdio groups terminated, connect-based ACP servers sent
     /// `mcp/disconnect`).
     pub(crate) async fn close(&self) {
         self.cancel();
-        futures::future::join_all(
-            self.connections
-                .iter()
-                .map(|(_, connection)| connection.clone().close()),
-        )
-        .await;
+        self.toolset.close().await;
+    }
+}
+
+/// Ends its prompt when dropped: a prompt that panics does not leave its session "running"
+/// forever.
+pub(crate) struct PromptGuard {
+    session: Arc<Session>,
+    token: CancellationToken,
+}
+
+impl Drop for PromptGuard {
+    fn drop(&mut self) {
+        self.session.end_prompt(&self.token);
     }
 }
 

@@ -154,9 +154,9 @@ async fn with_server<T, Fut>(
 where
     Fut: Future<Output = anyhow::Result<T>>,
 {
-    let server = servers::connect(target).await?;
-    let result = work(server.connection.clone()).await;
-    servers::close_all(vec![server]).await;
+    let connection = servers::connect(target).await?;
+    let result = work(connection.clone()).await;
+    connection.close().await;
     result
 }
 

@@ -9,19 +9,19 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
+use aquaregia::mcp::McpToolset;
 use aquaregia::{
     AgentEvent, AgentHooks, AgentOutput, CancellationToken, Client, StopReason, Tool, ToolCall,
     ToolCallDecision, ToolExecError, ToolOutput,
 };
 use clap::Args;
 use futures::StreamExt;
-use futures::future::try_join_all;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio::sync::mpsc;
 
 use crate::Interrupted;
 use crate::output::{self, Styles};
-use crate::servers::{self, InlineServers, Server};
+use crate::servers::{self, InlineServers};
 
 /// What the model is told when the user says no.
 const DECLINED: &str = "the user declined";
@@ -84,14 +84,14 @@ pub(crate) async fn run(
         Client::from_model_spec(&spec).with_context(|| format!("cannot use model `{spec}`"))?;
     let targets = servers::select(config, &args.servers, &args.inline)?;
     // Dropping the connection attempts on Ctrl-C kills any server already started.
-    let servers = tokio::select! {
-        servers = servers::connect_all(targets) => servers?,
+    let toolset = tokio::select! {
+        toolset = servers::toolset(targets) => toolset?,
         () = cancel.cancelled() => return Err(Interrupted.into()),
     };
-    let result = run_agent(&args, client, model, &servers, cancel)
+    let result = run_agent(&args, client, model, &toolset, cancel)
         .await
         .map_err(|error| explain_unreachable_default(error, &spec, args.model.is_none()));
-    servers::close_all(servers).await;
+    toolset.close().await;
     result
 }
 
@@ -99,18 +99,21 @@ async fn run_agent(
     args: &RunArgs,
     client: Client,
     model: String,
-    servers: &[Server],
+    toolset: &McpToolset,
     cancel: CancellationToken,
 ) -> anyhow::Result<()> {
     let tools = tokio::select! {
-        tools = server_tools(servers) => tools?,
+        tools = toolset.tools() => tools?,
         () = cancel.cancelled() => return Err(Interrupted.into()),
     };
-    tracing::info!(%model, tools = tools.len(), servers = servers.len(), "starting the agent");
+    let servers = toolset.connections().len();
+    tracing::info!(%model, tools = tools.len(), servers, "starting the agent");
     let console = Arc::new(Console::new(!args.yes));
     let mut agent = client
         .agent(model)
         .tools(tools)
+        // Tools added or removed mid-run (`tools/list_changed`) reach the next step.
+        .prepare_step(toolset.prepare_step())
         .max_steps(args.max_steps as usize)
         .cancellation_token(cancel)
         .shared_hooks(console.clone());
@@ -151,24 +154,6 @@ fn explain_unreachable_default(error: anyhow::Error, spec: &str, defaulted: bool
     } else {
         error
     }
-}
-
-/// Every server's tools; named `<server>__<tool>` when there are several servers.
-async fn server_tools(servers: &[Server]) -> anyhow::Result<Vec<Tool>> {
-    let prefix = servers.len() > 1;
-    let listings = try_join_all(servers.iter().map(|server| {
-        let connection = if prefix {
-            server
-                .connection
-                .clone()
-                .with_tool_prefix(format!("{}_", server.name))
-        } else {
-            server.connection.clone()
-        };
-        async move { connection.tools().await }
-    }))
-    .await?;
-    Ok(listings.into_iter().flatten().collect())
 }
 
 fn outcome(output: &AgentOutput, max_steps: u32) -> anyhow::Result<()> {

@@ -1,12 +1,11 @@
 //! Which MCP servers a command uses (names from the config, inline specs), and connecting to
-//! them in parallel.
+//! them in parallel through [`McpToolset`].
 
 use std::path::Path;
 
 use anyhow::{anyhow, bail};
-use aquaregia::mcp::{Connector, McpConnection, McpServerSpec};
+use aquaregia::mcp::{McpConnection, McpServerSpec, McpToolset};
 use clap::Args;
-use futures::future::join_all;
 
 use crate::config::Config;
 
@@ -57,13 +56,6 @@ enum Transport {
 pub(crate) struct Target {
     name: String,
     spec: McpServerSpec,
-}
-
-/// A connected server.
-#[derive(Debug)]
-pub(crate) struct Server {
-    pub(crate) name: String,
-    pub(crate) connection: McpConnection,
 }
 
 /// The servers of a `run`: the named ones plus the inline ones, or every server of the config
@@ -243,47 +235,26 @@ fn unique_name(base: &str, taken: &[Target]) -> String {
         .unwrap_or_else(|| base.to_owned())
 }
 
-/// Connects to every target at once. If one fails, the others are closed and the first
-/// failure is returned.
-pub(crate) async fn connect_all(targets: Vec<Target>) -> anyhow::Result<Vec<Server>> {
-    let attempts = join_all(targets.into_iter().map(|target| async move {
-        let connection = target
-            .spec
-            .connect(Connector::new().name(&target.name))
-            .await;
-        (target.name, connection)
-    }))
-    .await;
-    let mut servers = Vec::new();
-    let mut failures = Vec::new();
-    for (name, result) in attempts {
-        match result {
-            Ok(connection) => servers.push(Server { name, connection }),
-            Err(error) => failures.push(error),
-        }
-    }
-    let mut failures = failures.into_iter();
-    let Some(first) = failures.next() else {
-        return Ok(servers);
-    };
-    for other in failures {
-        tracing::warn!(error = %other, "another MCP server failed too");
-    }
-    close_all(servers).await;
-    Err(first.into())
+/// Connects to every target at once through an [`McpToolset`], all or nothing: if one fails,
+/// the others are closed and the first failure is returned. With several servers, tools are
+/// named `<server>__<tool>`.
+pub(crate) async fn toolset(targets: Vec<Target>) -> anyhow::Result<McpToolset> {
+    let toolset = McpToolset::builder()
+        .servers(targets.into_iter().map(|target| (target.name, target.spec)))
+        .strict(true)
+        .connect()
+        .await?;
+    Ok(toolset)
 }
 
 /// Connects to one target.
-pub(crate) async fn connect(target: Target) -> anyhow::Result<Server> {
-    let mut servers = connect_all(vec![target]).await?;
-    servers
-        .pop()
+pub(crate) async fn connect(target: Target) -> anyhow::Result<McpConnection> {
+    let toolset = toolset(vec![target]).await?;
+    toolset
+        .connections()
+        .first()
+        .map(|(_, connection)| connection.clone())
         .ok_or_else(|| anyhow!("no server was connected"))
-}
-
-/// Closes every server: stdio servers get stdin closed, then SIGTERM, then SIGKILL.
-pub(crate) async fn close_all(servers: Vec<Server>) {
-    join_all(servers.into_iter().map(|server| server.connection.close())).await;
 }
 
 #[cfg(test)]

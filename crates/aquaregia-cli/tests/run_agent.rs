@@ -210,3 +210,79 @@ async fn running_out_of_steps_is_an_error() {
         "{outcome:?}"
     );
 }
+
+/// Fault 4: one duplicate or colliding tool name used to fail the whole run.
+#[tokio::test]
+async fn duplicate_and_colliding_tool_names_do_not_fail_the_run() {
+    let scratch = Scratch::new();
+    let mut entry = test_server_entry();
+    entry["env"] = json!({"AQUAREGIA_TEST_DUPLICATES": "1"});
+    scratch.config(&json!({"test": entry}));
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[
+            ("call_1", "greet", json!({"name": "Ann"})),
+            ("call_2", "a_b", json!({})),
+        ]),
+        Reply::text_stream(&["Done."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command.args(["run", "--yes", "Greet Ann."]);
+    use_mock(&mut command, &model);
+    let outcome = run(command, "").await;
+
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    let requests = model.bodies();
+    let tools = tool_names(&requests[0]);
+    assert_eq!(
+        tools.iter().filter(|name| *name == "greet").count(),
+        1,
+        "{tools:?}"
+    );
+    assert_eq!(
+        tools.iter().filter(|name| *name == "a_b").count(),
+        1,
+        "{tools:?}"
+    );
+    // The first of each name is kept: `a_b` is the server's `a.b`.
+    assert_eq!(
+        tool_results(&requests[1]),
+        [
+            ("call_1".to_owned(), "Hello, Ann.".to_owned()),
+            ("call_2".to_owned(), "called a.b".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_tool_added_mid_run_reaches_the_next_step() {
+    let scratch = Scratch::new();
+    let mut entry = test_server_entry();
+    entry["env"] = json!({"AQUAREGIA_TEST_LIST_CHANGED": "1"});
+    scratch.config(&json!({"test": entry}));
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", "greet", json!({"name": "Ann"}))]),
+        Reply::tool_stream(&[("call_2", "later", json!({}))]),
+        Reply::text_stream(&["Done."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command.args(["run", "--yes", "Greet Ann."]);
+    use_mock(&mut command, &model);
+    let outcome = run(command, "").await;
+
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    let requests = model.bodies();
+    assert!(!tool_names(&requests[0]).contains(&"later".to_owned()));
+    assert!(
+        tool_names(&requests[1]).contains(&"later".to_owned()),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        tool_results(&requests[2]),
+        [
+            ("call_1".to_owned(), "Hello, Ann.".to_owned()),
+            ("call_2".to_owned(), "late but here".to_owned())
+        ]
+    );
+}

@@ -3,7 +3,9 @@
 Tools: `greet` (text), `fail` (isError), `media` (image, resource and link blocks), `spoof`
 (terminal escape sequences in its description, result and error) and `hang`
 (never answers; writes the file named by AQUAREGIA_TEST_HANG_FILE when called, so a test
-knows the call is in flight). Exits when stdin closes, unless AQUAREGIA_TEST_STUBBORN is set:
+knows the call is in flight). With AQUAREGIA_TEST_DUPLICATES set, `greet` is listed twice and
+`a.b` beside `a_b`. With AQUAREGIA_TEST_LIST_CHANGED set, calling `greet` adds a `later` tool
+and sends `notifications/tools/list_changed` before answering. Exits when stdin closes, unless AQUAREGIA_TEST_STUBBORN is set:
 then it ignores both stdin closing and SIGTERM, and only SIGKILL stops it.
 """
 
@@ -54,6 +56,15 @@ TOOLS = [
     },
 ]
 
+if os.environ.get("AQUAREGIA_TEST_DUPLICATES"):
+    TOOLS += [
+        dict(TOOLS[0], description="A second greet."),
+        {"name": "a.b", "description": "dotted", "inputSchema": {"type": "object"}},
+        {"name": "a_b", "description": "underscored", "inputSchema": {"type": "object"}},
+    ]
+LIST_CHANGED = bool(os.environ.get("AQUAREGIA_TEST_LIST_CHANGED"))
+LATER = {"name": "later", "description": "Added mid-run.", "inputSchema": {"type": "object"}}
+
 
 def send(message):
     sys.stdout.write(json.dumps(message) + "\n")
@@ -66,6 +77,9 @@ def text(value):
 
 def call(name, arguments):
     if name == "greet":
+        if LIST_CHANGED and LATER not in TOOLS:
+            TOOLS.append(LATER)
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         mark = "!" if arguments.get("excited") else "."
         return text("Hello, " + arguments["name"] + mark)
     if name == "fail":
@@ -85,6 +99,10 @@ def call(name, arguments):
     if name == "spoof":
         payload = "ok\u001b]52;c;ZXZpbA==\u0007\u001b[31mred\u009b2J\u0007 done"
         return {"isError": bool(arguments.get("fail")), "content": [{"type": "text", "text": payload}]}
+    if name == "later":
+        return text("late but here")
+    if name in ("a.b", "a_b"):
+        return text("called " + name)
     if name == "hang":
         marker = os.environ.get("AQUAREGIA_TEST_HANG_FILE")
         if marker:
@@ -102,7 +120,7 @@ for line in sys.stdin:
     if method == "initialize":
         result = {
             "protocolVersion": "2025-11-25",
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {"listChanged": LIST_CHANGED}},
             "serverInfo": {"name": "cli-test-server", "version": "1.0.0"},
         }
     elif method == "tools/list":

@@ -17,7 +17,7 @@ use super::call::{CallContext, McpToolExecutor};
 use super::error::McpError;
 use super::fault::LocalFault;
 use super::listing::McpTool;
-use super::naming::prefixed_name;
+use super::naming::{prefixed_name, sanitized_name};
 use super::stdio::StdioProcess;
 use crate::tool::{Tool, ToolDescriptor};
 
@@ -250,7 +250,8 @@ impl McpConnection {
             .filter_map(|tool| {
                 let name = match &self.view.prefix {
                     Some(prefix) => prefixed_name(prefix, &tool.name),
-                    None => tool.name.clone(),
+                    // MCP allows names (`a.b`, `a/b`) that models reject.
+                    None => sanitized_name(&tool.name),
                 };
                 let descriptor = ToolDescriptor {
                     name,

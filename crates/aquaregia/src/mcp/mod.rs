@@ -28,6 +28,9 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Several servers at once, with their tools prefixed `<server>__<tool>`, filtered, refreshed
+//! and closed together: [`McpToolset`].
+//!
 //! ## Transports
 //!
 //! | function | transport |
@@ -69,6 +72,7 @@ mod listing;
 mod naming;
 mod sse;
 mod stdio;
+mod toolset;
 
 /// The rmcp version this module is built on. Use this re-export (`aquaregia::mcp::rmcp`)
 /// rather than your own `rmcp` dependency for what [`McpConnection::peer`] exposes (prompts,
@@ -91,6 +95,7 @@ use handshake::{Handshake, HandshakeError, HttpTarget, establish};
 pub use http::HttpOptions;
 pub use naming::prefixed_name;
 pub use stdio::DEFAULT_INHERITED_ENV_VARS;
+pub use toolset::{McpToolset, McpToolsetBuilder, glob_match};
 
 /// How long a server gets to finish the handshake by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);

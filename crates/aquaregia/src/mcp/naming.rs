@@ -13,7 +13,12 @@ use crate::tool::MAX_TOOL_NAME_LEN;
 /// assert_eq!(long, prefixed_name("server", &"x".repeat(100)));
 /// ```
 pub fn prefixed_name(prefix: &str, name: &str) -> String {
-    let full = format!("{prefix}_{name}");
+    sanitized_name(&format!("{prefix}_{name}"))
+}
+
+/// `name` sanitised like [`prefixed_name`], without a prefix: unchanged when it is already
+/// a valid tool name.
+pub(crate) fn sanitized_name(full: &str) -> String {
     let mut sanitized: String = full
         .chars()
         .map(|c| {

@@ -1,0 +1,493 @@
+//! [`McpToolset`]: several MCP servers connected in parallel, their tools as one list.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::future::{BoxFuture, join_all};
+
+use super::{Connector, DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerSpec};
+use crate::agent::{StepContext, StepOverrides};
+use crate::tool::Tool;
+
+type ConnectFuture = BoxFuture<'static, Result<McpConnection, McpError>>;
+type CustomConnect = Box<dyn FnOnce(Connector) -> ConnectFuture + Send>;
+
+/// How one server of a [`McpToolsetBuilder`] is reached.
+enum Source {
+    Spec(McpServerSpec),
+    Connected(McpConnection),
+    Custom(CustomConnect),
+}
+
+/// The tools of several MCP servers as one list, for an agent.
+///
+/// Servers connect in parallel, each within the startup timeout; one that fails is reported
+/// in [`failures`](Self::failures) and the others are used (unless
+/// [`strict`](McpToolsetBuilder::strict)). With more than one server, tools are named
+/// `<server>__<tool>` (see [`prefixed_name`](super::prefixed_name)). Tools whose exposed name
+/// matches a [`disable_tools`](McpToolsetBuilder::disable_tools) glob are hidden. A name that
+/// is already taken (a server listing a tool twice, or two names equal once sanitised, like
+/// `a.b` and `a_b`) keeps the first tool; the others are skipped with a warning.
+///
+/// Cheap to clone; clones share the connections.
+///
+/// ```no_run
+/// # async fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
+/// use aquaregia::mcp::{McpServerSpec, McpToolset};
+///
+/// let toolset = McpToolset::builder()
+///     .server("fs", McpServerSpec::stdio("mcp-server-fs", vec!["/tmp".into()]))
+///     .server("github", McpServerSpec::Http {
+///         url: "https://mcp.example.com/mcp".into(),
+///         headers: Vec::new(),
+///     })
+///     .disable_tools(["github__delete_*"])
+///     .connect()
+///     .await?;
+/// for (server, error) in toolset.failures() {
+///     eprintln!("{server} is unavailable: {error}");
+/// }
+/// let agent = client
+///     .agent("gpt-5-mini")
+///     .tools(toolset.tools().await?)
+///     // Picks up `tools/list_changed` between steps.
+///     .prepare_step(toolset.prepare_step())
+///     .build()?;
+/// let answer = agent.run("What changed in the repo today?").await;
+/// toolset.close().await;
+/// # answer?; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpToolset {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    servers: Vec<(String, McpConnection)>,
+    failures: Vec<(String, McpError)>,
+    /// Every name [`McpToolset::tools`] handed out: how `prepare_step` tells the toolset's
+    /// tools from the agent's own.
+    handed_out: Mutex<HashSet<String>>,
+    /// The list-change counter seen before the last listing.
+    listed_generation: AtomicU64,
+}
+
+/// Settings for [`McpToolset::builder`].
+#[must_use]
+pub struct McpToolsetBuilder {
+    servers: Vec<(String, Source)>,
+    timeout: Duration,
+    strict: bool,
+    always_prefix: bool,
+    disabled: Vec<String>,
+}
+
+impl fmt::Debug for McpToolsetBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpToolsetBuilder")
+            .field(
+                "servers",
+                &self
+                    .servers
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
+            .field("timeout", &self.timeout)
+            .field("strict", &self.strict)
+            .field("always_prefix", &self.always_prefix)
+            .field("disabled", &self.disabled)
+            .finish()
+    }
+}
+
+impl McpToolsetBuilder {
+    /// A server to connect, under `name` (its prefix, and its name in logs and errors).
+    pub fn server(mut self, name: impl Into<String>, spec: McpServerSpec) -> Self {
+        self.servers.push((name.into(), Source::Spec(spec)));
+        self
+    }
+
+    /// Several servers, e.g. [`McpServersConfig::servers`](super::McpServersConfig::servers).
+    pub fn servers<I, N>(self, servers: I) -> Self
+    where
+        I: IntoIterator<Item = (N, McpServerSpec)>,
+        N: Into<String>,
+    {
+        servers
+            .into_iter()
+            .fold(self, |builder, (name, spec)| builder.server(name, spec))
+    }
+
+    /// A server that is already connected.
+    pub fn connection(mut self, name: impl Into<String>, connection: McpConnection) -> Self {
+        self.servers
+            .push((name.into(), Source::Connected(connection)));
+        self
+    }
+
+    /// A server connected by `connect` (a custom transport), which gets a [`Connector`] with
+    /// the server's name and the startup timeout. It runs in parallel with the others, within
+    /// the startup timeout.
+    pub fn connect_with<F, Fut>(mut self, name: impl Into<String>, connect: F) -> Self
+    where
+        F: FnOnce(Connector) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<McpConnection, McpError>> + Send + 'static,
+    {
+        let connect: CustomConnect = Box::new(move |connector| Box::pin(connect(connector)));
+        self.servers.push((name.into(), Source::Custom(connect)));
+        self
+    }
+
+    /// How long each server gets to start and finish its handshake (default 30 s). Servers
+    /// connect in parallel, so this also bounds the whole [`connect`](Self::connect).
+    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// All or nothing: when a server fails, the others are closed and `connect` returns the
+    /// first failure. Off by default.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Names tools `<server>__<tool>` even with a single server (by default only with more
+    /// than one).
+    pub fn always_prefix(mut self, always: bool) -> Self {
+        self.always_prefix = always;
+        self
+    }
+
+    /// Hides tools whose exposed name (prefixed, if prefixed) matches one of these globs:
+    /// `*` matches any run of characters, `?` one character, anything else itself.
+    pub fn disable_tools<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.disabled.extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Connects every server in parallel. A server that fails is in
+    /// [`McpToolset::failures`]; in [`strict`](Self::strict) mode the first failure is
+    /// returned instead (and the servers that did connect are closed). Dropping the future
+    /// stops every attempt (started stdio servers are killed).
+    pub async fn connect(self) -> Result<McpToolset, McpError> {
+        let prefix = self.always_prefix || self.servers.len() > 1;
+        let timeout = self.timeout;
+        let attempts = join_all(self.servers.into_iter().map(|(name, source)| async move {
+            let connector = Connector::new().name(name.clone()).timeout(timeout);
+            let attempt: ConnectFuture = match source {
+                Source::Connected(connection) => return (name, Ok(connection)),
+                Source::Spec(spec) => Box::pin(async move { spec.connect(connector).await }),
+                Source::Custom(connect) => connect(connector),
+            };
+            let result = match tokio::time::timeout(timeout, attempt).await {
+                Ok(result) => result,
+                Err(_) => Err(McpError::connect(
+                    &name,
+                    format!("did not start within {} s", timeout.as_secs_f64()),
+                )),
+            };
+            (name, result)
+        }))
+        .await;
+        let disabled: Arc<[String]> = self.disabled.into();
+        let mut servers = Vec::new();
+        let mut failures = Vec::new();
+        for (name, result) in attempts {
+            match result {
+                Ok(mut connection) => {
+                    if prefix {
+                        connection = connection.with_tool_prefix(format!("{name}_"));
+                    }
+                    if !disabled.is_empty() {
+                        let disabled = disabled.clone();
+                        connection = connection.with_tool_filter(move |tool| {
+                            !disabled
+                                .iter()
+                                .any(|pattern| glob_match(pattern, &tool.name))
+                        });
+                    }
+                    servers.push((name, connection));
+                }
+                Err(error) => failures.push((name, error)),
+            }
+        }
+        if self.strict {
+            let mut errors = failures.iter().map(|(_, error)| error);
+            if let Some(first) = errors.next() {
+                for other in errors {
+                    tracing::warn!(error = %other, "another MCP server failed too");
+                }
+                let first = first.clone();
+                join_all(
+                    servers
+                        .into_iter()
+                        .map(|(_, connection)| connection.close()),
+                )
+                .await;
+                return Err(first);
+            }
+        }
+        for (name, error) in &failures {
+            tracing::warn!(server = %name, %error, "MCP server unavailable");
+        }
+        Ok(McpToolset {
+            inner: Arc::new(Inner {
+                servers,
+                failures,
+                ..Inner::default()
+            }),
+        })
+    }
+}
+
+/// No servers, no tools.
+impl Default for McpToolset {
+    fn default() -> Self {
+        McpToolset {
+            inner: Arc::default(),
+        }
+    }
+}
+
+impl fmt::Debug for McpToolset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpToolset")
+            .field("servers", &self.inner.servers)
+            .field("failures", &self.inner.failures)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpToolset {
+    /// Settings: servers, startup timeout, strictness, prefixing, disabled tools.
+    pub fn builder() -> McpToolsetBuilder {
+        McpToolsetBuilder {
+            servers: Vec::new(),
+            timeout: DEFAULT_CONNECT_TIMEOUT,
+            strict: false,
+            always_prefix: false,
+            disabled: Vec::new(),
+        }
+    }
+
+    /// The connected servers, by name, in the order given. Their tools are named (prefixed,
+    /// filtered) as the toolset names them.
+    pub fn connections(&self) -> &[(String, McpConnection)] {
+        &self.inner.servers
+    }
+
+    /// The servers that could not be connected, and why.
+    pub fn failures(&self) -> &[(String, McpError)] {
+        &self.inner.failures
+    }
+
+    /// Every connected server's tools, in server order. Fails if a server cannot list its
+    /// tools; see [`available_tools`](Self::available_tools) for the lenient version.
+    pub async fn tools(&self) -> Result<Vec<Tool>, McpError> {
+        let generation = self.generation();
+        let listings = join_all(self.inner.servers.iter().map(|(_, c)| c.tools())).await;
+        let mut named = Vec::with_capacity(listings.len());
+        for ((name, _), listing) in self.inner.servers.iter().zip(listings) {
+            named.push((name.as_str(), listing?));
+        }
+        Ok(self.merge(generation, named))
+    }
+
+    /// Like [`tools`](Self::tools), but a server that cannot list its tools (it went away)
+    /// is logged and skipped.
+    pub async fn available_tools(&self) -> Vec<Tool> {
+        let generation = self.generation();
+        let listings = join_all(self.inner.servers.iter().map(|(_, c)| c.tools())).await;
+        let mut named = Vec::with_capacity(listings.len());
+        for ((name, _), listing) in self.inner.servers.iter().zip(listings) {
+            match listing {
+                Ok(listing) => named.push((name.as_str(), listing)),
+                Err(error) => {
+                    tracing::warn!(server = %name, %error, "MCP server tools unavailable");
+                }
+            }
+        }
+        self.merge(generation, named)
+    }
+
+    /// One list without duplicate names: the first tool of a name wins.
+    fn merge(&self, generation: u64, listings: Vec<(&str, Vec<Tool>)>) -> Vec<Tool> {
+        let mut seen = HashSet::new();
+        let mut tools = Vec::new();
+        for (server, listing) in listings {
+            for tool in listing {
+                if seen.contains(tool.name()) {
+                    tracing::warn!(
+                        server,
+                        tool = tool.name(),
+                        "skipping a tool whose name is already taken (listed twice, or equal \
+                         to another once sanitised); the first one is kept"
+                    );
+                    continue;
+                }
+                seen.insert(tool.name().to_owned());
+                tools.push(tool);
+            }
+        }
+        lock(&self.inner.handed_out).extend(seen);
+        self.inner
+            .listed_generation
+            .store(generation, Ordering::Relaxed);
+        tools
+    }
+
+    /// The sum of every server's list-change counter: it moves on any `tools/list_changed`.
+    pub fn generation(&self) -> u64 {
+        self.inner
+            .servers
+            .iter()
+            .map(|(_, connection)| *connection.tools_changed().borrow())
+            .sum()
+    }
+
+    /// A callback for [`AgentBuilder::prepare_step`](crate::AgentBuilder::prepare_step) that
+    /// picks up `tools/list_changed` from any server between steps: the agent's own tools
+    /// stay, the toolset's are replaced by the current listing (servers that went away are
+    /// skipped). Nothing is fetched while nothing changed.
+    ///
+    /// Use it with tools from [`tools`](Self::tools) or
+    /// [`available_tools`](Self::available_tools), listed before the run starts.
+    pub fn prepare_step(
+        &self,
+    ) -> impl Fn(&StepContext<'_>) -> BoxFuture<'static, Result<StepOverrides, crate::Error>>
+    + Send
+    + Sync
+    + 'static {
+        // (last generation seen, whether the agent's initial tools are stale)
+        let state = Arc::new(Mutex::new((
+            self.inner.listed_generation.load(Ordering::Relaxed),
+            false,
+        )));
+        let toolset = self.clone();
+        move |ctx| {
+            let own: Vec<Tool> = {
+                let handed_out = lock(&toolset.inner.handed_out);
+                ctx.tools()
+                    .iter()
+                    .filter(|tool| !handed_out.contains(tool.name()))
+                    .cloned()
+                    .collect()
+            };
+            let (toolset, state) = (toolset.clone(), state.clone());
+            Box::pin(async move {
+                // A notification that came in with the last tool results is handled on
+                // another task; give it the chance to land before looking.
+                tokio::task::yield_now().await;
+                let generation = toolset.generation();
+                {
+                    let mut state = lock(&state);
+                    if state.0 == generation && !state.1 {
+                        return Ok(StepOverrides::new());
+                    }
+                    if state.0 != generation {
+                        tracing::info!("MCP tool list changed");
+                    }
+                    *state = (generation, true);
+                }
+                let mut tools = own;
+                let taken: HashSet<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+                for tool in toolset.available_tools().await {
+                    if taken.contains(tool.name()) {
+                        tracing::warn!(
+                            tool = tool.name(),
+                            "skipping an MCP tool named like one of the agent's own tools"
+                        );
+                    } else {
+                        tools.push(tool);
+                    }
+                }
+                Ok(StepOverrides::new().tools(tools))
+            })
+        }
+    }
+
+    /// Closes every server (see [`McpConnection::close`]).
+    pub async fn close(&self) {
+        join_all(
+            self.inner
+                .servers
+                .iter()
+                .map(|(_, connection)| connection.clone().close()),
+        )
+        .await;
+    }
+}
+
+/// `*` (any run) and `?` (one character) globs; everything else literal.
+///
+/// ```
+/// use aquaregia::mcp::glob_match;
+/// assert!(glob_match("fs__*", "fs__read_file"));
+/// assert!(glob_match("e?ho", "echo"));
+/// assert!(!glob_match("echo", "echo2"));
+/// ```
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let (pattern, text): (Vec<char>, Vec<char>) =
+        (pattern.chars().collect(), text.chars().collect());
+    let (mut p, mut t) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match (pattern.get(p), text.get(t)) {
+            (Some(&c), Some(&x)) if c == '?' || (c != '*' && c == x) => {
+                p += 1;
+                t += 1;
+            }
+            (Some('*'), _) => {
+                backtrack = Some((p, t));
+                p += 1;
+            }
+            _ => match backtrack {
+                Some((star, matched)) => {
+                    p = star + 1;
+                    t = matched + 1;
+                    backtrack = Some((star, matched + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern
+        .get(p..)
+        .unwrap_or_default()
+        .iter()
+        .all(|&c| c == '*')
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("fs__*", "fs__read_file"));
+        assert!(glob_match("*write*", "fs__write_file"));
+        assert!(glob_match("echo", "echo"));
+        assert!(glob_match("e?ho", "echo"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(!glob_match("fs__*", "git__status"));
+        assert!(!glob_match("echo", "echo2"));
+        assert!(!glob_match("a*b", "a"));
+    }
+}
