@@ -128,6 +128,11 @@ async fn one_registration_in_two_sessions() {
     client.initialize().await;
     let first = client.new_session("/tmp", declaration()).await;
     let second = client.new_session("/tmp", declaration()).await;
+    // Subscriptions open in the background: connecting never waits for their acknowledgment.
+    aquaregia_test_support::acp_client::eventually("both subscriptions", || {
+        registry.lock().unwrap().listens.len() >= 2
+    })
+    .await;
     let (listen_first, listen_second) = {
         let registry = registry.lock().unwrap();
         assert!(

@@ -41,10 +41,10 @@ async fn summarises_images_resources_and_links() {
     let json = call(&scratch, &["media", "--json"]).await;
     let value: Value = serde_json::from_str(&json.stdout).expect("stdout is JSON");
     assert_eq!(value[1]["type"], "image");
-    assert_eq!(value[1]["mime_type"], "image/png");
+    assert_eq!(value[1]["mimeType"], "image/png");
     assert_eq!(
         value[2],
-        json!({"type": "resource", "uri": "file:///notes.txt", "mime_type": "text/plain", "text": "hi"})
+        json!({"type": "resource", "uri": "file:///notes.txt", "mimeType": "text/plain", "text": "hi"})
     );
 }
 

@@ -115,11 +115,16 @@ where
                 source,
             },
         ) => {
-            process.wait_exit(Duration::from_millis(500)).await;
+            let exited = process
+                .wait_exit(Duration::from_millis(500))
+                .await
+                .is_some();
             McpError::Connect {
                 message: format!("{message}; {}", process.describe_failure(&server)),
                 server,
-                source,
+                // A server that died is the cause; the broken pipe it left is in the message
+                // already, and as a source it would be printed again after the stderr tail.
+                source: if exited { None } else { source },
             }
         }
         (_, error) => error,

@@ -143,8 +143,12 @@ impl HttpOptions {
                 .any(|(name, _)| name.eq_ignore_ascii_case(AUTHORIZATION.as_str()))
     }
 
+    /// The configured client, else one that follows redirects only within the origin and
+    /// sends no `Referer`, so the headers above never reach another host.
     pub(crate) fn client(&self) -> reqwest::Client {
-        self.http_client.clone().unwrap_or_default()
+        self.http_client
+            .clone()
+            .unwrap_or_else(|| crate::http::client_builder().build().unwrap_or_default())
     }
 }
 
