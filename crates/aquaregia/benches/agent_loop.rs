@@ -20,13 +20,16 @@ use serde_json::{Value, json};
 const ROUNDS: usize = 400;
 const WARMUP: usize = 20;
 
-const CHAT_CALL: &str = include_str!("../tests/fixtures/providers/openai_chat/response_parallel_tool_calls.json");
+const CHAT_CALL: &str =
+    include_str!("../tests/fixtures/providers/openai_chat/response_parallel_tool_calls.json");
 const CHAT_TEXT: &str = include_str!("../tests/fixtures/providers/openai_chat/response_text.json");
 const RESPONSES_CALL: &str = include_str!(
     "../tests/fixtures/providers/openai_responses/response_message_and_function_calls.json"
 );
-const ANTHROPIC_CALL: &str = include_str!("../tests/fixtures/providers/anthropic/response_tool_use.json");
-const GEMINI_CALL: &str = include_str!("../tests/fixtures/providers/gemini/response_function_calls.json");
+const ANTHROPIC_CALL: &str =
+    include_str!("../tests/fixtures/providers/anthropic/response_tool_use.json");
+const GEMINI_CALL: &str =
+    include_str!("../tests/fixtures/providers/gemini/response_function_calls.json");
 const GEMINI_TEXT: &str = include_str!("../tests/fixtures/providers/gemini/response_text.json");
 
 struct Provider {
@@ -140,7 +143,10 @@ fn main() {
 
         println!("provider          steps  replay/step  agent/step   overhead/step");
         for provider in providers() {
-            if only.as_deref().is_some_and(|only| !provider.name.to_lowercase().contains(only)) {
+            if only
+                .as_deref()
+                .is_some_and(|only| !provider.name.to_lowercase().contains(only))
+            {
                 continue;
             }
             server.set_wire(

@@ -126,8 +126,11 @@ pub fn start() -> BenchServer {
                     };
                     async move { json_response(body) }
                 });
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            tx.send(listener.local_addr().expect("addr")).expect("send addr");
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            tx.send(listener.local_addr().expect("addr"))
+                .expect("send addr");
             axum::serve(listener, app).await.expect("serve");
         });
     });
