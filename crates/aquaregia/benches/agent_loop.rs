@@ -1,8 +1,12 @@
-//! Agent-loop overhead per step above a raw HTTP round trip to the same loopback mock model.
+//! Agent-loop overhead per step above replaying, raw, the very requests the agent sent.
 //!
-//! Each step is one model call plus one no-op tool call. Raw round trips and agent runs are
-//! interleaved, so drift on a busy machine hits both alike. Run with
-//! `cargo bench -p aquaregia --bench agent_loop` (pin with `taskset -c 0` for stable figures).
+//! Each step is one model call plus one no-op tool call, against a zero-latency loopback mock
+//! answering in each provider's wire format (bodies from `tests/fixtures/providers/`, cut to
+//! one `noop` call). One agent run is recorded byte for byte at the mock; the floor replays
+//! those bodies with `reqwest` (same URLs and headers, in the same order), reading and parsing
+//! each answer into a `serde_json::Value`. Replays and agent runs are interleaved, so drift on
+//! a busy machine hits both alike. Run pinned, with the mock on the same core:
+//! `taskset -c 1 cargo bench -p aquaregia --bench agent_loop`.
 #![allow(missing_docs, clippy::print_stdout)]
 
 mod support;
@@ -10,12 +14,121 @@ mod support;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use aquaregia::{Client, tool};
-use serde_json::json;
+use aquaregia::{Client, ClientBuilder, tool};
+use serde_json::{Value, json};
 
 const ROUNDS: usize = 400;
+const WARMUP: usize = 20;
+
+const CHAT_CALL: &str =
+    include_str!("../tests/fixtures/providers/openai_chat/response_parallel_tool_calls.json");
+const CHAT_TEXT: &str = include_str!("../tests/fixtures/providers/openai_chat/response_text.json");
+const RESPONSES_CALL: &str = include_str!(
+    "../tests/fixtures/providers/openai_responses/response_message_and_function_calls.json"
+);
+const ANTHROPIC_CALL: &str =
+    include_str!("../tests/fixtures/providers/anthropic/response_tool_use.json");
+const GEMINI_CALL: &str =
+    include_str!("../tests/fixtures/providers/gemini/response_function_calls.json");
+const GEMINI_TEXT: &str = include_str!("../tests/fixtures/providers/gemini/response_text.json");
+
+struct Provider {
+    name: &'static str,
+    builder: fn() -> ClientBuilder,
+    /// Appended to the mock's root URL.
+    base_path: &'static str,
+    call: Value,
+    text: Value,
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).expect("fixture")
+}
+
+/// The fixtures' answers, each tool-call answer cut to one call of `noop` with `{}`.
+fn providers() -> Vec<Provider> {
+    let mut chat_call = parse(CHAT_CALL);
+    let calls = &mut chat_call["choices"][0]["message"]["tool_calls"];
+    calls.as_array_mut().expect("calls").truncate(1);
+    calls[0]["function"] = json!({"name": "noop", "arguments": "{}"});
+
+    let mut responses_call = parse(RESPONSES_CALL);
+    let output = responses_call["output"].as_array_mut().expect("output");
+    output.truncate(3); // reasoning, message, first function call
+    output[2]["name"] = json!("noop");
+    output[2]["arguments"] = json!("{}");
+    let mut responses_text = responses_call.clone();
+    let message = responses_text["output"][1].clone();
+    responses_text["output"] = json!([message]);
+
+    let mut anthropic_call = parse(ANTHROPIC_CALL);
+    let content = anthropic_call["content"].as_array_mut().expect("content");
+    content.truncate(2); // text, first tool_use
+    content[1]["name"] = json!("noop");
+    content[1]["input"] = json!({});
+    let mut anthropic_text = anthropic_call.clone();
+    let text = anthropic_text["content"][0].clone();
+    anthropic_text["content"] = json!([text]);
+    anthropic_text["stop_reason"] = json!("end_turn");
+
+    let mut gemini_call = parse(GEMINI_CALL);
+    let parts = gemini_call["candidates"][0]["content"]["parts"]
+        .as_array_mut()
+        .expect("parts");
+    parts.truncate(2); // thought, first function call (with its signature)
+    parts[1]["functionCall"]["name"] = json!("noop");
+    parts[1]["functionCall"]["args"] = json!({});
+
+    vec![
+        Provider {
+            name: "Chat Completions",
+            builder: Client::openai_chat,
+            base_path: "/v1",
+            call: chat_call,
+            text: parse(CHAT_TEXT),
+        },
+        Provider {
+            name: "Responses",
+            builder: Client::openai,
+            base_path: "/v1",
+            call: responses_call,
+            text: responses_text,
+        },
+        Provider {
+            name: "Anthropic",
+            builder: Client::anthropic,
+            base_path: "",
+            call: anthropic_call,
+            text: anthropic_text,
+        },
+        Provider {
+            name: "Gemini",
+            builder: Client::gemini,
+            base_path: "",
+            call: gemini_call,
+            text: parse(GEMINI_TEXT),
+        },
+    ]
+}
+
+/// Sends the recorded requests again, raw, in order; reads and parses each answer.
+async fn replay(http: &reqwest::Client, root: &str, requests: &[support::RawRequest]) {
+    for request in requests {
+        let response = http
+            .post(format!("{root}{}", request.path_and_query))
+            .headers(request.headers.clone())
+            .body(request.body.clone())
+            .send()
+            .await
+            .expect("replayed request");
+        let body = response.bytes().await.expect("replayed body");
+        let value: Value = serde_json::from_slice(&body).expect("JSON answer");
+        std::hint::black_box(value);
+    }
+}
 
 fn main() {
+    let only: Option<String> = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
     let server = support::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -23,71 +136,88 @@ fn main() {
         .expect("runtime");
     runtime.block_on(async {
         let http = reqwest::Client::new();
-        let raw_url = format!("{}/raw", server.url);
-        let raw_body = serde_json::to_vec(&json!({
-            "model": "m",
-            "messages": [{"role": "user", "content": "go"}]
-        }))
-        .expect("body");
-        let client = Client::openai_chat()
-            .base_url(format!("{}/v1", server.url))
-            .api_key("bench")
-            .build()
-            .expect("client");
         let noop = tool("noop")
             .description("Does nothing")
             .raw_schema(json!({"type": "object", "properties": {}}))
             .execute_raw(|_| async { Ok(json!("ok")) });
-        let agent = client
-            .agent("m")
-            .tool(noop)
-            .max_steps(64)
-            .build()
-            .expect("agent");
 
-        println!("steps  raw/step     agent/step   overhead/step");
-        for steps in [2usize, 8, 16] {
-            server.tool_steps.store(steps - 1, Ordering::Relaxed);
-            let (mut raw, mut run) = (Vec::new(), Vec::new());
-            for round in 0..ROUNDS + 20 {
-                let raw_time = support::time(|| async {
-                    for _ in 0..steps {
-                        let response = http
-                            .post(&raw_url)
-                            .header("content-type", "application/json")
-                            .header("authorization", "Bearer bench")
-                            .body(raw_body.clone())
-                            .send()
-                            .await
-                            .expect("raw request");
-                        let _ = response.bytes().await.expect("raw body");
-                    }
-                })
-                .await;
-                let run_time = support::time(|| async {
-                    let output = agent.run("go").await.expect("agent run");
-                    assert_eq!(output.steps.len(), steps);
-                })
-                .await;
-                if round >= 20 {
-                    raw.push(raw_time);
-                    run.push(run_time);
-                }
+        println!("provider          steps  replay/step  agent/step   overhead/step");
+        for provider in providers() {
+            if only
+                .as_deref()
+                .is_some_and(|only| !provider.name.to_lowercase().contains(only))
+            {
+                continue;
             }
-            let raw = support::median(raw) / steps as u32;
-            let run = support::median(run) / steps as u32;
-            let overhead = run.saturating_sub(raw);
-            println!(
-                "{steps:>5}  {:>9.1} µs  {:>9.1} µs  {:>9.1} µs",
-                micros(raw),
-                micros(run),
-                micros(overhead)
+            server.set_wire(
+                serde_json::to_vec(&provider.call).expect("call"),
+                serde_json::to_vec(&provider.text).expect("text"),
             );
+            let client = (provider.builder)()
+                .base_url(format!("{}{}", server.url, provider.base_path))
+                .api_key("bench")
+                .build()
+                .expect("client");
+            let agent = client
+                .agent("m")
+                .tool(noop.clone())
+                .max_steps(64)
+                .build()
+                .expect("agent");
+            for steps in [2usize, 8, 16] {
+                server.tool_steps.store(steps - 1, Ordering::Relaxed);
+                let requests = server
+                    .record(|| async {
+                        let output = agent.run("go").await.expect("agent run");
+                        assert_eq!(output.steps.len(), steps);
+                    })
+                    .await;
+                assert_eq!(requests.len(), steps, "one request per step");
+                let mut requests = requests;
+                for request in &mut requests {
+                    // reqwest sets these itself.
+                    request.headers.remove("host");
+                    request.headers.remove("content-length");
+                }
+                let (mut floor, mut run) = (Vec::new(), Vec::new());
+                for round in 0..ROUNDS + WARMUP {
+                    let floor_time = support::time(|| replay(&http, &server.url, &requests)).await;
+                    let run_time = support::time(|| async {
+                        let output = agent.run("go").await.expect("agent run");
+                        assert_eq!(output.steps.len(), steps);
+                    })
+                    .await;
+                    if round >= WARMUP {
+                        floor.push(floor_time);
+                        run.push(run_time);
+                    }
+                }
+                let floor = support::median(floor) / steps as u32;
+                let run = support::median(run) / steps as u32;
+                println!(
+                    "{:<16}  {steps:>5}  {:>8.1} µs  {:>8.1} µs  {:>8.1} µs",
+                    provider.name,
+                    micros(floor),
+                    micros(run),
+                    micros(run.saturating_sub(floor))
+                );
+            }
         }
 
-        // Every model answer calls the tool, so each run reaches a tool call.
-        server.tool_steps.store(usize::MAX, Ordering::Relaxed);
-        cancellation_latency(&client).await;
+        if only.is_none() {
+            // Every model answer calls the tool, so each run reaches a tool call.
+            server.set_wire(
+                serde_json::to_vec(&providers()[0].call).expect("call"),
+                serde_json::to_vec(&providers()[0].text).expect("text"),
+            );
+            server.tool_steps.store(usize::MAX, Ordering::Relaxed);
+            let client = Client::openai_chat()
+                .base_url(format!("{}/v1", server.url))
+                .api_key("bench")
+                .build()
+                .expect("client");
+            cancellation_latency(&client).await;
+        }
     });
 }
 
