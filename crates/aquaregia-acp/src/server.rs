@@ -14,7 +14,9 @@ use std::time::Duration;
 use agent_client_protocol::v1::{ConnectionTo, Dispatch, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use aquaregia::{AgentBuilder, AgentEvent, Message, Role, StopReason};
-use futures::StreamExt;
+use std::panic::AssertUnwindSafe;
+
+use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 
 use crate::mcp_over_acp::McpOverAcp;
@@ -336,7 +338,20 @@ impl State {
             ));
             return;
         };
-        let outcome = self.run_prompt(&session, blocks, &token, &cx).await;
+        // A panic inside the agent (a tool, a hook, a custom factory) fails this prompt with
+        // an answer instead of leaving the client waiting forever.
+        let outcome = AssertUnwindSafe(self.run_prompt(&session, blocks, &token, &cx))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".to_owned());
+                tracing::error!(session = %session.id, panic = %what, "the prompt panicked");
+                Err(format!("the agent panicked: {what}"))
+            });
         drop(running);
         let _ = match outcome {
             Ok(stop) => responder.respond(json!({"stopReason": stop})),
