@@ -54,7 +54,11 @@ fn flaky_server(calls: Arc<AtomicUsize>) -> Router {
                     ),
                     Some("tools/list") => json_response(
                         &id,
-                        &json!({"tools": [{"name": "work", "inputSchema": {"type": "object"}}]}),
+                        &json!({"tools": [
+                            {"name": "work", "inputSchema": {"type": "object"}},
+                            {"name": "as_task", "inputSchema": {"type": "object"},
+                             "execution": {"taskSupport": "required"}}
+                        ]}),
                     ),
                     Some("tools/call") if calls.fetch_add(1, Ordering::SeqCst) == 0 => {
                         (StatusCode::INTERNAL_SERVER_ERROR, "database on fire").into_response()
@@ -104,6 +108,27 @@ async fn an_http_500_fails_only_that_call() {
         Ok(aquaregia::ToolOutput::text("done"))
     );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
+    server.abort();
+}
+
+/// Fault 9 over Streamable HTTP: a tool that must run as a task is not offered.
+#[tokio::test]
+async fn task_only_tools_are_hidden_over_http() {
+    let (url, server) = serve(flaky_server(Arc::default())).await;
+    let connection = mcp::Connector::new()
+        .name("tasks")
+        .timeout(BOUND)
+        .http(&url, HttpOptions::new())
+        .await
+        .unwrap();
+    let names: Vec<String> = connection
+        .tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    assert_eq!(names, ["work"]);
     server.abort();
 }
 

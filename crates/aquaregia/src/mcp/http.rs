@@ -14,12 +14,14 @@ use reqwest::header::{
     ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE,
 };
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+    ClientJsonRpcMessage, ClientRequest, CustomResult, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, HttpStatusError, InsufficientScopeError, SseError, StreamableHttpClient,
     StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
+use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
 use super::error::McpError;
@@ -204,12 +206,13 @@ impl StreamableHttpClient for RepairingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> PostResult {
-        let (id, discover) = match &message {
+        let (id, discover, list_tools) = match &message {
             JsonRpcMessage::Request(request) => (
                 Some(request.id.clone()),
                 matches!(request.request, ClientRequest::DiscoverRequest(_)),
+                matches!(request.request, ClientRequest::ListToolsRequest(_)),
             ),
-            _ => (None, false),
+            _ => (None, false, false),
         };
         let mut request = self
             .0
@@ -342,6 +345,16 @@ impl StreamableHttpClient for RepairingClient {
             Ok(JsonRpcMessage::Error(mut error)) if error.id.is_none() => {
                 error.id = Some(id);
                 JsonRpcMessage::Error(error)
+            }
+            // `tools/list` answers are handed over raw, so fields rmcp's types drop
+            // (`execution`) reach the listing, as over stdio.
+            Ok(JsonRpcMessage::Response(mut response)) if list_tools => {
+                if let Ok(Value::Object(mut raw)) = serde_json::from_slice::<Value>(&body.bytes)
+                    && let Some(result) = raw.remove("result")
+                {
+                    response.result = ServerResult::CustomResult(CustomResult(result));
+                }
+                JsonRpcMessage::Response(response)
             }
             Ok(message) => message,
             Err(error) => LocalFault::InvalidResponse {
