@@ -95,7 +95,7 @@ pub(crate) fn finished(id: &str, result: &Result<ToolOutput, ToolExecError>) -> 
             "toolCallId": id,
             "status": "completed",
             "content": tool_content(output),
-            "rawOutput": raw_output(output),
+            "rawOutput": output.to_value(),
         }),
         Err(error) => json!({
             "sessionUpdate": "tool_call_update",
@@ -109,16 +109,6 @@ pub(crate) fn finished(id: &str, result: &Result<ToolOutput, ToolExecError>) -> 
 
 fn text_content(text: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": text}})
-}
-
-/// The tool's output as the client's raw view of it: the text, the JSON value, or the
-/// content blocks.
-fn raw_output(output: &ToolOutput) -> Value {
-    match output {
-        ToolOutput::Text(text) => Value::String(text.clone()),
-        ToolOutput::Json(value) => value.clone(),
-        other => serde_json::to_value(other).unwrap_or_default(),
-    }
 }
 
 /// A tool result as ACP tool-call content: text, images, audio, resources and links as their

@@ -271,15 +271,7 @@ pub(crate) fn render_result(result: &ToolOutput) -> String {
 /// A tool result as pretty JSON: a text as a JSON string, JSON as is, content blocks as an
 /// array of blocks.
 pub(crate) fn result_json(result: &ToolOutput) -> String {
-    let value = match result {
-        ToolOutput::Text(text) => Value::String(text.clone()),
-        ToolOutput::Json(value) => value.clone(),
-        other => serde_json::to_value(other)
-            .ok()
-            .and_then(|mut tagged| tagged.get_mut("value").map(Value::take))
-            .unwrap_or_default(),
-    };
-    clean(&format!("{value:#}")).into_owned()
+    clean(&format!("{:#}", result.to_value())).into_owned()
 }
 
 /// One block of a multi-part result.

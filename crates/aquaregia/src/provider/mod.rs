@@ -353,6 +353,16 @@ pub(crate) fn output_text(parts: &[OutputPart<'_>]) -> String {
     out
 }
 
+/// What providers send for a failed tool call that returned no text: they reject empty
+/// error results.
+pub(crate) const EMPTY_ERROR_TEXT: &str = "The tool failed without output.";
+
+/// `data:<mime>;base64,<data>` as `(mime, data)`; `None` for any other URL.
+pub(crate) fn split_data_url(url: &str) -> Option<(&str, &str)> {
+    let (meta, data) = url.strip_prefix("data:")?.split_once(',')?;
+    Some((meta.strip_suffix(";base64")?, data))
+}
+
 /// A fresh tool-call id for providers that send none: random, so ids stay unique across
 /// the whole conversation (a per-response counter would repeat `call_0` every step).
 pub(crate) fn new_call_id() -> String {

@@ -75,6 +75,16 @@ impl ToolOutput {
         }
     }
 
+    /// The output as plain JSON, for clients that show it raw: text as a JSON string, JSON as
+    /// is, content as the array of its blocks (camelCase fields, as MCP writes them).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Text(text) => Value::String(text.clone()),
+            Self::Json(value) => value.clone(),
+            Self::Content(blocks) => serde_json::to_value(blocks).unwrap_or_default(),
+        }
+    }
+
     /// The text of a [`ToolOutput::Text`].
     pub fn as_text(&self) -> Option<&str> {
         match self {

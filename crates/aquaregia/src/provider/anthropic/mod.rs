@@ -6,8 +6,8 @@ use reqwest::header::HeaderName;
 use serde_json::{Map, Value, json};
 
 use super::{
-    Api, KeyPolicy, OutputPart, ProviderInfo, WireApi, base_url_as_is, object_schema, output_text,
-    system_text, tool_output_parts,
+    Api, EMPTY_ERROR_TEXT, KeyPolicy, OutputPart, ProviderInfo, WireApi, base_url_as_is,
+    object_schema, output_text, split_data_url, system_text, tool_output_parts,
 };
 use crate::client::ProviderKind;
 use crate::error::Error;
@@ -37,9 +37,6 @@ const NAME: &str = "anthropic";
 
 /// `max_tokens` is mandatory in this API; this applies when the request sets no limit.
 const DEFAULT_MAX_TOKENS: u32 = 8192;
-
-/// The API rejects an error result without content.
-const EMPTY_ERROR_TEXT: &str = "The tool failed without output.";
 
 impl WireApi for Anthropic {
     const NAME: &'static str = NAME;
@@ -218,12 +215,6 @@ fn base64_image(mime_type: &str, data: &str) -> Value {
         "type": "image",
         "source": {"type": "base64", "media_type": mime_type, "data": data},
     })
-}
-
-/// `data:<mime>;base64,<data>` into its parts.
-fn split_data_url(url: &str) -> Option<(&str, &str)> {
-    let (meta, data) = url.strip_prefix("data:")?.split_once(',')?;
-    Some((meta.strip_suffix(";base64")?, data))
 }
 
 /// Text-only output goes as a string; with images, as text and image blocks in order.

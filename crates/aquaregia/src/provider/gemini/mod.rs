@@ -16,8 +16,10 @@ use std::time::Duration;
 use reqwest::header::HeaderName;
 use serde_json::{Map, Value, json};
 
-use super::{Api, KeyPolicy, ProviderInfo};
-use super::{OutputPart, WireApi, object_schema, output_text, system_text, tool_output_parts};
+use super::{
+    Api, EMPTY_ERROR_TEXT, KeyPolicy, OutputPart, ProviderInfo, WireApi, object_schema,
+    output_text, split_data_url, system_text, tool_output_parts,
+};
 use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::{ContentPart, ImageSource, Message, Role, ToolResult};
@@ -43,9 +45,6 @@ pub(crate) static GEMINI: ProviderInfo = ProviderInfo {
 pub(crate) struct Gemini;
 
 const NAME: &str = "gemini";
-
-/// The API rejects a function response without content.
-const EMPTY_ERROR_TEXT: &str = "The tool failed without output.";
 
 /// Google's SDKs take the base URL without the API version; one given with it works too.
 fn gemini_base_url(url: &str) -> String {
@@ -267,12 +266,6 @@ fn image_part(source: &ImageSource) -> Value {
 
 fn inline_data(mime_type: &str, data: &str) -> Value {
     json!({"inlineData": {"mimeType": mime_type, "data": data}})
-}
-
-/// `data:<mime>;base64,<data>` into its parts.
-fn split_data_url(url: &str) -> Option<(&str, &str)> {
-    let (meta, data) = url.strip_prefix("data:")?.split_once(',')?;
-    Some((meta.strip_suffix(";base64")?, data))
 }
 
 /// `functionResponse {id, name, response: {output | error}}`; images ride in its `parts`
