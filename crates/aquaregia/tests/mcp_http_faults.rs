@@ -38,8 +38,35 @@ fn json_response(id: &Value, result: &Value) -> Response {
         .into_response()
 }
 
+/// The same answer as one `text/event-stream` event, as most Streamable HTTP servers send it
+/// (a progress notification first, as a busy server might).
+fn sse_response(id: &Value, result: &Value) -> Response {
+    let progress = json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": "listing"}});
+    let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (
+                header::HeaderName::from_static("mcp-session-id"),
+                "session-1",
+            ),
+        ],
+        format!("event: message\ndata: {progress}\n\nevent: message\ndata: {answer}\n\n"),
+    )
+        .into_response()
+}
+
 /// A 2025-11-25 server whose first `tools/call` answers HTTP 500.
 fn flaky_server(calls: Arc<AtomicUsize>) -> Router {
+    server_answering(calls, json_response)
+}
+
+/// [`flaky_server`], answering every request as `server` frames it.
+fn server_answering(
+    calls: Arc<AtomicUsize>,
+    json_response: fn(&Value, &Value) -> Response,
+) -> Router {
     Router::new().route(
         "/mcp",
         post(move |axum::Json(message): axum::Json<Value>| {
@@ -115,6 +142,27 @@ async fn an_http_500_fails_only_that_call() {
 #[tokio::test]
 async fn task_only_tools_are_hidden_over_http() {
     let (url, server) = serve(flaky_server(Arc::default())).await;
+    let connection = mcp::Connector::new()
+        .name("tasks")
+        .timeout(BOUND)
+        .http(&url, HttpOptions::new())
+        .await
+        .unwrap();
+    let names: Vec<String> = connection
+        .tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    assert_eq!(names, ["work"]);
+    server.abort();
+}
+
+/// Fault 9 when `tools/list` is answered as an event stream: still hidden.
+#[tokio::test]
+async fn task_only_tools_are_hidden_when_listed_over_sse() {
+    let (url, server) = serve(server_answering(Arc::default(), sse_response)).await;
     let connection = mcp::Connector::new()
         .name("tasks")
         .timeout(BOUND)

@@ -26,6 +26,7 @@ use sse_stream::{Sse, SseStream};
 
 use super::error::McpError;
 use super::fault::LocalFault;
+use super::listing::RAW_TOOLS_LIST;
 
 /// Default cap on one JSON response body or SSE event from an HTTP server.
 pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 << 20;
@@ -322,10 +323,12 @@ impl StreamableHttpClient for RepairingClient {
                 limits.max_sse_event_size,
             ))
             .boxed();
-            return Ok(StreamableHttpPostResponse::Sse(
-                answer_oversized_events(events, id, limits.max_sse_event_size),
-                session,
-            ));
+            let list_id = list_tools.then(|| id.clone());
+            let mut events = answer_oversized_events(events, id, limits.max_sse_event_size);
+            if let Some(id) = list_id {
+                events = keep_tools_list_raw(events, &id);
+            }
+            return Ok(StreamableHttpPostResponse::Sse(events, session));
         }
         if !media_type(JSON) {
             return Err(StreamableHttpError::UnexpectedContentType(content_type));
@@ -633,6 +636,34 @@ fn answer_oversized_events(
         })
         .take_while(|item| std::future::ready(item.is_some()))
         .filter_map(std::future::ready)
+        .boxed()
+}
+
+/// An event stream answering `tools/list` in which the answer's result is handed over raw
+/// (see [`RAW_TOOLS_LIST`]), as JSON answers and stdio lines are.
+fn keep_tools_list_raw(
+    stream: BoxStream<'static, Result<Sse, SseError>>,
+    id: &RequestId,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    let id = serde_json::to_value(id).unwrap_or_default();
+    stream
+        .map(move |item| {
+            let mut event = item?;
+            let raw = event
+                .data
+                .as_deref()
+                .and_then(|data| serde_json::from_str::<Value>(data).ok());
+            if let Some(Value::Object(mut message)) = raw
+                && message.get("id") == Some(&id)
+                && let Some(result) = message.remove("result")
+            {
+                let mut wrapped = serde_json::Map::new();
+                wrapped.insert(RAW_TOOLS_LIST.to_owned(), result);
+                message.insert("result".to_owned(), Value::Object(wrapped));
+                event.data = serde_json::to_string(&message).ok();
+            }
+            Ok(event)
+        })
         .boxed()
 }
 

@@ -17,6 +17,12 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Upper bound on `tools/list` pages, against a server that never stops paginating.
 const MAX_PAGES: usize = 1000;
 
+/// The key under which a transport hands over a `tools/list` result raw inside an event
+/// stream, where it cannot build the `CustomResult` itself: rmcp reads
+/// `{"aquaregia/rawToolsList": result}` as a custom result, and [`Shared::fetch_tools`]
+/// unwraps it. Raw results keep what rmcp's types drop (`execution`).
+pub(crate) const RAW_TOOLS_LIST: &str = "aquaregia/rawToolsList";
+
 /// A tool as the server described it.
 #[derive(Debug, Clone)]
 pub(crate) struct McpTool {
@@ -50,7 +56,12 @@ impl Shared {
                 Ok(ServerResult::ListToolsResult(page)) => {
                     serde_json::to_value(page).unwrap_or_default()
                 }
-                Ok(ServerResult::CustomResult(page)) => page.0,
+                Ok(ServerResult::CustomResult(page)) => match page.0 {
+                    Value::Object(mut wrapped) if wrapped.contains_key(RAW_TOOLS_LIST) => {
+                        wrapped.remove(RAW_TOOLS_LIST).unwrap_or_default()
+                    }
+                    page => page,
+                },
                 Ok(_) => {
                     return Err(self.list_error("the server answered with something else"));
                 }
