@@ -129,6 +129,12 @@ async fn replay(http: &reqwest::Client, root: &str, requests: &[support::RawRequ
 
 fn main() {
     let only: Option<String> = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
+    // For profilers (callgrind): `AGENT_LOOP_ONLY=agent` or `=replay` runs just that side.
+    let side = std::env::var("AGENT_LOOP_ONLY").unwrap_or_default();
+    let rounds: usize = std::env::var("AGENT_LOOP_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(ROUNDS);
     let server = support::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -180,11 +186,18 @@ fn main() {
                     request.headers.remove("content-length");
                 }
                 let (mut floor, mut run) = (Vec::new(), Vec::new());
-                for round in 0..ROUNDS + WARMUP {
-                    let floor_time = support::time(|| replay(&http, &server.url, &requests)).await;
+                for round in 0..rounds + WARMUP {
+                    let floor_time = support::time(|| async {
+                        if side != "agent" {
+                            replay(&http, &server.url, &requests).await;
+                        }
+                    })
+                    .await;
                     let run_time = support::time(|| async {
-                        let output = agent.run("go").await.expect("agent run");
-                        assert_eq!(output.steps.len(), steps);
+                        if side != "replay" {
+                            let output = agent.run("go").await.expect("agent run");
+                            assert_eq!(output.steps.len(), steps);
+                        }
                     })
                     .await;
                     if round >= WARMUP {
