@@ -114,16 +114,29 @@ fn main() {
             params
         };
 
+        // For profilers (callgrind): `MCP_CALLS_ONLY=raw` or `=tool` makes only that side
+        // call in the sequential rounds.
+        let side = std::env::var("MCP_CALLS_ONLY").unwrap_or_default();
+        let rounds: usize = std::env::var("MCP_CALLS_ROUNDS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(ROUNDS);
+        let (raw_calls, our_calls) = match side.as_str() {
+            "raw" => (SEQUENTIAL_CALLS, 0),
+            "tool" => (0, SEQUENTIAL_CALLS),
+            _ => (SEQUENTIAL_CALLS, SEQUENTIAL_CALLS),
+        };
+
         // Sequential calls.
         let (mut raw, mut ours) = (Vec::new(), Vec::new());
-        for round in 0..ROUNDS + 2 {
+        for round in 0..rounds + 2 {
             let started = Instant::now();
-            for _ in 0..SEQUENTIAL_CALLS {
+            for _ in 0..raw_calls {
                 peer.call_tool(raw_params()).await.expect("raw call");
             }
             let raw_time = started.elapsed();
             let started = Instant::now();
-            for _ in 0..SEQUENTIAL_CALLS {
+            for _ in 0..our_calls {
                 noop.execute(args.clone()).await.expect("tool call");
             }
             let our_time = started.elapsed();
@@ -133,7 +146,7 @@ fn main() {
             }
         }
         let (raw, ours) = (median(raw), median(ours));
-        println!("sequential calls (median per call over {ROUNDS} rounds of {SEQUENTIAL_CALLS}):");
+        println!("sequential calls (median per call over {rounds} rounds of {SEQUENTIAL_CALLS}):");
         println!("  raw rmcp call_tool     {:>7.2} µs", micros(raw));
         println!("  aquaregia Tool         {:>7.2} µs", micros(ours));
         println!(
@@ -144,7 +157,7 @@ fn main() {
 
         // 64 calls in flight.
         let (mut raw, mut ours) = (Vec::new(), Vec::new());
-        for round in 0..ROUNDS + 2 {
+        for round in 0..rounds + 2 {
             let started = Instant::now();
             for _ in 0..20 {
                 let calls = (0..IN_FLIGHT).map(|_| peer.call_tool(raw_params()));
@@ -184,7 +197,7 @@ fn main() {
 
         // Converting 1,001 listed tools into aquaregia Tools (listing cached, new settings).
         let mut samples = Vec::new();
-        for i in 0..ROUNDS {
+        for i in 0..rounds {
             let view = connection.clone().with_tool_prefix(format!("p{i}"));
             let started = Instant::now();
             let tools = view.tools().await.expect("tools");
