@@ -51,6 +51,7 @@ mod http;
 pub mod mcp;
 mod message;
 mod model;
+mod pricing;
 mod provider;
 mod tool;
 
@@ -64,6 +65,7 @@ pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, 
 pub use model::{
     FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent, ToolChoice, Usage,
 };
+pub use pricing::{Cost, ModelPrice, PriceTable};
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,
     ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry, TypedToolBuilder,

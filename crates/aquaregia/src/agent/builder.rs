@@ -13,6 +13,7 @@ use super::{Agent, AgentConfig, AgentHooks, StepContext, StepOverrides, ToolErro
 use crate::client::Client;
 use crate::error::Error;
 use crate::model::ToolChoice;
+use crate::pricing::PriceTable;
 use crate::tool::{Tool, ToolRegistry};
 
 pub(crate) type PrepareStepFn = dyn for<'a> Fn(&StepContext<'a>) -> BoxFuture<'static, Result<StepOverrides, Error>>
@@ -47,6 +48,7 @@ pub struct AgentBuilder {
     max_output_tokens: Option<u32>,
     tool_choice: ToolChoice,
     extra_body: Option<Map<String, Value>>,
+    prices: Option<Arc<PriceTable>>,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -76,6 +78,7 @@ impl AgentBuilder {
             max_output_tokens: None,
             tool_choice: ToolChoice::Auto,
             extra_body: None,
+            prices: None,
         }
     }
 
@@ -185,6 +188,23 @@ impl AgentBuilder {
         self
     }
 
+    /// Prices per model: steps, [`AgentEvent::Usage`](super::AgentEvent::Usage) and the run's
+    /// output then carry a [`Cost`](crate::Cost) next to their usage.
+    ///
+    /// ```no_run
+    /// # fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
+    /// use aquaregia::{ModelPrice, PriceTable};
+    /// let agent = client
+    ///     .agent("gpt-4o-mini")
+    ///     .price_table(PriceTable::new().with("gpt-4o-mini", ModelPrice::new(0.15, 0.60)))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn price_table(mut self, prices: PriceTable) -> Self {
+        self.prices = Some(Arc::new(prices));
+        self
+    }
+
     /// Checks the configuration (tool names, limits) and builds the agent.
     pub fn build(mut self) -> Result<Agent, Error> {
         if self.max_steps == 0 {
@@ -219,6 +239,7 @@ impl AgentBuilder {
                 max_output_tokens: self.max_output_tokens,
                 tool_choice: self.tool_choice,
                 extra_body: self.extra_body,
+                prices: self.prices,
             }),
         })
     }

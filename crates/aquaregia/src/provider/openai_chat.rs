@@ -322,6 +322,7 @@ impl ChatUsage {
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)
                 .unwrap_or(0),
+            cache_write_tokens: 0,
             reasoning_tokens: self
                 .completion_tokens_details
                 .and_then(|d| d.reasoning_tokens)
