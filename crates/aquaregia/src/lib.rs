@@ -52,6 +52,7 @@ pub mod mcp;
 mod message;
 mod model;
 mod pricing;
+mod prompt_cache;
 mod provider;
 mod tool;
 
@@ -66,6 +67,7 @@ pub use model::{
     FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent, ToolChoice, Usage,
 };
 pub use pricing::{Cost, ModelPrice, PriceTable};
+pub use prompt_cache::PromptCaching;
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,
     ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry, TypedToolBuilder,

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::error::Error;
 use crate::message::Message;
+use crate::prompt_cache::PromptCaching;
 use crate::tool::ToolDescriptor;
 
 /// One call to a model: what the agent loop sends each step, also usable directly with
@@ -33,6 +34,8 @@ pub struct ModelRequest {
     /// Extra top-level fields merged into the request body (provider-specific options such as
     /// Anthropic `thinking` or OpenAI `reasoning`). They override fields aquaregia sets.
     pub extra_body: Option<Map<String, Value>>,
+    /// What the provider should cache (off by default).
+    pub prompt_caching: PromptCaching,
 }
 
 impl ModelRequest {
@@ -82,6 +85,13 @@ impl ModelRequest {
     #[must_use]
     pub fn max_output_tokens(mut self, max_output_tokens: u32) -> Self {
         self.max_output_tokens = Some(max_output_tokens);
+        self
+    }
+
+    /// Sets what the provider should cache.
+    #[must_use]
+    pub fn prompt_caching(mut self, prompt_caching: PromptCaching) -> Self {
+        self.prompt_caching = prompt_caching;
         self
     }
 

@@ -14,6 +14,7 @@ use crate::client::Client;
 use crate::error::Error;
 use crate::model::ToolChoice;
 use crate::pricing::PriceTable;
+use crate::prompt_cache::PromptCaching;
 use crate::tool::{Tool, ToolRegistry};
 
 pub(crate) type PrepareStepFn = dyn for<'a> Fn(&StepContext<'a>) -> BoxFuture<'static, Result<StepOverrides, Error>>
@@ -49,6 +50,7 @@ pub struct AgentBuilder {
     tool_choice: ToolChoice,
     extra_body: Option<Map<String, Value>>,
     prices: Option<Arc<PriceTable>>,
+    prompt_caching: PromptCaching,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -79,6 +81,7 @@ impl AgentBuilder {
             tool_choice: ToolChoice::Auto,
             extra_body: None,
             prices: None,
+            prompt_caching: PromptCaching::none(),
         }
     }
 
@@ -205,6 +208,24 @@ impl AgentBuilder {
         self
     }
 
+    /// What the provider should cache across this agent's requests (default: nothing
+    /// explicit). [`PromptCaching::breakpoints`] suits Anthropic agents; a per-session
+    /// [`key`](PromptCaching::key) suits OpenAI ones.
+    ///
+    /// ```no_run
+    /// # fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
+    /// use aquaregia::PromptCaching;
+    /// let agent = client
+    ///     .agent("claude-sonnet-4-5")
+    ///     .prompt_caching(PromptCaching::breakpoints())
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn prompt_caching(mut self, prompt_caching: PromptCaching) -> Self {
+        self.prompt_caching = prompt_caching;
+        self
+    }
+
     /// Checks the configuration (tool names, limits) and builds the agent.
     pub fn build(mut self) -> Result<Agent, Error> {
         if self.max_steps == 0 {
@@ -240,6 +261,7 @@ impl AgentBuilder {
                 tool_choice: self.tool_choice,
                 extra_body: self.extra_body,
                 prices: self.prices,
+                prompt_caching: self.prompt_caching,
             }),
         })
     }

@@ -21,6 +21,7 @@ use crate::error::Error;
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ToolChoice, Usage};
 use crate::pricing::{Cost, PriceTable};
+use crate::prompt_cache::PromptCaching;
 use crate::tool::{ToolExecError, ToolOutput, ToolRegistry};
 
 pub use builder::AgentBuilder;
@@ -63,6 +64,7 @@ pub(crate) struct AgentConfig {
     pub(crate) tool_choice: ToolChoice,
     pub(crate) extra_body: Option<Map<String, Value>>,
     pub(crate) prices: Option<Arc<PriceTable>>,
+    pub(crate) prompt_caching: PromptCaching,
 }
 
 impl fmt::Debug for Agent {

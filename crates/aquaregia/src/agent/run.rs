@@ -47,6 +47,7 @@ pub(super) async fn drive(
             temperature: config.temperature,
             max_output_tokens: config.max_output_tokens,
             extra_body: config.extra_body.clone(),
+            prompt_caching: config.prompt_caching.clone(),
         },
         encoding: RequestCache::default(),
         request_tools: config.tools.clone(),

@@ -213,6 +213,14 @@ pub(crate) trait WireApi: Send + Sync + 'static {
     /// One tool definition.
     fn tool_definition(tool: &ToolDescriptor) -> Value;
 
+    /// Makes the last tool definition a prompt-cache breakpoint, for wire APIs with explicit
+    /// breakpoints ([`PromptCaching::tools`](crate::PromptCaching::tools)).
+    fn mark_tools_breakpoint(_definition: &mut Value) {}
+
+    /// Makes the latest (sealed) wire item a prompt-cache breakpoint
+    /// ([`PromptCaching::latest_turn`](crate::PromptCaching::latest_turn)).
+    fn mark_turn_breakpoint(_item: &mut Value) {}
+
     /// Every other body field (model, options, tool choice...).
     fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value>;
 

@@ -77,6 +77,9 @@ impl WireApi for OpenAiChat {
         if let Some(max) = request.max_output_tokens {
             body.insert("max_completion_tokens".into(), json!(max));
         }
+        if let Some(key) = &request.prompt_caching.key {
+            body.insert("prompt_cache_key".into(), Value::String(key.clone()));
+        }
         if stream {
             body.insert("stream".into(), Value::Bool(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));

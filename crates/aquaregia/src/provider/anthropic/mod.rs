@@ -82,6 +82,34 @@ impl WireApi for Anthropic {
         })
     }
 
+    fn mark_tools_breakpoint(definition: &mut Value) {
+        if let Value::Object(definition) = definition {
+            definition.insert("cache_control".into(), ephemeral());
+        }
+    }
+
+    /// The breakpoint goes on the message's last block that may carry one (thinking blocks
+    /// may not); a plain-string message becomes one text block for it.
+    fn mark_turn_breakpoint(item: &mut Value) {
+        let Some(content) = item.get_mut("content") else {
+            return;
+        };
+        if let Value::String(text) = content {
+            *content = json!([{"type": "text", "text": text, "cache_control": ephemeral()}]);
+            return;
+        }
+        if let Some(Value::Object(block)) = content.as_array_mut().and_then(|blocks| {
+            blocks.iter_mut().rev().find(|block| {
+                !matches!(
+                    block["type"].as_str(),
+                    Some("thinking" | "redacted_thinking")
+                )
+            })
+        }) {
+            block.insert("cache_control".into(), ephemeral());
+        }
+    }
+
     fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value> {
         let mut body = Map::new();
         body.insert("model".into(), request.model.clone().into());
@@ -90,7 +118,12 @@ impl WireApi for Anthropic {
             json!(request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
         );
         if let Some(system) = system_text(request) {
-            body.insert("system".into(), Value::String(system));
+            let system = if request.prompt_caching.system {
+                json!([{"type": "text", "text": system, "cache_control": ephemeral()}])
+            } else {
+                Value::String(system)
+            };
+            body.insert("system".into(), system);
         }
         if !request.tools.is_empty() {
             body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
@@ -107,6 +140,11 @@ impl WireApi for Anthropic {
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
         response::parse_response(body)
     }
+}
+
+/// A prompt-cache breakpoint with the default (5 minute) lifetime.
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
 }
 
 fn tool_choice(choice: &ToolChoice) -> Value {

@@ -81,6 +81,9 @@ impl WireApi for OpenAiResponses {
         if let Some(max) = request.max_output_tokens {
             body.insert("max_output_tokens".into(), json!(max));
         }
+        if let Some(key) = &request.prompt_caching.key {
+            body.insert("prompt_cache_key".into(), Value::String(key.clone()));
+        }
         body.insert("store".into(), Value::Bool(false));
         if wants_encrypted_reasoning(request) {
             body.insert("include".into(), json!(["reasoning.encrypted_content"]));
