@@ -54,11 +54,13 @@ mod model;
 mod pricing;
 mod prompt_cache;
 mod provider;
+mod structured;
 mod tool;
 
 pub use agent::{
     Agent, AgentBuilder, AgentEvent, AgentHooks, AgentInput, AgentOutput, AgentStream, StepContext,
     StepOverrides, StepResult, StopReason, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy,
+    TypedOutput,
 };
 pub use client::{Client, ClientBuilder, ProviderKind};
 pub use error::Error;
@@ -68,6 +70,7 @@ pub use model::{
 };
 pub use pricing::{Cost, ModelPrice, PriceTable};
 pub use prompt_cache::PromptCaching;
+pub use structured::{GeneratedObject, OutputSchema};
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,
     ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry, TypedToolBuilder,

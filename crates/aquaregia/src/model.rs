@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::error::Error;
 use crate::message::Message;
 use crate::prompt_cache::PromptCaching;
+use crate::structured::OutputSchema;
 use crate::tool::ToolDescriptor;
 
 /// One call to a model: what the agent loop sends each step, also usable directly with
@@ -36,6 +37,9 @@ pub struct ModelRequest {
     pub extra_body: Option<Map<String, Value>>,
     /// What the provider should cache (off by default).
     pub prompt_caching: PromptCaching,
+    /// The JSON schema the answer must follow, if any; see
+    /// [`Client::generate_object`](crate::Client::generate_object).
+    pub output_schema: Option<OutputSchema>,
 }
 
 impl ModelRequest {
@@ -92,6 +96,13 @@ impl ModelRequest {
     #[must_use]
     pub fn prompt_caching(mut self, prompt_caching: PromptCaching) -> Self {
         self.prompt_caching = prompt_caching;
+        self
+    }
+
+    /// Asks for an answer that is a JSON value of `schema`.
+    #[must_use]
+    pub fn output_schema(mut self, schema: OutputSchema) -> Self {
+        self.output_schema = Some(schema);
         self
     }
 

@@ -262,6 +262,7 @@ impl AgentBuilder {
                 extra_body: self.extra_body,
                 prices: self.prices,
                 prompt_caching: self.prompt_caching,
+                output_schema: None,
             }),
         })
     }

@@ -4,6 +4,7 @@ mod builder;
 mod hooks;
 mod run;
 mod step;
+mod typed;
 
 use std::fmt;
 use std::pin::Pin;
@@ -22,12 +23,14 @@ use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ToolChoice, Usage};
 use crate::pricing::{Cost, PriceTable};
 use crate::prompt_cache::PromptCaching;
+use crate::structured::OutputSchema;
 use crate::tool::{ToolExecError, ToolOutput, ToolRegistry};
 
 pub use builder::AgentBuilder;
 pub(crate) use builder::PrepareStepFn;
 pub use hooks::{AgentHooks, ToolCallDecision};
 pub use step::{StepContext, StepOverrides};
+pub use typed::TypedOutput;
 
 /// What a failing tool call does to the run.
 #[non_exhaustive]
@@ -48,6 +51,7 @@ pub struct Agent {
     inner: Arc<AgentConfig>,
 }
 
+#[derive(Clone)]
 pub(crate) struct AgentConfig {
     pub(crate) client: Client,
     pub(crate) model: String,
@@ -65,6 +69,8 @@ pub(crate) struct AgentConfig {
     pub(crate) extra_body: Option<Map<String, Value>>,
     pub(crate) prices: Option<Arc<PriceTable>>,
     pub(crate) prompt_caching: PromptCaching,
+    /// Set by [`Agent::run_typed`] for its runs only.
+    pub(crate) output_schema: Option<OutputSchema>,
 }
 
 impl fmt::Debug for Agent {

@@ -48,6 +48,7 @@ pub(super) async fn drive(
             max_output_tokens: config.max_output_tokens,
             extra_body: config.extra_body.clone(),
             prompt_caching: config.prompt_caching.clone(),
+            output_schema: config.output_schema.clone(),
         },
         encoding: RequestCache::default(),
         request_tools: config.tools.clone(),

@@ -116,10 +116,21 @@ pub(crate) fn encode_request<P: WireApi>(
         }
         out.push(b']');
     }
-    if !request.tools.is_empty() && !overridden("tools") {
+    let output_tool = request
+        .output_schema
+        .as_ref()
+        .filter(|_| P::OUTPUT_AS_TOOL)
+        .map(P::output_tool);
+    if (!request.tools.is_empty() || output_tool.is_some()) && !overridden("tools") {
         write_key(&mut out, "tools")?;
         out.extend_from_slice(P::TOOLS_OPEN.as_bytes());
         out.extend_from_slice(&cache.tools_json);
+        if let Some(tool) = &output_tool {
+            if !cache.tools_json.is_empty() {
+                out.push(b',');
+            }
+            write_json(&mut out, tool)?;
+        }
         out.extend_from_slice(P::TOOLS_CLOSE.as_bytes());
     }
     for (key, value) in P::body_fields(request, stream) {

@@ -77,6 +77,17 @@ impl WireApi for OpenAiChat {
         if let Some(max) = request.max_output_tokens {
             body.insert("max_completion_tokens".into(), json!(max));
         }
+        if let Some(schema) = &request.output_schema {
+            let (wire, strict) = schema.openai_schema();
+            let mut format = json!({"name": schema.name(), "schema": wire, "strict": strict});
+            if let Some(description) = schema.description_text() {
+                format["description"] = json!(description);
+            }
+            body.insert(
+                "response_format".into(),
+                json!({"type": "json_schema", "json_schema": format}),
+            );
+        }
         if let Some(key) = &request.prompt_caching.key {
             body.insert("prompt_cache_key".into(), Value::String(key.clone()));
         }

@@ -13,6 +13,7 @@ use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolResult};
 use crate::model::{ModelRequest, ModelResponse, ToolChoice};
+use crate::structured::OutputSchema;
 use crate::tool::ToolDescriptor;
 use response::AnthropicDecoder;
 
@@ -44,6 +45,7 @@ impl WireApi for Anthropic {
     type Decoder = AnthropicDecoder;
 
     const HISTORY_FIELD: &'static str = "messages";
+    const OUTPUT_AS_TOOL: bool = true;
 
     fn push_messages(_request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>) {
         for message in messages {
@@ -79,6 +81,16 @@ impl WireApi for Anthropic {
             "name": d.name,
             "description": d.description,
             "input_schema": object_schema(&d.input_schema),
+        })
+    }
+
+    fn output_tool(schema: &OutputSchema) -> Value {
+        json!({
+            "name": schema.name(),
+            "description": schema
+                .description_text()
+                .unwrap_or("Gives the final answer. Its input is the answer."),
+            "input_schema": object_schema(&schema.plain_schema()),
         })
     }
 
@@ -125,7 +137,9 @@ impl WireApi for Anthropic {
             };
             body.insert("system".into(), system);
         }
-        if !request.tools.is_empty() {
+        if let Some(schema) = &request.output_schema {
+            body.insert("tool_choice".into(), output_tool_choice(request, schema));
+        } else if !request.tools.is_empty() {
             body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
         }
         if let Some(temperature) = request.temperature {
@@ -139,6 +153,20 @@ impl WireApi for Anthropic {
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
         response::parse_response(body)
+    }
+}
+
+/// The model must answer through the output tool; with other tools it may call those first
+/// (`any`), unless the tool choice says otherwise.
+fn output_tool_choice(request: &ModelRequest, schema: &OutputSchema) -> Value {
+    let answer = json!({"type": "tool", "name": schema.name()});
+    if request.tools.is_empty() {
+        return answer;
+    }
+    match &request.tool_choice {
+        ToolChoice::Auto | ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::None => answer,
+        other => tool_choice(other),
     }
 }
 
