@@ -37,6 +37,13 @@
 //! | [`Client::gemini`] | Gemini `generateContent` | `GEMINI_API_KEY` or `GOOGLE_API_KEY`, `GOOGLE_GEMINI_BASE_URL` |
 //! | [`Client::ollama`] | Chat Completions at `OLLAMA_HOST` | no key |
 //!
+//! ## Usage, cost, caching, typed answers
+//!
+//! Every step reports a [`Usage`] normalised across providers, [`AgentEvent::Usage`] follows
+//! each model call, and a [`PriceTable`] ([`AgentBuilder::price_table`]) adds a [`Cost`].
+//! [`PromptCaching`] asks providers to cache the prompt prefix. [`Agent::run_typed`] and
+//! [`Client::generate_object`] return a value of a `schemars` type ([`OutputSchema`]).
+//!
 //! ## Cargo features
 //!
 //! | feature | default | what it adds |

@@ -412,7 +412,11 @@ pub(crate) fn output_call_as_text(name: &str, response: &mut ModelResponse) {
         return;
     };
     if let Some(ContentPart::ToolCall(call)) = content.get(position) {
-        let answer = ContentPart::text(call.arguments.to_string());
+        // Arguments that were not JSON are kept as the text the model wrote.
+        let answer = ContentPart::text(match &call.arguments {
+            Value::String(text) => text.clone(),
+            arguments => arguments.to_string(),
+        });
         if let Some(slot) = content.get_mut(position) {
             *slot = answer;
         }
