@@ -69,6 +69,11 @@ pub(crate) struct RunArgs {
     /// Allow every tool call without asking.
     #[arg(long, short = 'y')]
     yes: bool,
+
+    /// When the run ends, print its token usage on stderr (input with cache reads and
+    /// writes, output with reasoning, model calls).
+    #[arg(long)]
+    usage: bool,
 }
 
 pub(crate) async fn run(
@@ -131,6 +136,9 @@ async fn run_agent(
             AgentEvent::ToolCallFinish { id, result, .. } => console.abandoned(&id, &result),
             AgentEvent::Finish(output) => {
                 console.answer.end()?;
+                if args.usage {
+                    eprintln!("{}", usage_line(&output));
+                }
                 return outcome(&output, args.max_steps);
             }
             _ => {}
@@ -154,6 +162,23 @@ fn explain_unreachable_default(error: anyhow::Error, spec: &str, defaulted: bool
     } else {
         error
     }
+}
+
+/// `usage: 1200 input tokens (1000 cache reads, 0 cache writes), 35 output tokens (10
+/// reasoning), 2 model calls`.
+fn usage_line(output: &AgentOutput) -> String {
+    let usage = &output.usage;
+    let calls = output.steps.len();
+    format!(
+        "usage: {} input tokens ({} cache reads, {} cache writes), {} output tokens \
+         ({} reasoning), {calls} model call{}",
+        usage.input_tokens,
+        usage.cached_input_tokens,
+        usage.cache_write_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+        if calls == 1 { "" } else { "s" },
+    )
 }
 
 fn outcome(output: &AgentOutput, max_steps: u32) -> anyhow::Result<()> {
