@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::Interrupted;
 use crate::output::{self, Styles};
+use crate::prompt_cache;
 use crate::servers::{self, InlineServers};
 
 /// What the model is told when the user says no.
@@ -37,6 +38,9 @@ the answer read from stdin: y runs the call, always allows that tool for the res
 anything else denies it (the model is told the user declined). While asking, calls run one at
 a time. When stdin is not a terminal, one line is read per question, so a script can answer;
 once stdin is closed every further call is denied. --yes allows every call without asking.
+
+Prompt caching: on Anthropic the system prompt, the tools and the latest turn are marked for
+caching; on OpenAI the run's requests share a prompt_cache_key.
 
 Ctrl-C stops the run and closes the servers; a second Ctrl-C quits at once.
 Exit status: 0 when the agent answered, 1 on an error or when it ran out of --max-steps,
@@ -120,6 +124,7 @@ async fn run_agent(
         // Tools added or removed mid-run (`tools/list_changed`) reach the next step.
         .prepare_step(toolset.prepare_step())
         .max_steps(args.max_steps as usize)
+        .prompt_caching(prompt_cache::for_session(&client, &run_id()))
         .cancellation_token(cancel)
         .shared_hooks(console.clone());
     if let Some(system) = &args.system {
@@ -145,6 +150,14 @@ async fn run_agent(
         }
     }
     bail!("the agent stopped without an answer")
+}
+
+/// A key for this run's requests (`aquaregia-run-<pid>-<nanos>`), so its steps share a cache.
+fn run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    format!("aquaregia-run-{}-{nanos}", std::process::id())
 }
 
 /// A model nobody chose (the fallback to a local Ollama, usually) that cannot be reached gets
