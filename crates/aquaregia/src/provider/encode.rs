@@ -27,6 +27,8 @@ pub(crate) struct RequestCache {
     /// The tools `tools_json` was made from.
     tools: Vec<Arc<ToolDescriptor>>,
     tools_json: Vec<u8>,
+    /// Whether the last definition in `tools_json` is a cache breakpoint.
+    tools_marked: bool,
 }
 
 impl RequestCache {
@@ -59,7 +61,9 @@ pub(crate) fn encode_request<P: WireApi>(
         }
         cache.messages = request.messages.len();
     }
-    let same_tools = cache.tools.len() == request.tools.len()
+    let mark_tools = request.prompt_caching.tools;
+    let same_tools = cache.tools_marked == mark_tools
+        && cache.tools.len() == request.tools.len()
         && cache
             .tools
             .iter()
@@ -67,10 +71,16 @@ pub(crate) fn encode_request<P: WireApi>(
             .all(|(a, b)| Arc::ptr_eq(a, b) || a == b);
     if !same_tools {
         cache.tools_json.clear();
-        for tool in &request.tools {
-            append_item(&mut cache.tools_json, &P::tool_definition(tool))?;
+        let last = request.tools.len().saturating_sub(1);
+        for (position, tool) in request.tools.iter().enumerate() {
+            let mut definition = P::tool_definition(tool);
+            if mark_tools && position == last {
+                P::mark_tools_breakpoint(&mut definition);
+            }
+            append_item(&mut cache.tools_json, &definition)?;
         }
         cache.tools.clone_from(&request.tools);
+        cache.tools_marked = mark_tools;
     }
 
     let extra = request.extra_body.as_ref();
@@ -97,14 +107,30 @@ pub(crate) fn encode_request<P: WireApi>(
             }
             let mut tail = tail.clone();
             P::seal_item(&mut tail);
+            // Only the open tail is marked, so the breakpoint moves with the conversation and
+            // the cached history never holds one.
+            if request.prompt_caching.latest_turn {
+                P::mark_turn_breakpoint(&mut tail);
+            }
             write_json(&mut out, &tail)?;
         }
         out.push(b']');
     }
-    if !request.tools.is_empty() && !overridden("tools") {
+    let output_tool = request
+        .output_schema
+        .as_ref()
+        .filter(|_| P::OUTPUT_AS_TOOL)
+        .map(P::output_tool);
+    if (!request.tools.is_empty() || output_tool.is_some()) && !overridden("tools") {
         write_key(&mut out, "tools")?;
         out.extend_from_slice(P::TOOLS_OPEN.as_bytes());
         out.extend_from_slice(&cache.tools_json);
+        if let Some(tool) = &output_tool {
+            if !cache.tools_json.is_empty() {
+                out.push(b',');
+            }
+            write_json(&mut out, tool)?;
+        }
         out.extend_from_slice(P::TOOLS_CLOSE.as_bytes());
     }
     for (key, value) in P::body_fields(request, stream) {
@@ -148,6 +174,7 @@ fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(),
 mod tests {
     use super::*;
     use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
+    use crate::prompt_cache::PromptCaching;
     use crate::provider::{anthropic, gemini, openai_chat, openai_responses};
     use crate::tool::{ContentBlock, ToolOutput};
 
@@ -186,15 +213,23 @@ mod tests {
         ]
     }
 
-    /// Encoding step by step with the cache gives exactly the body a fresh encode gives.
+    /// Encoding step by step with the cache gives exactly the body a fresh encode gives, with
+    /// prompt-cache breakpoints (which move every step) or without.
     fn incremental_equals_fresh<P: WireApi>() {
+        incremental_equals_fresh_with::<P>(&PromptCaching::none());
+        incremental_equals_fresh_with::<P>(&PromptCaching::breakpoints().key("k"));
+    }
+
+    fn incremental_equals_fresh_with<P: WireApi>(caching: &PromptCaching) {
         let all = conversation();
         let tool = crate::tool::tool("t").execute_raw(|_| async { Ok(()) });
+        let other = crate::tool::tool("u").execute_raw(|_| async { Ok(()) });
         let mut cache = RequestCache::default();
         for n in 1..=all.len() {
             let request = ModelRequest::new("m", all[..n].to_vec())
                 .instructions("be brief")
-                .tools([tool.shared_descriptor()]);
+                .tools([tool.shared_descriptor(), other.shared_descriptor()])
+                .prompt_caching(caching.clone());
             let incremental = encode_request::<P>(&request, false, &mut cache).unwrap();
             let fresh = encode_request::<P>(&request, false, &mut RequestCache::default()).unwrap();
             assert_eq!(

@@ -28,7 +28,8 @@ use crate::error::Error;
 use crate::http::sse::SseEvent;
 use crate::http::{HttpConfig, Rejection, header_str, truncate};
 use crate::message::{ContentPart, Message, Role};
-use crate::model::{ModelRequest, ModelResponse, ModelStream, StreamEvent};
+use crate::model::{FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent};
+use crate::structured::OutputSchema;
 use crate::tool::{ContentBlock, ToolDescriptor, ToolOutput};
 pub(crate) use encode::RequestCache;
 
@@ -184,6 +185,9 @@ pub(crate) trait WireApi: Send + Sync + 'static {
     const TOOLS_CLOSE: &'static str = "]";
     /// The body field holding the conversation (`messages`, `input`).
     const HISTORY_FIELD: &'static str;
+    /// Whether a structured answer comes as the input of a tool the model is made to call
+    /// ([`WireApi::output_tool`]) rather than through a native response format.
+    const OUTPUT_AS_TOOL: bool = false;
     /// Stream decoding state.
     type Decoder: StreamDecoder;
 
@@ -212,6 +216,20 @@ pub(crate) trait WireApi: Send + Sync + 'static {
 
     /// One tool definition.
     fn tool_definition(tool: &ToolDescriptor) -> Value;
+
+    /// The definition of the tool that carries a structured answer (see
+    /// [`WireApi::OUTPUT_AS_TOOL`]); sent after the request's tools.
+    fn output_tool(_schema: &OutputSchema) -> Value {
+        Value::Null
+    }
+
+    /// Makes the last tool definition a prompt-cache breakpoint, for wire APIs with explicit
+    /// breakpoints ([`PromptCaching::tools`](crate::PromptCaching::tools)).
+    fn mark_tools_breakpoint(_definition: &mut Value) {}
+
+    /// Makes the latest (sealed) wire item a prompt-cache breakpoint
+    /// ([`PromptCaching::latest_turn`](crate::PromptCaching::latest_turn)).
+    fn mark_turn_breakpoint(_item: &mut Value) {}
 
     /// Every other body field (model, options, tool choice...).
     fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value>;
@@ -380,6 +398,38 @@ pub(crate) fn system_text(request: &ModelRequest) -> Option<String> {
             .map(Message::text),
     );
     (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// Turns the call of the structured-answer tool `name` into the answer's text, so the
+/// answer reads the same whatever the provider: the call is not a tool call to run, and text
+/// the model wrote beside it is preamble, not part of the answer.
+pub(crate) fn output_call_as_text(name: &str, response: &mut ModelResponse) {
+    let content = &mut response.message.content;
+    let Some(position) = content
+        .iter()
+        .position(|part| matches!(part, ContentPart::ToolCall(call) if call.name == name))
+    else {
+        return;
+    };
+    if let Some(ContentPart::ToolCall(call)) = content.get(position) {
+        // Arguments that were not JSON are kept as the text the model wrote.
+        let answer = ContentPart::text(match &call.arguments {
+            Value::String(text) => text.clone(),
+            arguments => arguments.to_string(),
+        });
+        if let Some(slot) = content.get_mut(position) {
+            *slot = answer;
+        }
+    }
+    let mut index = 0;
+    content.retain(|part| {
+        let keep = index == position || !matches!(part, ContentPart::Text { .. });
+        index += 1;
+        keep
+    });
+    if response.message.tool_calls().next().is_none() {
+        response.finish_reason = FinishReason::Stop;
+    }
 }
 
 /// Assembles an assistant message from streamed or decoded pieces, keeping their order.

@@ -77,6 +77,20 @@ impl WireApi for OpenAiChat {
         if let Some(max) = request.max_output_tokens {
             body.insert("max_completion_tokens".into(), json!(max));
         }
+        if let Some(schema) = &request.output_schema {
+            let (wire, strict) = schema.openai_schema();
+            let mut format = json!({"name": schema.name(), "schema": wire, "strict": strict});
+            if let Some(description) = schema.description_text() {
+                format["description"] = json!(description);
+            }
+            body.insert(
+                "response_format".into(),
+                json!({"type": "json_schema", "json_schema": format}),
+            );
+        }
+        if let Some(key) = &request.prompt_caching.key {
+            body.insert("prompt_cache_key".into(), Value::String(key.clone()));
+        }
         if stream {
             body.insert("stream".into(), Value::Bool(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -322,6 +336,7 @@ impl ChatUsage {
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)
                 .unwrap_or(0),
+            cache_write_tokens: 0,
             reasoning_tokens: self
                 .completion_tokens_details
                 .and_then(|d| d.reasoning_tokens)

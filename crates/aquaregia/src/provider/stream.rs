@@ -10,7 +10,7 @@ use futures::{Stream, StreamExt};
 use reqwest::header::CONTENT_TYPE;
 
 use super::encode::{RequestCache, encode_request};
-use super::{StreamDecoder, WireApi, read_error};
+use super::{StreamDecoder, WireApi, output_call_as_text, read_error};
 use crate::error::Error;
 use crate::http::sse::SseDecoder;
 use crate::http::{HttpConfig, transport_error};
@@ -27,7 +27,34 @@ pub(crate) async fn generate<P: WireApi>(
     let url = http.url(&P::path(&request.model, false));
     let response = http.post_json(&url, body, read_error::<P>).await?;
     let bytes = http.read_body(response).await?;
-    P::parse_response(&bytes)
+    let mut response = P::parse_response(&bytes)?;
+    if let Some(name) = output_tool_name::<P>(request) {
+        output_call_as_text(name, &mut response);
+    }
+    Ok(response)
+}
+
+/// The name of the structured-answer tool, when `request` uses one on this wire API.
+fn output_tool_name<P: WireApi>(request: &ModelRequest) -> Option<&str> {
+    request
+        .output_schema
+        .as_ref()
+        .filter(|_| P::OUTPUT_AS_TOOL)
+        .map(|schema| schema.name())
+}
+
+/// Applies [`output_call_as_text`] to the stream's final response.
+fn with_output_text<P: WireApi>(request: &ModelRequest, stream: ModelStream) -> ModelStream {
+    let Some(name) = output_tool_name::<P>(request).map(str::to_owned) else {
+        return stream;
+    };
+    Box::pin(stream.map(move |event| match event {
+        Ok(StreamEvent::Finish(mut response)) => {
+            output_call_as_text(&name, &mut response);
+            Ok(StreamEvent::Finish(response))
+        }
+        other => other,
+    }))
 }
 
 /// One model call, streamed.
@@ -45,11 +72,17 @@ pub(crate) async fn stream<P: WireApi>(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     if !is_json {
-        return Ok(decode_stream::<P>(response, http.timeout));
+        return Ok(with_output_text::<P>(
+            request,
+            decode_stream::<P>(response, http.timeout),
+        ));
     }
     // Some compatible servers ignore `stream: true`; their whole answer is one event.
     let bytes = http.read_body(response).await?;
-    let response = P::parse_response(&bytes)?;
+    let mut response = P::parse_response(&bytes)?;
+    if let Some(name) = output_tool_name::<P>(request) {
+        output_call_as_text(name, &mut response);
+    }
     let mut events = Vec::new();
     for part in &response.message.content {
         match part {

@@ -13,6 +13,7 @@ use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolResult};
 use crate::model::{ModelRequest, ModelResponse, ToolChoice};
+use crate::structured::OutputSchema;
 use crate::tool::ToolDescriptor;
 use response::AnthropicDecoder;
 
@@ -44,6 +45,7 @@ impl WireApi for Anthropic {
     type Decoder = AnthropicDecoder;
 
     const HISTORY_FIELD: &'static str = "messages";
+    const OUTPUT_AS_TOOL: bool = true;
 
     fn push_messages(_request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>) {
         for message in messages {
@@ -82,6 +84,44 @@ impl WireApi for Anthropic {
         })
     }
 
+    fn output_tool(schema: &OutputSchema) -> Value {
+        json!({
+            "name": schema.name(),
+            "description": schema
+                .description_text()
+                .unwrap_or("Gives the final answer. Its input is the answer."),
+            "input_schema": object_schema(&schema.plain_schema()),
+        })
+    }
+
+    fn mark_tools_breakpoint(definition: &mut Value) {
+        if let Value::Object(definition) = definition {
+            definition.insert("cache_control".into(), ephemeral());
+        }
+    }
+
+    /// The breakpoint goes on the message's last block that may carry one (thinking blocks
+    /// may not); a plain-string message becomes one text block for it.
+    fn mark_turn_breakpoint(item: &mut Value) {
+        let Some(content) = item.get_mut("content") else {
+            return;
+        };
+        if let Value::String(text) = content {
+            *content = json!([{"type": "text", "text": text, "cache_control": ephemeral()}]);
+            return;
+        }
+        if let Some(Value::Object(block)) = content.as_array_mut().and_then(|blocks| {
+            blocks.iter_mut().rev().find(|block| {
+                !matches!(
+                    block["type"].as_str(),
+                    Some("thinking" | "redacted_thinking")
+                )
+            })
+        }) {
+            block.insert("cache_control".into(), ephemeral());
+        }
+    }
+
     fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value> {
         let mut body = Map::new();
         body.insert("model".into(), request.model.clone().into());
@@ -90,9 +130,16 @@ impl WireApi for Anthropic {
             json!(request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
         );
         if let Some(system) = system_text(request) {
-            body.insert("system".into(), Value::String(system));
+            let system = if request.prompt_caching.system {
+                json!([{"type": "text", "text": system, "cache_control": ephemeral()}])
+            } else {
+                Value::String(system)
+            };
+            body.insert("system".into(), system);
         }
-        if !request.tools.is_empty() {
+        if let Some(schema) = &request.output_schema {
+            body.insert("tool_choice".into(), output_tool_choice(request, schema));
+        } else if !request.tools.is_empty() {
             body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
         }
         if let Some(temperature) = request.temperature {
@@ -107,6 +154,25 @@ impl WireApi for Anthropic {
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
         response::parse_response(body)
     }
+}
+
+/// The model must answer through the output tool; with other tools it may call those first
+/// (`any`), unless the tool choice says otherwise.
+fn output_tool_choice(request: &ModelRequest, schema: &OutputSchema) -> Value {
+    let answer = json!({"type": "tool", "name": schema.name()});
+    if request.tools.is_empty() {
+        return answer;
+    }
+    match &request.tool_choice {
+        ToolChoice::Auto | ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::None => answer,
+        other => tool_choice(other),
+    }
+}
+
+/// A prompt-cache breakpoint with the default (5 minute) lifetime.
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
 }
 
 fn tool_choice(choice: &ToolChoice) -> Value {

@@ -131,6 +131,10 @@ impl WireApi for Gemini {
         if let Some(max) = request.max_output_tokens {
             config.insert("maxOutputTokens".into(), json!(max));
         }
+        if let Some(schema) = &request.output_schema {
+            config.insert("responseMimeType".into(), json!("application/json"));
+            config.insert("responseJsonSchema".into(), schema.plain_schema());
+        }
         if !config.is_empty() {
             body.insert("generationConfig".into(), Value::Object(config));
         }

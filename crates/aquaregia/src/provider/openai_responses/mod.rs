@@ -81,6 +81,22 @@ impl WireApi for OpenAiResponses {
         if let Some(max) = request.max_output_tokens {
             body.insert("max_output_tokens".into(), json!(max));
         }
+        if let Some(schema) = &request.output_schema {
+            let (wire, strict) = schema.openai_schema();
+            let mut format = json!({
+                "type": "json_schema",
+                "name": schema.name(),
+                "schema": wire,
+                "strict": strict,
+            });
+            if let Some(description) = schema.description_text() {
+                format["description"] = json!(description);
+            }
+            body.insert("text".into(), json!({"format": format}));
+        }
+        if let Some(key) = &request.prompt_caching.key {
+            body.insert("prompt_cache_key".into(), Value::String(key.clone()));
+        }
         body.insert("store".into(), Value::Bool(false));
         if wants_encrypted_reasoning(request) {
             body.insert("include".into(), json!(["reasoning.encrypted_content"]));
