@@ -48,7 +48,8 @@ async fn a_servers_budget_cuts_its_tools_results() {
         ("call_b", "free__echo", json!({"text": long})),
     ])));
     model.push(Reply::json(chat_text("ok")));
-    // No agent budget: only the server's applies, and it brings `read_tool_output` along.
+    // No agent budget: only the server's applies, and it brings `read_tool_output` along,
+    // offered once something was cut.
     let agent = chat_client(&model)
         .agent("gpt-4o")
         .tools(tools)
@@ -57,7 +58,8 @@ async fn a_servers_budget_cuts_its_tools_results() {
     agent.run("echo twice").await.unwrap();
 
     let bodies = model.bodies();
-    assert!(tool_names(&bodies[0]).contains(&READ_TOOL_OUTPUT.to_owned()));
+    assert!(!tool_names(&bodies[0]).contains(&READ_TOOL_OUTPUT.to_owned()));
+    assert!(tool_names(&bodies[1]).contains(&READ_TOOL_OUTPUT.to_owned()));
     let results = tool_results(&bodies[1]);
     let (id, cut) = &results[0];
     assert_eq!(id, "call_a");

@@ -197,7 +197,8 @@ impl AgentBuilder {
     /// Limits what one tool result may put into the context (off by default). A longer result
     /// reaches the model as its head and tail with a marker saying what was cut; the full
     /// output is kept in the [`tool_output_store`](Self::tool_output_store) and the built-in
-    /// `read_tool_output(id, offset, length)` tool, added to the agent's tools, reads it.
+    /// `read_tool_output(id, offset, length)` tool, added to the agent's tools (and offered to
+    /// the model once the store holds something), reads it.
     /// A tool's own [`Tool::with_output_budget`] wins over this one.
     ///
     /// ```no_run

@@ -1,6 +1,8 @@
 //! The agent loop's side of context management: budgets on tool results, and compaction
 //! before a model call that would not fit.
 
+use std::sync::Arc;
+
 use crate::context::{
     Compaction, CompactionReport, DEFAULT_RESERVED_OUTPUT_TOKENS, OutputBudget, READ_TOOL_OUTPUT,
     context_window_for, estimate_descriptor_tokens, estimate_messages_tokens, estimate_tokens,
@@ -28,6 +30,44 @@ impl Estimates {
     pub(super) fn reset_messages(&mut self) {
         self.counted = 0;
         self.counted_tokens = 0;
+    }
+}
+
+/// The step's tools without `read_tool_output` while there is nothing to read: it is offered
+/// from the first step after an output was cut or elided.
+#[derive(Debug, Default)]
+pub(super) struct ReaderOffer {
+    /// The registry `without` was made from.
+    source: Option<Arc<ToolRegistry>>,
+    without: Arc<ToolRegistry>,
+}
+
+impl ReaderOffer {
+    pub(super) fn offered(
+        &mut self,
+        config: &AgentConfig,
+        registry: Arc<ToolRegistry>,
+    ) -> Result<Arc<ToolRegistry>, Error> {
+        let Some(store) = &config.output_store else {
+            return Ok(registry);
+        };
+        if !store.is_empty() || registry.get(READ_TOOL_OUTPUT).is_none() {
+            return Ok(registry);
+        }
+        if let Some(source) = &self.source
+            && Arc::ptr_eq(source, &registry)
+        {
+            return Ok(self.without.clone());
+        }
+        let tools = registry
+            .tools()
+            .iter()
+            .filter(|tool| tool.name() != READ_TOOL_OUTPUT)
+            .cloned()
+            .collect();
+        self.without = Arc::new(ToolRegistry::from_tools(tools)?);
+        self.source = Some(registry);
+        Ok(self.without.clone())
     }
 }
 

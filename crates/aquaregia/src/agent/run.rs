@@ -8,7 +8,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::context::{self, Estimates};
+use super::context::{self, Estimates, ReaderOffer};
 use super::{
     AgentConfig, AgentEvent, AgentOutput, StepContext, StepResult, StopReason, ToolCallDecision,
     ToolCallOutcome, ToolErrorPolicy,
@@ -56,6 +56,7 @@ pub(super) async fn drive(
         usage: Usage::default(),
         deferral,
         estimates: Estimates::default(),
+        reader: ReaderOffer::default(),
     };
     let stop_reason = run.steps_loop().await?;
     let output = AgentOutput {
@@ -93,6 +94,7 @@ struct Run<'a> {
     /// Which tools the requests carry when there are too many to send them all.
     deferral: Deferral,
     estimates: Estimates,
+    reader: ReaderOffer,
 }
 
 /// What one step's tool phase ended with.
@@ -179,6 +181,7 @@ impl Run<'_> {
         }
         // Too many tools: the request carries some, the calls may use all.
         let (advertised, registry) = self.deferral.select(&registry)?;
+        let advertised = self.reader.offered(config, advertised)?;
         // Copy the tool list into the request only when it differs from the last step's.
         if !Arc::ptr_eq(&advertised, &self.request_tools) {
             self.request.tools = descriptors(&advertised);

@@ -35,12 +35,12 @@ pub enum OutputBudget {
 
 impl OutputBudget {
     /// A budget in estimated tokens.
-    pub fn tokens(tokens: u64) -> Self {
+    pub const fn tokens(tokens: u64) -> Self {
         Self::Tokens(tokens)
     }
 
     /// A budget in bytes of text.
-    pub fn bytes(bytes: u64) -> Self {
+    pub const fn bytes(bytes: u64) -> Self {
         Self::Bytes(bytes)
     }
 

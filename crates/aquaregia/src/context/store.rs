@@ -149,6 +149,15 @@ impl ToolOutputStore {
         }
     }
 
+    /// Whether nothing was kept yet (a directory store always answers no: earlier sessions may
+    /// have left outputs there).
+    pub(crate) fn is_empty(&self) -> bool {
+        match &*self.inner {
+            StoreInner::Memory { entries, .. } => lock(entries).outputs.is_empty(),
+            StoreInner::Directory(_) => false,
+        }
+    }
+
     /// Keeps `text` for call `id` unless an output is already kept for it (the full output of
     /// a result that was cut must not be replaced by the cut version).
     pub(crate) async fn keep(&self, id: &str, text: String) {
