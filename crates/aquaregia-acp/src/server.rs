@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::{ConnectionTo, Dispatch, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo};
-use aquaregia::{AgentBuilder, AgentEvent, Message, Role, StopReason};
+use aquaregia::{AgentBuilder, AgentEvent, Message, OutputBudget, Role, StopReason};
 use std::panic::AssertUnwindSafe;
 
 use futures::{FutureExt, StreamExt};
@@ -54,6 +54,7 @@ pub struct AcpServer {
     factory: Arc<Factory>,
     startup_timeout: Duration,
     disabled: Vec<String>,
+    output_budget: Option<OutputBudget>,
 }
 
 impl fmt::Debug for AcpServer {
@@ -61,6 +62,7 @@ impl fmt::Debug for AcpServer {
         f.debug_struct("AcpServer")
             .field("startup_timeout", &self.startup_timeout)
             .field("disabled", &self.disabled)
+            .field("output_budget", &self.output_budget)
             .finish_non_exhaustive()
     }
 }
@@ -81,7 +83,18 @@ impl AcpServer {
             factory: Arc::new(factory),
             startup_timeout: aquaregia::mcp::DEFAULT_CONNECT_TIMEOUT,
             disabled: Vec::new(),
+            output_budget: Some(DEFAULT_OUTPUT_BUDGET),
         }
+    }
+
+    /// What one tool result may put into the model's context (default 25k tokens; `None`
+    /// for no limit). Longer results are cut to head and tail; the full output stays readable
+    /// for the whole session through `read_tool_output`. This wins over a budget the factory
+    /// sets.
+    #[must_use]
+    pub fn tool_output_budget(mut self, budget: Option<OutputBudget>) -> Self {
+        self.output_budget = budget;
+        self
     }
 
     /// How long each MCP server of a session gets to start (default 30 s). A server that
@@ -114,6 +127,7 @@ impl AcpServer {
     pub async fn serve(self, transport: impl ConnectTo<Agent>) -> Result<(), AcpError> {
         let state = Arc::new(State {
             factory: self.factory,
+            output_budget: self.output_budget,
             plan: ConnectPlan {
                 startup_timeout: self.startup_timeout,
                 disabled: self.disabled.into(),
@@ -140,8 +154,12 @@ impl AcpServer {
     }
 }
 
+/// The ACP agent's default tool output budget.
+const DEFAULT_OUTPUT_BUDGET: OutputBudget = OutputBudget::tokens(25_000);
+
 struct State {
     factory: Arc<Factory>,
+    output_budget: Option<OutputBudget>,
     plan: ConnectPlan,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     next_session: AtomicU64,
@@ -375,7 +393,13 @@ impl State {
             cwd: session.cwd.clone(),
         };
         let mcp_tools = session.mcp_tools().await;
-        let agent = (self.factory)(&context)
+        let mut agent = (self.factory)(&context);
+        if let Some(budget) = self.output_budget {
+            agent = agent
+                .tool_output_budget(budget)
+                .tool_output_store(session.output_store.clone());
+        }
+        let agent = agent
             .tools(mcp_tools)
             .hooks(AcpHooks {
                 cx: cx.clone(),

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, UntypedMessage};
 use aquaregia::mcp::McpToolset;
-use aquaregia::{AgentHooks, Message, Tool, ToolCall, ToolCallDecision};
+use aquaregia::{AgentHooks, Message, Tool, ToolCall, ToolCallDecision, ToolOutputStore};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -65,6 +65,8 @@ pub(crate) struct Session {
     pub(crate) cwd: PathBuf,
     pub(crate) toolset: McpToolset,
     pub(crate) history: Mutex<Vec<Message>>,
+    /// Cut tool outputs, readable for the whole session.
+    pub(crate) output_store: ToolOutputStore,
     mode: Mutex<Mode>,
     always: Mutex<HashMap<String, Always>>,
     /// The running prompt's cancellation token.
@@ -78,6 +80,7 @@ impl Session {
             cwd,
             toolset,
             history: Mutex::new(Vec::new()),
+            output_store: ToolOutputStore::in_memory(),
             mode: Mutex::new(Mode::Default),
             always: Mutex::new(HashMap::new()),
             prompt: Mutex::new(None),

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow, bail};
 use aquaregia::mcp::McpToolset;
 use aquaregia::{
-    AgentEvent, AgentHooks, AgentOutput, CancellationToken, Client, StopReason, Tool, ToolCall,
-    ToolCallDecision, ToolExecError, ToolOutput,
+    AgentEvent, AgentHooks, AgentOutput, CancellationToken, Client, OutputBudget, StopReason, Tool,
+    ToolCall, ToolCallDecision, ToolExecError, ToolOutput,
 };
 use clap::Args;
 use futures::StreamExt;
@@ -104,6 +104,9 @@ pub(crate) async fn run(
     result
 }
 
+/// What one tool result may put into the model's context.
+const TOOL_OUTPUT_BUDGET_TOKENS: u64 = 25_000;
+
 async fn run_agent(
     args: &RunArgs,
     client: Client,
@@ -125,6 +128,8 @@ async fn run_agent(
         .prepare_step(toolset.prepare_step())
         .max_steps(args.max_steps as usize)
         .prompt_caching(prompt_cache::for_session(&client, &run_id()))
+        // Long tool results reach the model cut to head and tail; `read_tool_output` reads on.
+        .tool_output_budget(OutputBudget::tokens(TOOL_OUTPUT_BUDGET_TOKENS))
         .cancellation_token(cancel)
         .shared_hooks(console.clone());
     if let Some(system) = &args.system {

@@ -95,6 +95,18 @@ pub enum Error {
         /// The last answer's text, as the model wrote it.
         raw: String,
     },
+    /// The request would not fit the model's context window even after compaction; it was
+    /// not sent.
+    #[error(
+        "the request needs about {estimated_tokens} tokens but at most {limit} fit the context \
+         window (minus the output reserved), even after compaction"
+    )]
+    ContextWindowExceeded {
+        /// The estimated request tokens after compaction.
+        estimated_tokens: u64,
+        /// The context window minus the reserved output tokens.
+        limit: u64,
+    },
     /// The operation was cancelled through its cancellation token.
     #[error("cancelled")]
     Cancelled,

@@ -52,6 +52,7 @@
 
 mod agent;
 mod client;
+mod context;
 mod error;
 mod http;
 #[cfg(feature = "mcp")]
@@ -70,6 +71,12 @@ pub use agent::{
     TypedOutput,
 };
 pub use client::{Client, ClientBuilder, ProviderKind};
+pub use context::{
+    BYTES_PER_TOKEN, CompactionReport, DEFAULT_CONTEXT_WINDOW, DEFAULT_RESERVED_OUTPUT_TOKENS,
+    MAX_REQUEST_TOOLS, OutputBudget, OutputSlice, READ_TOOL_OUTPUT, SEARCH_TOOLS, ToolDeferral,
+    ToolOutputStore, context_window_for, estimate_image_tokens, estimate_request_tokens,
+    estimate_tokens,
+};
 pub use error::Error;
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
 pub use model::{

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::hooks::HookChain;
 use super::{Agent, AgentConfig, AgentHooks, StepContext, StepOverrides, ToolErrorPolicy};
 use crate::client::Client;
+use crate::context::{MIN_BUDGET_TOKENS, OutputBudget, ToolDeferral, ToolOutputStore};
 use crate::error::Error;
 use crate::model::ToolChoice;
 use crate::pricing::PriceTable;
@@ -51,6 +52,10 @@ pub struct AgentBuilder {
     extra_body: Option<Map<String, Value>>,
     prices: Option<Arc<PriceTable>>,
     prompt_caching: PromptCaching,
+    output_budget: Option<OutputBudget>,
+    output_store: Option<ToolOutputStore>,
+    context_window: Option<u64>,
+    deferral: ToolDeferral,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -82,6 +87,10 @@ impl AgentBuilder {
             extra_body: None,
             prices: None,
             prompt_caching: PromptCaching::none(),
+            output_budget: None,
+            output_store: None,
+            context_window: None,
+            deferral: ToolDeferral::new(),
         }
     }
 
@@ -226,6 +235,49 @@ impl AgentBuilder {
         self
     }
 
+    /// Limits what one tool result may put into the context (off by default). A longer result
+    /// reaches the model as its head and tail with a marker saying what was cut; the full
+    /// output is kept in the [`tool_output_store`](Self::tool_output_store) and the built-in
+    /// `read_tool_output(id, offset, length)` tool, added to the agent's tools (and offered to
+    /// the model once the store holds something), reads it.
+    /// A tool's own [`Tool::with_output_budget`] wins over this one.
+    ///
+    /// ```no_run
+    /// # fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
+    /// use aquaregia::OutputBudget;
+    /// let agent = client.agent("gpt-5-mini").tool_output_budget(OutputBudget::tokens(25_000)).build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn tool_output_budget(mut self, budget: OutputBudget) -> Self {
+        self.output_budget = Some(budget);
+        self
+    }
+
+    /// Where cut and elided tool outputs are kept (default: in memory). Setting one also adds
+    /// `read_tool_output`. Share a store between agents to keep outputs across them.
+    pub fn tool_output_store(mut self, store: ToolOutputStore) -> Self {
+        self.output_store = Some(store);
+        self
+    }
+
+    /// The model's context window in tokens (default: from
+    /// [`context_window_for`](crate::context_window_for)). Before each model call, a request
+    /// estimated over the window minus the reserved output (`max_output_tokens`, or
+    /// [`DEFAULT_RESERVED_OUTPUT_TOKENS`](crate::DEFAULT_RESERVED_OUTPUT_TOKENS) up to a
+    /// quarter of the window) is compacted: older tool results are elided first, then older
+    /// turns are summarised by the model. A request that still does not fit fails with
+    /// [`Error::ContextWindowExceeded`] before it is sent.
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
+    /// When tools are deferred behind `search_tools` (default: above 64 tools).
+    pub fn tool_deferral(mut self, deferral: ToolDeferral) -> Self {
+        self.deferral = deferral;
+        self
+    }
+
     /// Checks the configuration (tool names, limits) and builds the agent.
     pub fn build(mut self) -> Result<Agent, Error> {
         if self.max_steps == 0 {
@@ -239,7 +291,42 @@ impl AgentBuilder {
         if self.model.trim().is_empty() {
             return Err(Error::InvalidRequest("the model name is empty".into()));
         }
-        let tools = Arc::new(ToolRegistry::from_tools(self.tools)?);
+        if let Some(budget) = self.output_budget
+            && budget.max_tokens() < MIN_BUDGET_TOKENS
+        {
+            return Err(Error::InvalidRequest(format!(
+                "the tool output budget must be at least {MIN_BUDGET_TOKENS} tokens ({} bytes)",
+                OutputBudget::tokens(MIN_BUDGET_TOKENS).max_bytes()
+            )));
+        }
+        if self.context_window == Some(0) {
+            return Err(Error::InvalidRequest(
+                "the context window must not be 0".into(),
+            ));
+        }
+        self.deferral.validate()?;
+        let largest_tool_budget = self
+            .tools
+            .iter()
+            .filter_map(Tool::output_budget)
+            .max_by_key(|b| b.max_bytes());
+        let output_store = match (
+            self.output_store,
+            self.output_budget.or(largest_tool_budget),
+        ) {
+            (Some(store), _) => Some(store),
+            (None, Some(_)) => Some(ToolOutputStore::in_memory()),
+            (None, None) => None,
+        };
+        let mut tools = self.tools;
+        if let Some(store) = &output_store {
+            let budget = self
+                .output_budget
+                .or(largest_tool_budget)
+                .unwrap_or(OutputBudget::tokens(25_000));
+            tools.push(store.read_tool(budget.max_bytes_usize().saturating_sub(512).max(512)));
+        }
+        let tools = Arc::new(ToolRegistry::from_tools(tools)?);
         Ok(Agent {
             inner: Arc::new(AgentConfig {
                 client: self.client,
@@ -263,6 +350,10 @@ impl AgentBuilder {
                 prices: self.prices,
                 prompt_caching: self.prompt_caching,
                 output_schema: None,
+                output_budget: self.output_budget,
+                output_store,
+                context_window: self.context_window,
+                deferral: self.deferral,
             }),
         })
     }

@@ -1,6 +1,7 @@
 //! The agent loop: call the model, run the tools it asks for, repeat.
 
 mod builder;
+mod context;
 mod hooks;
 mod run;
 mod step;
@@ -18,6 +19,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
+use crate::context::{
+    Compaction, CompactionReport, Deferral, OutputBudget, ToolDeferral, ToolOutputStore,
+};
 use crate::error::Error;
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ToolChoice, Usage};
@@ -71,6 +75,10 @@ pub(crate) struct AgentConfig {
     pub(crate) prompt_caching: PromptCaching,
     /// Set by [`Agent::run_typed`] for its runs only.
     pub(crate) output_schema: Option<OutputSchema>,
+    pub(crate) output_budget: Option<OutputBudget>,
+    pub(crate) output_store: Option<ToolOutputStore>,
+    pub(crate) context_window: Option<u64>,
+    pub(crate) deferral: ToolDeferral,
 }
 
 impl fmt::Debug for Agent {
@@ -101,6 +109,35 @@ impl Agent {
     /// The agent's tools.
     pub fn tools(&self) -> &ToolRegistry {
         &self.inner.tools
+    }
+
+    /// Compacts a conversation now, whatever its size (what a `/compact` command does): older
+    /// tool results are elided and everything before the latest user turn is summarised by
+    /// the model, as the run does on its own when a request would not fit the window. Returns
+    /// the compacted conversation, to continue with [`run`](Self::run).
+    pub async fn compact(
+        &self,
+        messages: &[Message],
+    ) -> Result<(Vec<Message>, CompactionReport), Error> {
+        let config = &*self.inner;
+        let (window, reserve) = context::window_and_reserve(config, &config.model);
+        let (advertised, _) = Deferral::new(&config.deferral, messages).select(&config.tools)?;
+        let fixed = config
+            .instructions
+            .as_deref()
+            .map_or(0, crate::context::estimate_tokens)
+            + context::tools_tokens(advertised.tools());
+        let compaction = Compaction {
+            client: &config.client,
+            model: &config.model,
+            fixed_tokens: fixed,
+            target: window.saturating_sub(reserve),
+            reserve,
+            store: config.output_store.as_ref(),
+        };
+        let mut messages = messages.to_vec();
+        let (report, _) = compaction.run(&mut messages, true).await?;
+        Ok((messages, report))
     }
 
     /// Runs to the end and returns the output.
@@ -323,6 +360,18 @@ pub enum AgentEvent {
         cost: Option<Cost>,
         /// What the run cost so far, when every call so far was priced.
         total_cost: Option<Cost>,
+    },
+    /// The conversation was compacted before a model call so the request fits the context
+    /// window (see [`AgentBuilder::context_window`]).
+    Compacted {
+        /// The estimated request tokens before.
+        before_tokens: u64,
+        /// The estimated request tokens after.
+        after_tokens: u64,
+        /// How many older tool results were replaced by a short marker.
+        elided_tool_results: usize,
+        /// How many older messages were replaced by a model-written summary.
+        summarized_messages: usize,
     },
     /// A step finished.
     StepFinish(StepResult),

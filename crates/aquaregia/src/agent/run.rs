@@ -8,10 +8,12 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::context::{self, Estimates, ReaderOffer};
 use super::{
     AgentConfig, AgentEvent, AgentOutput, StepContext, StepResult, StopReason, ToolCallDecision,
     ToolCallOutcome, ToolErrorPolicy,
 };
+use crate::context::{Deferral, READ_TOOL_OUTPUT};
 use crate::error::Error;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 use crate::model::{FinishReason, ModelRequest, ModelResponse, StreamEvent, Usage};
@@ -34,6 +36,7 @@ pub(super) async fn drive(
     events: Events<'_>,
 ) -> Result<AgentOutput, Error> {
     let cancel = config.cancellation.clone().unwrap_or_default();
+    let deferral = Deferral::new(&config.deferral, &messages);
     let mut run = Run {
         config,
         events,
@@ -42,7 +45,7 @@ pub(super) async fn drive(
             model: config.model.clone(),
             instructions: config.instructions.clone(),
             messages,
-            tools: descriptors(&config.tools),
+            tools: Vec::new(),
             tool_choice: config.tool_choice.clone(),
             temperature: config.temperature,
             max_output_tokens: config.max_output_tokens,
@@ -51,10 +54,13 @@ pub(super) async fn drive(
             output_schema: config.output_schema.clone(),
         },
         encoding: RequestCache::default(),
-        request_tools: config.tools.clone(),
+        request_tools: Arc::default(),
         steps: Vec::new(),
         usage: Usage::default(),
         cost: config.prices.as_ref().map(|_| Cost::default()),
+        deferral,
+        estimates: Estimates::default(),
+        reader: ReaderOffer::default(),
     };
     let stop_reason = run.steps_loop().await?;
     let output = AgentOutput {
@@ -92,6 +98,10 @@ struct Run<'a> {
     usage: Usage,
     /// The run's cost so far; `None` without prices or once a step had no price.
     cost: Option<Cost>,
+    /// Which tools the requests carry when there are too many to send them all.
+    deferral: Deferral,
+    estimates: Estimates,
+    reader: ReaderOffer,
 }
 
 /// What one step's tool phase ended with.
@@ -154,6 +164,13 @@ impl Run<'_> {
                 if let Some(active) = &overrides.active_tools {
                     step_registry = step_registry.retain_names(active);
                 }
+                if let Some(read) = config.tools.get(READ_TOOL_OUTPUT)
+                    && step_registry.get(READ_TOOL_OUTPUT).is_none()
+                {
+                    let mut tools = step_registry.tools().to_vec();
+                    tools.push(read.clone());
+                    step_registry = ToolRegistry::from_tools(tools)?;
+                }
                 registry = Arc::new(step_registry);
             }
             if let Some(model) = overrides.model {
@@ -169,10 +186,48 @@ impl Run<'_> {
                 saved_messages = Some(std::mem::replace(&mut self.request.messages, messages));
             }
         }
+        // Too many tools: the request carries some, the calls may use all.
+        let (advertised, registry) = self.deferral.select(&registry)?;
+        let advertised = self.reader.offered(config, advertised)?;
         // Copy the tool list into the request only when it differs from the last step's.
-        if !Arc::ptr_eq(&registry, &self.request_tools) {
-            self.request.tools = descriptors(&registry);
-            self.request_tools = registry.clone();
+        if !Arc::ptr_eq(&advertised, &self.request_tools) {
+            self.request.tools = descriptors(&advertised);
+            self.estimates.tools = context::tools_tokens(advertised.tools());
+            self.request_tools = advertised.clone();
+        }
+
+        let step_local = saved_messages.is_some();
+        let fitted = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            fitted = context::fit_window(config, &mut self.request, &mut self.estimates, step_local) => Some(fitted),
+        };
+        let Some(fitted) = fitted else {
+            if let Some(saved) = saved_messages {
+                self.request.messages = saved;
+            }
+            return Ok(Some(StopReason::Cancelled));
+        };
+        let fitted = match fitted {
+            Ok(fitted) => fitted,
+            Err(error) => {
+                if let Some(saved) = saved_messages {
+                    self.request.messages = saved;
+                }
+                return Err(error);
+            }
+        };
+        if let Some((report, usage)) = fitted {
+            self.usage += usage;
+            if !step_local {
+                self.encoding = RequestCache::default();
+            }
+            emit(self.events, || AgentEvent::Compacted {
+                before_tokens: report.before_tokens,
+                after_tokens: report.after_tokens,
+                elided_tool_results: report.elided_tool_results,
+                summarized_messages: report.summarized_messages,
+            });
         }
 
         if let Some(hooks) = &config.hooks {
@@ -181,7 +236,7 @@ impl Run<'_> {
                 model: &self.request.model,
                 messages: &self.request.messages,
                 steps: &self.steps,
-                tools: registry.tools(),
+                tools: advertised.tools(),
             };
             hooks.on_step_start(&ctx).await;
         }
@@ -331,7 +386,10 @@ impl Run<'_> {
                 });
                 Err(ToolExecError::Cancelled)
             });
-            parts.push(ContentPart::ToolResult(tool_result(&call, &result)));
+            let mut part = tool_result(&call, &result);
+            context::fit_result(config, registry, &mut part).await;
+            self.deferral.note_called(&call.name);
+            parts.push(ContentPart::ToolResult(part));
             step.tool_calls.push(ToolCallOutcome { call, result });
         }
         self.request.messages.push(Message::new(Role::Tool, parts));

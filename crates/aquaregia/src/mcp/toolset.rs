@@ -10,6 +10,7 @@ use futures::future::{BoxFuture, join_all};
 
 use super::{Connector, DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerSpec};
 use crate::agent::{StepContext, StepOverrides};
+use crate::context::OutputBudget;
 use crate::tool::Tool;
 
 type ConnectFuture = BoxFuture<'static, Result<McpConnection, McpError>>;
@@ -69,6 +70,8 @@ pub struct McpToolset {
 struct Inner {
     servers: Vec<(String, McpConnection)>,
     failures: Vec<(String, McpError)>,
+    /// Per-server limits on what one tool result may put into the context.
+    budgets: Vec<(String, OutputBudget)>,
     /// Every name [`McpToolset::tools`] handed out: how `prepare_step` tells the toolset's
     /// tools from the agent's own.
     handed_out: Mutex<HashSet<String>>,
@@ -84,6 +87,7 @@ pub struct McpToolsetBuilder {
     strict: bool,
     always_prefix: bool,
     disabled: Vec<String>,
+    budgets: Vec<(String, OutputBudget)>,
 }
 
 impl fmt::Debug for McpToolsetBuilder {
@@ -101,6 +105,7 @@ impl fmt::Debug for McpToolsetBuilder {
             .field("strict", &self.strict)
             .field("always_prefix", &self.always_prefix)
             .field("disabled", &self.disabled)
+            .field("budgets", &self.budgets)
             .finish()
     }
 }
@@ -175,6 +180,16 @@ impl McpToolsetBuilder {
         self
     }
 
+    /// Limits what one result of server `name`'s tools may put into the context: its tools
+    /// carry this [`OutputBudget`] (see [`Tool::with_output_budget`]), which wins over the
+    /// agent's.
+    pub fn output_budget(mut self, name: impl Into<String>, budget: OutputBudget) -> Self {
+        let name = name.into();
+        self.budgets.retain(|(server, _)| *server != name);
+        self.budgets.push((name, budget));
+        self
+    }
+
     /// Connects every server in parallel. A server that fails is in
     /// [`McpToolset::failures`]; in [`strict`](Self::strict) mode the first failure is
     /// returned instead (and the servers that did connect are closed). Dropping the future
@@ -244,6 +259,7 @@ impl McpToolsetBuilder {
             inner: Arc::new(Inner {
                 servers,
                 failures,
+                budgets: self.budgets,
                 ..Inner::default()
             }),
         })
@@ -277,6 +293,7 @@ impl McpToolset {
             strict: false,
             always_prefix: false,
             disabled: Vec::new(),
+            budgets: Vec::new(),
         }
     }
 
@@ -325,7 +342,13 @@ impl McpToolset {
         let mut seen = HashSet::new();
         let mut tools = Vec::new();
         for (server, listing) in listings {
-            for tool in listing {
+            let budget = self
+                .inner
+                .budgets
+                .iter()
+                .find(|(name, _)| name == server)
+                .map(|&(_, budget)| budget);
+            for mut tool in listing {
                 if seen.contains(tool.name()) {
                     tracing::warn!(
                         server,
@@ -336,6 +359,9 @@ impl McpToolset {
                     continue;
                 }
                 seen.insert(tool.name().to_owned());
+                if let Some(budget) = budget {
+                    tool = tool.with_output_budget(budget);
+                }
                 tools.push(tool);
             }
         }

@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
+use crate::context::OutputBudget;
 use crate::error::Error;
 
 pub use builder::{ToolBuilder, TypedToolBuilder, tool};
@@ -169,6 +170,7 @@ struct ToolInner {
     descriptor: Arc<ToolDescriptor>,
     annotations: ToolAnnotations,
     executor: Arc<dyn ToolExecutor>,
+    output_budget: Option<OutputBudget>,
     /// Compiled once, on first use; `None` when the schema cannot be compiled.
     validator: OnceLock<Option<jsonschema::Validator>>,
 }
@@ -189,6 +191,7 @@ impl Tool {
                 descriptor: Arc::new(descriptor),
                 annotations,
                 executor,
+                output_budget: None,
                 validator: OnceLock::new(),
             }),
         }
@@ -202,6 +205,32 @@ impl Tool {
             annotations,
             self.inner.executor.clone(),
         )
+        .budget(self.inner.output_budget)
+    }
+
+    /// This tool with its own limit on what one result may put into the context (an MCP
+    /// server's limit, say); it overrides the agent's
+    /// [`tool_output_budget`](crate::AgentBuilder::tool_output_budget).
+    #[must_use]
+    pub fn with_output_budget(self, budget: OutputBudget) -> Self {
+        self.budget(Some(budget))
+    }
+
+    /// The tool's own output budget, if it has one.
+    pub fn output_budget(&self) -> Option<OutputBudget> {
+        self.inner.output_budget
+    }
+
+    fn budget(self, output_budget: Option<OutputBudget>) -> Self {
+        Self {
+            inner: Arc::new(ToolInner {
+                descriptor: self.inner.descriptor.clone(),
+                annotations: self.inner.annotations.clone(),
+                executor: self.inner.executor.clone(),
+                output_budget,
+                validator: OnceLock::new(),
+            }),
+        }
     }
 
     /// This tool under another name (same executor, schema and annotations).
@@ -216,6 +245,7 @@ impl Tool {
             self.inner.annotations.clone(),
             self.inner.executor.clone(),
         )
+        .budget(self.inner.output_budget)
     }
 
     /// The name, description and schema the model sees.

@@ -1,0 +1,34 @@
+//! `aquaregia run` cuts a long tool result to its 25k-token budget before the model sees it.
+
+mod common;
+
+use aquaregia_test_support::mock_model::{MockServer, Reply, tool_results};
+use common::{Scratch, cli, run, server_everything_entry, use_mock};
+use serde_json::json;
+
+#[tokio::test]
+async fn a_long_tool_result_reaches_the_model_cut() {
+    let scratch = Scratch::new();
+    scratch.config(&json!({"everything": server_everything_entry()}));
+    // 200 KB of numbered 8-byte pieces.
+    let long: String = (0..25_000).map(|n| format!("{n:07} ")).collect();
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", "echo", json!({"message": long}))]),
+        Reply::text_stream(&["Long."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command.args(["run", "--yes", "Echo something long."]);
+    use_mock(&mut command, &model);
+    let outcome = run(command, "").await;
+
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert_eq!(outcome.stdout, "Long.\n");
+    let results = tool_results(&model.bodies()[1]);
+    let (id, cut) = &results[0];
+    assert_eq!(id, "call_1");
+    assert!(cut.len() <= 100_000, "{} bytes", cut.len());
+    assert!(cut.len() > 90_000, "{} bytes", cut.len());
+    assert!(cut.starts_with("Echo: 0000000 ") && cut.ends_with("0024999 "));
+    assert!(cut.contains("read_tool_output {\"id\": \"call_1\""));
+}

@@ -1,0 +1,180 @@
+//! The agent loop's side of context management: budgets on tool results, and compaction
+//! before a model call that would not fit.
+
+use std::sync::Arc;
+
+use crate::context::{
+    Compaction, CompactionReport, DEFAULT_RESERVED_OUTPUT_TOKENS, OutputBudget, READ_TOOL_OUTPUT,
+    context_window_for, estimate_descriptor_tokens, estimate_messages_tokens, estimate_tokens,
+    fit_output,
+};
+use crate::error::Error;
+use crate::message::{Message, ToolResult};
+use crate::model::{ModelRequest, Usage};
+use crate::tool::{Tool, ToolRegistry};
+
+use super::AgentConfig;
+
+/// Running token estimates, so a step only estimates what is new.
+#[derive(Debug, Default)]
+pub(super) struct Estimates {
+    /// Messages of the conversation already counted, and their tokens.
+    counted: usize,
+    counted_tokens: u64,
+    /// Tokens of the tool definitions the request carries.
+    pub(super) tools: u64,
+}
+
+impl Estimates {
+    /// Forgets the counted messages (after the conversation was rewritten).
+    pub(super) fn reset_messages(&mut self) {
+        self.counted = 0;
+        self.counted_tokens = 0;
+    }
+}
+
+/// The step's tools without `read_tool_output` while there is nothing to read: it is offered
+/// from the first step after an output was cut or elided.
+#[derive(Debug, Default)]
+pub(super) struct ReaderOffer {
+    /// The registry `without` was made from.
+    source: Option<Arc<ToolRegistry>>,
+    without: Arc<ToolRegistry>,
+}
+
+impl ReaderOffer {
+    pub(super) fn offered(
+        &mut self,
+        config: &AgentConfig,
+        registry: Arc<ToolRegistry>,
+    ) -> Result<Arc<ToolRegistry>, Error> {
+        let Some(store) = &config.output_store else {
+            return Ok(registry);
+        };
+        if !store.is_empty() || registry.get(READ_TOOL_OUTPUT).is_none() {
+            return Ok(registry);
+        }
+        if let Some(source) = &self.source
+            && Arc::ptr_eq(source, &registry)
+        {
+            return Ok(self.without.clone());
+        }
+        let tools = registry
+            .tools()
+            .iter()
+            .filter(|tool| tool.name() != READ_TOOL_OUTPUT)
+            .cloned()
+            .collect();
+        self.without = Arc::new(ToolRegistry::from_tools(tools)?);
+        self.source = Some(registry);
+        Ok(self.without.clone())
+    }
+}
+
+/// The estimated tokens of tool definitions.
+pub(super) fn tools_tokens(tools: &[Tool]) -> u64 {
+    tools
+        .iter()
+        .map(|tool| estimate_descriptor_tokens(tool.descriptor()))
+        .sum()
+}
+
+/// Cuts a tool result to its budget (the tool's own, else the agent's), keeping the full
+/// output in the agent's store. `read_tool_output` reads are bounded already.
+pub(super) async fn fit_result(
+    config: &AgentConfig,
+    registry: &ToolRegistry,
+    result: &mut ToolResult,
+) {
+    if result.name == READ_TOOL_OUTPUT {
+        return;
+    }
+    let budget: Option<OutputBudget> = registry
+        .get(&result.name)
+        .and_then(Tool::output_budget)
+        .or(config.output_budget);
+    let Some(budget) = budget else {
+        return;
+    };
+    let Some(fitted) = fit_output(
+        &result.output,
+        &result.call_id,
+        budget,
+        config.client.kind(),
+    ) else {
+        return;
+    };
+    tracing::debug!(
+        tool = %result.name,
+        id = %result.call_id,
+        bytes = fitted.full_text.len(),
+        "tool output cut to its budget"
+    );
+    if let Some(store) = &config.output_store {
+        store.put(&result.call_id, fitted.full_text).await;
+    }
+    result.output = fitted.output;
+}
+
+/// The window and the output reserve for `model`.
+pub(super) fn window_and_reserve(config: &AgentConfig, model: &str) -> (u64, u64) {
+    let window = config
+        .context_window
+        .unwrap_or_else(|| context_window_for(model));
+    let reserve = config
+        .max_output_tokens
+        .map_or_else(|| DEFAULT_RESERVED_OUTPUT_TOKENS.min(window / 4), u64::from);
+    (window, reserve)
+}
+
+/// Compacts `request.messages` if the request would not fit the window minus the reserved
+/// output. `step_local` messages (from `prepare_step`) are estimated afresh each time.
+pub(super) async fn fit_window(
+    config: &AgentConfig,
+    request: &mut ModelRequest,
+    estimates: &mut Estimates,
+    step_local: bool,
+) -> Result<Option<(CompactionReport, Usage)>, Error> {
+    let provider = config.client.kind();
+    let (window, reserve) = window_and_reserve(config, &request.model);
+    let target = window.saturating_sub(reserve);
+    let fixed = request.instructions.as_deref().map_or(0, estimate_tokens) + estimates.tools;
+    let messages = if step_local {
+        estimate_messages_tokens(&request.messages, provider)
+    } else {
+        if estimates.counted > request.messages.len() {
+            estimates.reset_messages();
+        }
+        let new = request
+            .messages
+            .get(estimates.counted..)
+            .unwrap_or_default();
+        estimates.counted_tokens += estimate_messages_tokens(new, provider);
+        estimates.counted = request.messages.len();
+        estimates.counted_tokens
+    };
+    if fixed + messages <= target {
+        return Ok(None);
+    }
+    let compaction = Compaction {
+        client: &config.client,
+        model: &request.model,
+        fixed_tokens: fixed,
+        target,
+        reserve,
+        store: config.output_store.as_ref(),
+    };
+    let mut messages: Vec<Message> = std::mem::take(&mut request.messages);
+    let outcome = compaction.run(&mut messages, false).await;
+    request.messages = messages;
+    estimates.reset_messages();
+    let (report, usage) = outcome?;
+    tracing::info!(
+        before = report.before_tokens,
+        after = report.after_tokens,
+        elided = report.elided_tool_results,
+        summarized = report.summarized_messages,
+        "conversation compacted"
+    );
+    Ok(Some((report, usage)))
+}

@@ -1,0 +1,205 @@
+//! [`OutputBudget`]: how much of one tool result may enter the context, and cutting a result
+//! down to its head and tail.
+
+use crate::client::ProviderKind;
+use crate::tool::{ContentBlock, ToolOutput};
+
+use super::tokens::{BYTES_PER_TOKEN, bytes_to_tokens, estimate_image_tokens, json_len};
+
+/// The smallest budget accepted, in tokens: room for a useful head, tail and marker.
+pub(crate) const MIN_BUDGET_TOKENS: u64 = 256;
+
+/// Bytes kept free in a budget for the marker between head and tail.
+const MARKER_RESERVE: usize = 400;
+
+/// How much of one tool result may go into the model's context.
+///
+/// A result over it reaches the model as its head and tail with a marker saying how much was
+/// cut; the whole output is kept in the agent's
+/// [`ToolOutputStore`](crate::ToolOutputStore) and the built-in `read_tool_output` tool reads
+/// the rest. Images count by their provider-specific token cost.
+///
+/// ```
+/// use aquaregia::OutputBudget;
+/// assert_eq!(OutputBudget::tokens(25_000).max_bytes(), 100_000);
+/// assert_eq!(OutputBudget::bytes(8_192).max_tokens(), 2_048);
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutputBudget {
+    /// Estimated tokens (see [`estimate_tokens`](crate::estimate_tokens)).
+    Tokens(u64),
+    /// Bytes of text.
+    Bytes(u64),
+}
+
+impl OutputBudget {
+    /// A budget in estimated tokens.
+    pub const fn tokens(tokens: u64) -> Self {
+        Self::Tokens(tokens)
+    }
+
+    /// A budget in bytes of text.
+    pub const fn bytes(bytes: u64) -> Self {
+        Self::Bytes(bytes)
+    }
+
+    /// The budget in estimated tokens.
+    pub fn max_tokens(self) -> u64 {
+        match self {
+            Self::Tokens(tokens) => tokens,
+            Self::Bytes(bytes) => bytes / BYTES_PER_TOKEN,
+        }
+    }
+
+    /// The budget in bytes of text.
+    pub fn max_bytes(self) -> u64 {
+        match self {
+            Self::Tokens(tokens) => tokens.saturating_mul(BYTES_PER_TOKEN),
+            Self::Bytes(bytes) => bytes,
+        }
+    }
+
+    pub(crate) fn max_bytes_usize(self) -> usize {
+        usize::try_from(self.max_bytes()).unwrap_or(usize::MAX)
+    }
+}
+
+/// A result cut to fit its budget: what the model gets, and the full text to keep.
+#[derive(Debug)]
+pub(crate) struct Fitted {
+    pub(crate) output: ToolOutput,
+    pub(crate) full_text: String,
+}
+
+/// `output` cut to `budget`, or `None` when it fits as it is.
+pub(crate) fn fit_output(
+    output: &ToolOutput,
+    call_id: &str,
+    budget: OutputBudget,
+    provider: ProviderKind,
+) -> Option<Fitted> {
+    let max_bytes = budget.max_bytes_usize();
+    let max_tokens = budget.max_tokens();
+    match output {
+        ToolOutput::Text(text) => {
+            (text.len() > max_bytes).then(|| fit_text(text.clone(), Vec::new(), call_id, max_bytes))
+        }
+        ToolOutput::Json(value) => (json_len(value) > max_bytes)
+            .then(|| fit_text(value.to_string(), Vec::new(), call_id, max_bytes)),
+        ToolOutput::Content(blocks) => {
+            let image_cost = |block: &ContentBlock| match block {
+                ContentBlock::Image { data, .. } => estimate_image_tokens(provider, Some(data)),
+                _ => 0,
+            };
+            let total: u64 = blocks
+                .iter()
+                .map(|block| match block {
+                    ContentBlock::Image { .. } => image_cost(block),
+                    other => bytes_to_tokens(other.to_text().len()),
+                })
+                .sum();
+            if total <= max_tokens {
+                return None;
+            }
+            // Images stay while they use at most half the budget; the text gets the rest.
+            let mut images = Vec::new();
+            let mut image_tokens = 0;
+            for block in blocks {
+                let cost = image_cost(block);
+                if cost > 0 && image_tokens + cost <= max_tokens / 2 {
+                    image_tokens += cost;
+                    images.push(block.clone());
+                }
+            }
+            let text_bytes = max_bytes.saturating_sub(
+                usize::try_from(image_tokens * BYTES_PER_TOKEN).unwrap_or(usize::MAX),
+            );
+            Some(fit_text(output.to_text(), images, call_id, text_bytes))
+        }
+    }
+}
+
+/// Head and tail of `full` within `max_bytes` (marker included), followed by `images`.
+fn fit_text(full: String, images: Vec<ContentBlock>, call_id: &str, max_bytes: usize) -> Fitted {
+    let room = max_bytes.saturating_sub(MARKER_RESERVE).min(full.len());
+    let head_end = floor_char_boundary(&full, room / 2);
+    let tail_start = ceil_char_boundary(&full, full.len() - (room - room / 2)).max(head_end);
+    let (head, tail) = (
+        full.get(..head_end).unwrap_or_default(),
+        full.get(tail_start..).unwrap_or_default(),
+    );
+    let marker = cut_marker(call_id, head_end, tail_start, full.len());
+    let text = format!("{head}{marker}{tail}");
+    let output = if images.is_empty() {
+        ToolOutput::Text(text)
+    } else {
+        let mut blocks = vec![ContentBlock::text(text)];
+        blocks.extend(images);
+        ToolOutput::Content(blocks)
+    };
+    Fitted {
+        output,
+        full_text: full,
+    }
+}
+
+/// What the model reads where a result was cut.
+fn cut_marker(call_id: &str, from: usize, to: usize, total: usize) -> String {
+    let call_id = serde_json::Value::from(call_id);
+    format!(
+        "\n\n[... {} of {total} bytes cut here (bytes {from}..{to}) to fit the context. Read them \
+         with read_tool_output {{\"id\": {call_id}, \"offset\": {from}, \"length\": {}}} ...]\n\n",
+        to - from,
+        to - from
+    )
+}
+
+/// The largest char boundary of `text` at or below `at`.
+pub(crate) fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The smallest char boundary of `text` at or above `at`.
+pub(crate) fn ceil_char_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_and_tail_fit_and_cut_on_char_boundaries() {
+        let full = "é".repeat(10_000);
+        let fitted = fit_output(
+            &ToolOutput::Text(full.clone()),
+            "c1",
+            OutputBudget::bytes(2_000),
+            ProviderKind::OpenAiChat,
+        )
+        .unwrap();
+        let text = fitted.output.as_text().unwrap();
+        assert!(text.len() <= 2_000, "{}", text.len());
+        assert!(text.starts_with("éé") && text.ends_with("éé"));
+        assert!(text.contains("read_tool_output {\"id\": \"c1\", \"offset\": 800,"));
+        assert_eq!(fitted.full_text, full);
+        assert!(
+            fit_output(
+                &ToolOutput::Text("short".into()),
+                "c1",
+                OutputBudget::bytes(2_000),
+                ProviderKind::OpenAiChat
+            )
+            .is_none()
+        );
+    }
+}

@@ -1,0 +1,283 @@
+//! Compaction: older tool results elided first, then older turns summarised by the model.
+
+use std::fmt::Write as _;
+
+use crate::client::{Client, ProviderKind};
+use crate::error::Error;
+use crate::message::{ContentPart, Message, Role};
+use crate::model::{ModelRequest, Usage};
+use crate::tool::ToolOutput;
+
+use super::budget::{ceil_char_boundary, floor_char_boundary};
+use super::store::{READ_TOOL_OUTPUT, ToolOutputStore};
+use super::tokens::{
+    BYTES_PER_TOKEN, estimate_message_tokens, estimate_messages_tokens, estimate_output_tokens,
+    estimate_tokens,
+};
+
+/// Tool results smaller than this many tokens are never elided: the marker would not be
+/// much shorter.
+const ELIDE_MIN_TOKENS: u64 = 64;
+
+/// Longest tool result quoted in a summary transcript, in bytes.
+const TRANSCRIPT_RESULT_BYTES: usize = 2_000;
+
+/// What the summarising model call is told.
+const SUMMARY_INSTRUCTIONS: &str = "You compact conversations between a user and an AI agent \
+    that uses tools. Write a concise summary that lets the agent continue the work: the user's \
+    goals and constraints, decisions made, facts and results learned from tools (with the \
+    identifiers, paths, numbers and names that matter), and what remains to do. Write only the \
+    summary.";
+
+/// How the summary starts, in the conversation.
+const SUMMARY_HEADER: &str = "[Summary of the earlier conversation, compacted to save context]";
+
+/// What a compaction did.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactionReport {
+    /// The estimated request tokens before.
+    pub before_tokens: u64,
+    /// The estimated request tokens after.
+    pub after_tokens: u64,
+    /// How many older tool results were replaced by a short marker.
+    pub elided_tool_results: usize,
+    /// How many older messages were replaced by a summary (0: no summary was made).
+    pub summarized_messages: usize,
+}
+
+/// One compaction's settings.
+pub(crate) struct Compaction<'a> {
+    pub(crate) client: &'a Client,
+    pub(crate) model: &'a str,
+    /// Tokens of the request outside the messages: instructions and tool definitions.
+    pub(crate) fixed_tokens: u64,
+    /// What the request may use: the window minus the reserved output.
+    pub(crate) target: u64,
+    /// Output tokens reserved for the summary.
+    pub(crate) reserve: u64,
+    pub(crate) store: Option<&'a ToolOutputStore>,
+}
+
+impl Compaction<'_> {
+    /// Makes `messages` fit the target: older tool results elided, then older turns
+    /// summarised. `force` does both even when the messages fit (what `/compact` asks for).
+    /// Fails with [`Error::ContextWindowExceeded`] when they still do not fit.
+    pub(crate) async fn run(
+        &self,
+        messages: &mut Vec<Message>,
+        force: bool,
+    ) -> Result<(CompactionReport, Usage), Error> {
+        let provider = self.client.kind();
+        let before = self.fixed_tokens + estimate_messages_tokens(messages, provider);
+        let mut report = CompactionReport {
+            before_tokens: before,
+            after_tokens: before,
+            ..CompactionReport::default()
+        };
+        let mut usage = Usage::default();
+        if !force && before <= self.target {
+            return Ok((report, usage));
+        }
+        let target = if force { 0 } else { self.target };
+        let (elided, mut current) = self.elide(messages, before, target).await;
+        report.elided_tool_results = elided;
+        if force || current > self.target {
+            let split = if force {
+                latest_turn(messages)
+            } else {
+                let tail_budget = self.target.saturating_sub(self.fixed_tokens) / 2;
+                split_point(messages, provider, tail_budget)
+            };
+            if let Some(split) = split {
+                let summarized;
+                (summarized, usage) = self.summarise(messages, split).await?;
+                report.summarized_messages = summarized;
+                current = self.fixed_tokens + estimate_messages_tokens(messages, provider);
+            }
+        }
+        report.after_tokens = current;
+        if current > self.target {
+            return Err(Error::ContextWindowExceeded {
+                estimated_tokens: current,
+                limit: self.target,
+            });
+        }
+        Ok((report, usage))
+    }
+
+    /// Replaces tool results older than the last tool message, oldest first, until the
+    /// estimate is at most `target`. Returns how many and the new estimate.
+    async fn elide(&self, messages: &mut [Message], mut current: u64, target: u64) -> (usize, u64) {
+        let provider = self.client.kind();
+        let Some(last_tool) = messages.iter().rposition(|m| m.role == Role::Tool) else {
+            return (0, current);
+        };
+        let mut elided = 0;
+        for message in messages.iter_mut().take(last_tool) {
+            if message.role != Role::Tool {
+                continue;
+            }
+            for part in &mut message.content {
+                if current <= target {
+                    return (elided, current);
+                }
+                let ContentPart::ToolResult(result) = part else {
+                    continue;
+                };
+                let tokens = estimate_output_tokens(&result.output, provider);
+                if tokens < ELIDE_MIN_TOKENS {
+                    continue;
+                }
+                let marker = match self.store {
+                    Some(store) => {
+                        store.keep(&result.call_id, result.output.to_text()).await;
+                        format!(
+                            "[tool output elided to save context (~{tokens} tokens). Read it with \
+                             {READ_TOOL_OUTPUT} {{\"id\": {}, \"offset\": 0}}]",
+                            serde_json::Value::from(result.call_id.as_str())
+                        )
+                    }
+                    None => format!("[tool output elided to save context (~{tokens} tokens)]"),
+                };
+                let saved = tokens.saturating_sub(estimate_tokens(&marker));
+                result.output = ToolOutput::Text(marker);
+                current = current.saturating_sub(saved);
+                elided += 1;
+            }
+        }
+        (elided, current)
+    }
+
+    /// Replaces `messages[..split]` (system messages aside) with a summary the model writes.
+    async fn summarise(
+        &self,
+        messages: &mut Vec<Message>,
+        split: usize,
+    ) -> Result<(usize, Usage), Error> {
+        let old: Vec<Message> = messages.drain(..split).collect();
+        let (system, rest): (Vec<Message>, Vec<Message>) =
+            old.into_iter().partition(|m| m.role == Role::System);
+        let prompt_tokens = estimate_tokens(SUMMARY_INSTRUCTIONS) + 64;
+        let room = self
+            .target
+            .saturating_sub(prompt_tokens)
+            .saturating_mul(BYTES_PER_TOKEN);
+        let transcript = transcript(&rest, usize::try_from(room).unwrap_or(usize::MAX));
+        let request = ModelRequest::new(
+            self.model,
+            vec![Message::user(format!(
+                "{transcript}\n\nSummarise the conversation above."
+            ))],
+        )
+        .instructions(SUMMARY_INSTRUCTIONS)
+        .max_output_tokens(u32::try_from(self.reserve).unwrap_or(u32::MAX));
+        let summarized = rest.len();
+        let response = match self.client.generate(&request).await {
+            Ok(response) => response,
+            Err(error) => {
+                // Put the conversation back as it was.
+                let mut restored = system;
+                restored.extend(rest);
+                restored.append(messages);
+                *messages = restored;
+                return Err(error);
+            }
+        };
+        let mut compacted = system;
+        compacted.push(Message::user(format!(
+            "{SUMMARY_HEADER}\n{}",
+            response.text()
+        )));
+        compacted.append(messages);
+        *messages = compacted;
+        Ok((summarized, response.usage))
+    }
+}
+
+/// Where to cut: the earliest message (never a tool result, which must follow its call) such
+/// that the messages from it on fit `tail_budget`; if even the last turn is larger, the latest
+/// possible cut. `None` when nothing can be summarised.
+fn split_point(messages: &[Message], provider: ProviderKind, tail_budget: u64) -> Option<usize> {
+    let first = messages.iter().position(|m| m.role != Role::System)?;
+    let mut tail = 0;
+    let mut best = None;
+    let mut latest = None;
+    for index in (first + 1..messages.len()).rev() {
+        let message = messages.get(index)?;
+        tail += estimate_message_tokens(message, provider);
+        if message.role == Role::Tool {
+            continue;
+        }
+        latest.get_or_insert(index);
+        if tail > tail_budget {
+            break;
+        }
+        best = Some(index);
+    }
+    best.or(latest)
+}
+
+/// The start of the latest user turn, when there is something before it to summarise.
+fn latest_turn(messages: &[Message]) -> Option<usize> {
+    let first = messages.iter().position(|m| m.role != Role::System)?;
+    messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .filter(|&index| index > first)
+        .or_else(|| {
+            // No later user message: keep the last answer, summarise what led to it.
+            messages
+                .iter()
+                .rposition(|m| m.role != Role::Tool)
+                .filter(|&index| index > first)
+        })
+}
+
+/// The conversation as plain text for the summarising call, cut to `max_bytes`.
+fn transcript(messages: &[Message], max_bytes: usize) -> String {
+    let mut out = String::new();
+    for message in messages {
+        let role = match message.role {
+            Role::System => "System",
+            Role::User => "User",
+            Role::Assistant => "Assistant",
+            Role::Tool => "Tool",
+        };
+        let _ = write!(out, "{role}:");
+        for part in &message.content {
+            match part {
+                ContentPart::Text { text } => {
+                    let _ = write!(out, " {text}");
+                }
+                ContentPart::Image { .. } => out.push_str(" [image]"),
+                ContentPart::Reasoning(_) => {}
+                ContentPart::ToolCall(call) => {
+                    let _ = write!(out, " [calls {} with {}]", call.name, call.arguments);
+                }
+                ContentPart::ToolResult(result) => {
+                    let text = result.output.to_text();
+                    let end = floor_char_boundary(&text, TRANSCRIPT_RESULT_BYTES);
+                    let more = if end < text.len() { " ..." } else { "" };
+                    let _ = write!(
+                        out,
+                        " [{} returned: {}{more}]",
+                        result.name,
+                        text.get(..end).unwrap_or_default()
+                    );
+                }
+            }
+        }
+        out.push('\n');
+    }
+    if out.len() <= max_bytes {
+        return out;
+    }
+    let head = floor_char_boundary(&out, max_bytes / 2);
+    let tail = ceil_char_boundary(&out, out.len() - max_bytes / 2).max(head);
+    format!(
+        "{}\n[... earlier middle part left out ...]\n{}",
+        out.get(..head).unwrap_or_default(),
+        out.get(tail..).unwrap_or_default()
+    )
+}
