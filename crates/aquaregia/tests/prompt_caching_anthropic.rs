@@ -46,7 +46,7 @@ async fn run(caching: PromptCaching) -> (MockServer, aquaregia::AgentOutput) {
     (server, output)
 }
 
-/// Every `cache_control` in `body`, as JSON pointers.
+/// Every `cache_control` in `body`, as sorted JSON pointers.
 fn breakpoints(body: &Value) -> Vec<String> {
     fn walk(value: &Value, path: &str, out: &mut Vec<String>) {
         match value {
@@ -70,6 +70,8 @@ fn breakpoints(body: &Value) -> Vec<String> {
     }
     let mut out = Vec::new();
     walk(body, "", &mut out);
+    // Key order depends on serde_json's `preserve_order` feature.
+    out.sort();
     out
 }
 

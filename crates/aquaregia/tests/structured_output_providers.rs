@@ -137,6 +137,31 @@ async fn anthropic_forced_answer_tool() {
 }
 
 #[tokio::test]
+async fn anthropic_non_object_answers_are_wrapped() {
+    // A tool's input must be an object: a list answer travels as {"value": [...]}, with the
+    // definitions its items refer to kept at the root.
+    let mut reply = anthropic_answer(&json!({"value": ["sunny", "rain"]}));
+    reply["content"][1]["name"] = json!("Array_of_Conditions");
+    let server = MockServer::with_replies([Reply::json(reply)]).await;
+    let typed = provider_client("anthropic", &server)
+        .agent("claude-sonnet-4-5")
+        .build()
+        .unwrap()
+        .run_typed::<Vec<Conditions>>("This week?")
+        .await
+        .unwrap();
+    assert_eq!(typed.value, [Conditions::Sunny, Conditions::Rain]);
+    let schema = &server.bodies()[0]["tools"][0]["input_schema"];
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["required"], json!(["value"]));
+    assert_eq!(schema["properties"]["value"]["type"], "array");
+    let reference = schema["properties"]["value"]["items"]["$ref"]
+        .as_str()
+        .unwrap();
+    assert!(schema.pointer(&reference[1..]).is_some(), "{schema}");
+}
+
+#[tokio::test]
 async fn anthropic_tools_first_then_the_answer() {
     let weather = tool("get_weather")
         .description("Current weather")

@@ -26,7 +26,12 @@ impl Agent {
     ///
     /// On Anthropic the answer is the input of a tool named after the schema that the model
     /// must call (when the agent has tools, it must call one of them or that one), so it does
-    /// not combine with extended thinking, which forbids forced tool use.
+    /// not combine with extended thinking, which forbids forced tool use; an answer that is
+    /// not an object travels wrapped as `{"value": ...}`. Gemini models before Gemini 3 may
+    /// reject a response schema together with tools.
+    ///
+    /// A cancelled run is [`Error::Cancelled`] (there is no answer to decode). The hooks'
+    /// `on_finish` runs once per round.
     ///
     /// ```no_run
     /// # async fn demo(agent: aquaregia::Agent) -> Result<(), aquaregia::Error> {

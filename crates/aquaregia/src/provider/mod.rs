@@ -29,7 +29,7 @@ use crate::http::sse::SseEvent;
 use crate::http::{HttpConfig, Rejection, header_str, truncate};
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent};
-use crate::structured::OutputSchema;
+use crate::structured::{OutputSchema, WRAPPED_FIELD};
 use crate::tool::{ContentBlock, ToolDescriptor, ToolOutput};
 pub(crate) use encode::RequestCache;
 
@@ -400,21 +400,27 @@ pub(crate) fn system_text(request: &ModelRequest) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
-/// Turns the call of the structured-answer tool `name` into the answer's text, so the
+/// Turns the call of the structured-answer tool of `schema` into the answer's text, so the
 /// answer reads the same whatever the provider: the call is not a tool call to run, and text
-/// the model wrote beside it is preamble, not part of the answer.
-pub(crate) fn output_call_as_text(name: &str, response: &mut ModelResponse) {
+/// the model wrote beside it is preamble, not part of the answer. A wrapped answer (see
+/// [`OutputSchema::object_schema`]) is unwrapped.
+pub(crate) fn output_call_as_text(schema: &OutputSchema, response: &mut ModelResponse) {
     let content = &mut response.message.content;
     let Some(position) = content
         .iter()
-        .position(|part| matches!(part, ContentPart::ToolCall(call) if call.name == name))
+        .position(|part| matches!(part, ContentPart::ToolCall(call) if call.name == schema.name()))
     else {
         return;
     };
     if let Some(ContentPart::ToolCall(call)) = content.get(position) {
+        let wrapped = schema.object_schema().1;
+        let arguments = match &call.arguments {
+            Value::Object(map) if wrapped => map.get(WRAPPED_FIELD).unwrap_or(&Value::Null),
+            arguments => arguments,
+        };
         // Arguments that were not JSON are kept as the text the model wrote.
-        let answer = ContentPart::text(match &call.arguments {
-            Value::String(text) => text.clone(),
+        let answer = ContentPart::text(match arguments {
+            Value::String(text) if !wrapped => text.clone(),
             arguments => arguments.to_string(),
         });
         if let Some(slot) = content.get_mut(position) {

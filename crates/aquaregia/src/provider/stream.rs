@@ -16,6 +16,7 @@ use crate::http::sse::SseDecoder;
 use crate::http::{HttpConfig, transport_error};
 use crate::message::ContentPart;
 use crate::model::{ModelRequest, ModelResponse, ModelStream, StreamEvent};
+use crate::structured::OutputSchema;
 
 /// One model call, waiting for the whole answer.
 pub(crate) async fn generate<P: WireApi>(
@@ -28,29 +29,25 @@ pub(crate) async fn generate<P: WireApi>(
     let response = http.post_json(&url, body, read_error::<P>).await?;
     let bytes = http.read_body(response).await?;
     let mut response = P::parse_response(&bytes)?;
-    if let Some(name) = output_tool_name::<P>(request) {
-        output_call_as_text(name, &mut response);
+    if let Some(schema) = output_tool_schema::<P>(request) {
+        output_call_as_text(schema, &mut response);
     }
     Ok(response)
 }
 
-/// The name of the structured-answer tool, when `request` uses one on this wire API.
-fn output_tool_name<P: WireApi>(request: &ModelRequest) -> Option<&str> {
-    request
-        .output_schema
-        .as_ref()
-        .filter(|_| P::OUTPUT_AS_TOOL)
-        .map(|schema| schema.name())
+/// The schema of the structured-answer tool, when `request` uses one on this wire API.
+fn output_tool_schema<P: WireApi>(request: &ModelRequest) -> Option<&OutputSchema> {
+    request.output_schema.as_ref().filter(|_| P::OUTPUT_AS_TOOL)
 }
 
 /// Applies [`output_call_as_text`] to the stream's final response.
 fn with_output_text<P: WireApi>(request: &ModelRequest, stream: ModelStream) -> ModelStream {
-    let Some(name) = output_tool_name::<P>(request).map(str::to_owned) else {
+    let Some(schema) = output_tool_schema::<P>(request).cloned() else {
         return stream;
     };
     Box::pin(stream.map(move |event| match event {
         Ok(StreamEvent::Finish(mut response)) => {
-            output_call_as_text(&name, &mut response);
+            output_call_as_text(&schema, &mut response);
             Ok(StreamEvent::Finish(response))
         }
         other => other,
@@ -80,8 +77,8 @@ pub(crate) async fn stream<P: WireApi>(
     // Some compatible servers ignore `stream: true`; their whole answer is one event.
     let bytes = http.read_body(response).await?;
     let mut response = P::parse_response(&bytes)?;
-    if let Some(name) = output_tool_name::<P>(request) {
-        output_call_as_text(name, &mut response);
+    if let Some(schema) = output_tool_schema::<P>(request) {
+        output_call_as_text(schema, &mut response);
     }
     let mut events = Vec::new();
     for part in &response.message.content {

@@ -18,6 +18,9 @@ use crate::message::Message;
 
 pub use generate::GeneratedObject;
 
+/// The property a non-object answer is wrapped in where answers must be objects.
+pub(crate) const WRAPPED_FIELD: &str = "value";
+
 /// The longest name OpenAI accepts for a response format.
 const MAX_NAME_LEN: usize = 64;
 
@@ -120,6 +123,31 @@ impl OutputSchema {
             map.remove("$schema");
         }
         schema
+    }
+
+    /// The schema as an object, for answers that must be objects (an Anthropic tool's input):
+    /// the plain schema, or, when its root is not an object, `{"value": schema}` with the
+    /// definitions kept at the root so references still resolve. The flag says it is wrapped.
+    pub(crate) fn object_schema(&self) -> (Value, bool) {
+        let mut schema = self.plain_schema();
+        if schema.get("type").and_then(Value::as_str) == Some("object") {
+            return (schema, false);
+        }
+        let mut wrapper = serde_json::Map::new();
+        if let Value::Object(map) = &mut schema {
+            for key in ["$defs", "definitions"] {
+                if let Some(defs) = map.remove(key) {
+                    wrapper.insert(key.to_owned(), defs);
+                }
+            }
+        }
+        wrapper.insert("type".into(), "object".into());
+        wrapper.insert(
+            "properties".into(),
+            serde_json::json!({ WRAPPED_FIELD: schema }),
+        );
+        wrapper.insert("required".into(), serde_json::json!([WRAPPED_FIELD]));
+        (Value::Object(wrapper), true)
     }
 
     /// What OpenAI gets: the strict form and `true`, or the plain schema and `false`.

@@ -90,7 +90,7 @@ impl WireApi for Anthropic {
             "description": schema
                 .description_text()
                 .unwrap_or("Gives the final answer. Its input is the answer."),
-            "input_schema": object_schema(&schema.plain_schema()),
+            "input_schema": schema.object_schema().0,
         })
     }
 
