@@ -4,11 +4,19 @@
 //! (logs, progress, prompts, warnings, errors) goes to stderr.
 
 mod acp;
+mod agent_args;
+mod chat;
 mod config;
+mod console;
+mod conversation;
 mod mcp_cmd;
 mod output;
+mod permissions;
 mod run;
 mod servers;
+mod sessions_cmd;
+mod signals;
+mod turn;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,6 +47,10 @@ struct Cli {
 enum Command {
     /// Run an agent on a prompt with the tools of MCP servers; the answer streams to stdout.
     Run(run::RunArgs),
+    /// Talk with an agent, turn after turn, with the tools of MCP servers.
+    Chat(chat::ChatArgs),
+    /// List saved sessions (continue one with `--continue` or `--resume <ID>`).
+    Sessions(sessions_cmd::SessionsArgs),
     /// Inspect MCP servers: list their tools, call one.
     #[command(subcommand)]
     Mcp(mcp_cmd::McpCommand),
@@ -79,21 +91,23 @@ fn main() -> ExitCode {
     code
 }
 
-/// Runs the command. The first Ctrl-C cancels `run` cleanly (servers closed); other commands,
-/// and a second Ctrl-C, stop at once: dropping the command kills its stdio servers' process
-/// groups, so nothing is left behind.
+/// Runs the command. The first Ctrl-C (or SIGTERM, SIGHUP) cancels `run` cleanly (servers
+/// closed); other commands, and a second signal, stop at once: dropping the command kills its
+/// stdio servers' process groups, so nothing is left behind. `chat` handles signals itself
+/// (one cancels the turn in flight).
 async fn run_until_interrupted(cli: Cli) -> ExitCode {
     let cancel = CancellationToken::new();
     let graceful = matches!(cli.command, Command::Run(_));
+    let own_signals = matches!(cli.command, Command::Chat(_));
+    let mut signals = (!own_signals).then(signals::StopSignals::new);
     let mut work = Box::pin(dispatch(cli, cancel.clone()));
     let result = loop {
+        let Some(signals) = signals.as_mut() else {
+            break (&mut work).await;
+        };
         tokio::select! {
             result = &mut work => break result,
-            signal = tokio::signal::ctrl_c() => {
-                if let Err(error) = signal {
-                    tracing::warn!(%error, "cannot listen for Ctrl-C");
-                    break (&mut work).await;
-                }
+            () = signals.recv() => {
                 if !graceful || cancel.is_cancelled() {
                     break Err(Interrupted.into());
                 }
@@ -130,6 +144,8 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<()> {
     let config = cli.config;
     match cli.command {
         Command::Run(args) => run::run(args, config.as_deref(), cancel).await,
+        Command::Chat(args) => chat::run(args, config.as_deref()).await,
+        Command::Sessions(args) => sessions_cmd::run(args).await,
         Command::Mcp(command) => mcp_cmd::run(command, config.as_deref()).await,
         Command::Acp(args) => acp::run(args).await,
     }

@@ -250,6 +250,20 @@ pub(crate) fn arguments_summary(arguments: &Value) -> String {
     truncate(&clean(&text), MAX_TOTAL)
 }
 
+/// A call's arguments in full, `path: "/tmp", content: "..."`, for permission questions.
+pub(crate) fn arguments_full(arguments: &Value) -> String {
+    let text = match arguments {
+        Value::Object(arguments) => arguments
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    clean(&text).into_owned()
+}
+
 /// A tool result for people: text as text, media and resources as one-line summaries,
 /// JSON as pretty JSON.
 pub(crate) fn render_result(result: &ToolOutput) -> String {

@@ -2,12 +2,14 @@
 //! them in parallel through [`McpToolset`].
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail};
 use aquaregia::mcp::{McpConnection, McpServerSpec, McpToolset};
 use clap::Args;
 
 use crate::config::Config;
+use crate::output::{self, Styles};
 
 /// Servers given on the command line (`run`: any number).
 #[derive(Debug, Args)]
@@ -235,21 +237,62 @@ fn unique_name(base: &str, taken: &[Target]) -> String {
         .unwrap_or_else(|| base.to_owned())
 }
 
-/// Connects to every target at once through an [`McpToolset`], all or nothing: if one fails,
-/// the others are closed and the first failure is returned. With several servers, tools are
-/// named `<server>__<tool>`.
-pub(crate) async fn toolset(targets: Vec<Target>) -> anyhow::Result<McpToolset> {
-    let toolset = McpToolset::builder()
-        .servers(targets.into_iter().map(|target| (target.name, target.spec)))
-        .strict(true)
-        .connect()
-        .await?;
+/// How a command connects its servers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConnectOptions {
+    /// All or nothing: one failure fails the whole connect.
+    pub(crate) strict: bool,
+    /// Each server's startup bound (the SDK's default when `None`).
+    pub(crate) startup_timeout: Option<Duration>,
+    /// Each tool call's bound (the SDK's default when `None`).
+    pub(crate) call_timeout: Option<Duration>,
+    /// Globs of tools to hide.
+    pub(crate) disabled_tools: Vec<String>,
+}
+
+/// Connects to every target at once through an [`McpToolset`]. Servers that fail are
+/// reported on stderr and left out, unless `strict`: then the others are closed and the first
+/// failure is returned. With several servers, tools are named `<server>__<tool>`.
+pub(crate) async fn toolset(
+    targets: Vec<Target>,
+    options: &ConnectOptions,
+) -> anyhow::Result<McpToolset> {
+    let mut builder = McpToolset::builder()
+        .strict(options.strict)
+        .disable_tools(options.disabled_tools.iter().cloned());
+    if let Some(timeout) = options.startup_timeout {
+        builder = builder.startup_timeout(timeout);
+    }
+    for target in targets {
+        let spec = target.spec;
+        let call_timeout = options.call_timeout;
+        builder = builder.connect_with(target.name, move |connector| async move {
+            let connection = spec.connect(connector).await?;
+            Ok(match call_timeout {
+                Some(timeout) => connection.with_call_timeout(timeout),
+                None => connection,
+            })
+        });
+    }
+    let toolset = builder.connect().await?;
+    let styles = Styles::stderr();
+    for (name, error) in toolset.failures() {
+        eprintln!(
+            "{} server `{name}` is unavailable: {}",
+            styles.red("✗"),
+            output::first_line(&error.to_string(), 300)
+        );
+    }
     Ok(toolset)
 }
 
 /// Connects to one target.
 pub(crate) async fn connect(target: Target) -> anyhow::Result<McpConnection> {
-    let toolset = toolset(vec![target]).await?;
+    let options = ConnectOptions {
+        strict: true,
+        ..ConnectOptions::default()
+    };
+    let toolset = toolset(vec![target], &options).await?;
     toolset
         .connections()
         .first()

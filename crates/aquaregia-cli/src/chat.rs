@@ -1,0 +1,311 @@
+//! `aquaregia chat`: a multi-turn conversation on the same servers and flags as `run`. Each
+//! line of input is one turn; lines starting with `/` are commands.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::pin::pin;
+use std::sync::Arc;
+
+use anyhow::Context;
+use aquaregia::mcp::McpToolset;
+use aquaregia::{CancellationToken, Client, Message, StopReason, Usage};
+use clap::Args;
+
+use crate::Interrupted;
+use crate::agent_args::{AgentArgs, OutputFormat};
+use crate::console::{AnswerText, Console, StdinLines};
+use crate::conversation::Conversation;
+use crate::output::{self, Styles};
+use crate::run::{connect_options, explain_unreachable_default, permissions};
+use crate::servers;
+use crate::signals::StopSignals;
+use crate::turn;
+
+const HELP: &str = "\
+/help            this list
+/tools           the tools the agent can use
+/model <spec>    switch the model (provider:model) from the next turn on
+/clear           start a new conversation (the current one stays saved)
+/save [title]    say where the conversation is saved, and set its title
+/usage           tokens used in this chat
+/exit            leave (as does Ctrl-D)
+A line ending with \\ continues on the next line.";
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Each line is one turn (end a line with \\ to continue it on the next). When stdin is not a
+terminal each line is read as one turn too, so a chat can be scripted; permission questions
+then take the next line as their answer. Ctrl-C cancels the turn in flight; Ctrl-D (end of
+input) exits. Type /help for the commands.
+
+Servers, tools, permissions and sessions work as for `aquaregia run` (see its --help).")]
+pub(crate) struct ChatArgs {
+    #[command(flatten)]
+    agent: AgentArgs,
+}
+
+/// The model in use, switchable with `/model`.
+struct Model {
+    client: Client,
+    id: String,
+    spec: String,
+}
+
+impl Model {
+    fn new(spec: &str) -> anyhow::Result<Self> {
+        let (client, id) =
+            Client::from_model_spec(spec).with_context(|| format!("cannot use model `{spec}`"))?;
+        Ok(Self {
+            client,
+            id,
+            spec: spec.to_owned(),
+        })
+    }
+}
+
+pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result<()> {
+    let mut signals = StopSignals::new();
+    let mut conversation = Conversation::open(&args.agent.session).await?;
+    let chosen = args
+        .agent
+        .model
+        .clone()
+        .or_else(|| conversation.model().map(str::to_owned));
+    let defaulted = chosen.is_none();
+    let spec = chosen.unwrap_or_else(Client::default_model_spec);
+    let mut model = Model::new(&spec)?;
+    let targets = servers::select(config, &args.agent.servers, &args.agent.inline)?;
+    let options = connect_options(&args.agent);
+    let toolset = tokio::select! {
+        toolset = servers::toolset(targets, &options) => toolset?,
+        () = signals.recv() => return Err(Interrupted.into()),
+    };
+    let stdin = Arc::new(StdinLines::default());
+    let console = Arc::new(Console::new(
+        permissions(&args.agent),
+        Ok(stdin.clone()),
+        AnswerText::new(),
+    ));
+    let mut chat = Chat {
+        args: &args.agent,
+        toolset: &toolset,
+        console,
+        stdin,
+        signals: &mut signals,
+        conversation: &mut conversation,
+        usage: Usage::default(),
+        interactive: std::io::stdin().is_terminal(),
+        styles: Styles::stderr(),
+    };
+    let result = chat
+        .run(&mut model)
+        .await
+        .map_err(|error| explain_unreachable_default(error, &model.spec, defaulted));
+    toolset.close().await;
+    result
+}
+
+struct Chat<'a> {
+    args: &'a AgentArgs,
+    toolset: &'a McpToolset,
+    console: Arc<Console>,
+    stdin: Arc<StdinLines>,
+    signals: &'a mut StopSignals,
+    conversation: &'a mut Conversation,
+    usage: Usage,
+    interactive: bool,
+    styles: Styles,
+}
+
+impl Chat<'_> {
+    async fn run(&mut self, model: &mut Model) -> anyhow::Result<()> {
+        if self.interactive {
+            let tools = self.toolset.available_tools().await.len();
+            eprintln!(
+                "{}",
+                self.styles.dim(&format!(
+                    "aquaregia chat: {}, {tools} tools. /help for commands, Ctrl-D to exit.",
+                    model.spec
+                ))
+            );
+        }
+        if let Some(meta) = self.conversation.meta() {
+            eprintln!(
+                "{}",
+                self.styles.dim(&format!(
+                    "resumed session {} ({} turns)",
+                    meta.id, meta.turns
+                ))
+            );
+        }
+        while let Some(input) = self.read_input().await? {
+            let input = input.trim();
+            if input.is_empty() {
+                continue;
+            }
+            if let Some(command) = input.strip_prefix('/') {
+                if !self.command(command, model).await? {
+                    break;
+                }
+                continue;
+            }
+            if let Err(error) = self.turn(model, input).await {
+                if error.is::<Interrupted>() || !self.interactive {
+                    return Err(error);
+                }
+                output::print_error(&error);
+            }
+        }
+        Ok(())
+    }
+
+    /// The next input, continuation lines (ending with `\`) joined; `None` at the end of
+    /// input.
+    async fn read_input(&mut self) -> anyhow::Result<Option<String>> {
+        let mut input = String::new();
+        loop {
+            if self.interactive {
+                eprint!("{}", if input.is_empty() { "> " } else { ". " });
+                let _ = std::io::stderr().flush();
+            }
+            let line = tokio::select! {
+                line = self.stdin.next_line() => line,
+                () = self.signals.recv() => {
+                    if !self.interactive {
+                        return Err(Interrupted.into());
+                    }
+                    eprintln!();
+                    eprintln!("{}", self.styles.dim("(Ctrl-D or /exit leaves)"));
+                    input.clear();
+                    continue;
+                }
+            };
+            let Some(line) = line else {
+                if self.interactive {
+                    eprintln!();
+                }
+                return Ok((!input.is_empty()).then_some(input));
+            };
+            let line = line.trim_end_matches(['\n', '\r']);
+            match line.strip_suffix('\\') {
+                Some(start) => {
+                    input.push_str(start);
+                    input.push('\n');
+                }
+                None => {
+                    input.push_str(line);
+                    return Ok(Some(input));
+                }
+            }
+        }
+    }
+
+    /// Runs a `/command`; `false` to leave the chat.
+    async fn command(&mut self, command: &str, model: &mut Model) -> anyhow::Result<bool> {
+        let (name, rest) = command
+            .split_once(char::is_whitespace)
+            .map_or((command, ""), |(name, rest)| (name, rest.trim()));
+        match name {
+            "help" | "?" => eprintln!("{HELP}"),
+            "exit" | "quit" => return Ok(false),
+            "tools" => {
+                let tools = self.toolset.available_tools().await;
+                if tools.is_empty() {
+                    eprintln!("no tools");
+                }
+                for tool in tools {
+                    let descriptor = tool.descriptor();
+                    eprintln!(
+                        "{}{}",
+                        self.styles.bold(&output::clean(&descriptor.name)),
+                        output::signature(&descriptor.input_schema)
+                    );
+                }
+            }
+            "model" if rest.is_empty() => eprintln!("model: {}", model.spec),
+            "model" => match Model::new(rest) {
+                Ok(new) => {
+                    *model = new;
+                    eprintln!("model: {}", model.spec);
+                }
+                Err(error) => output::print_error(&error),
+            },
+            "clear" => {
+                self.conversation.clear();
+                eprintln!("started a new conversation");
+            }
+            "save" => self.save(rest).await,
+            "usage" => eprintln!(
+                "tokens: {} in ({} cached), {} out, {} total",
+                self.usage.input_tokens,
+                self.usage.cached_input_tokens,
+                self.usage.output_tokens,
+                self.usage.total_tokens()
+            ),
+            other => eprintln!("unknown command /{other}; /help lists them"),
+        }
+        Ok(true)
+    }
+
+    async fn save(&mut self, title: &str) {
+        if !title.is_empty()
+            && let Err(error) = self.conversation.set_title(title).await
+        {
+            output::print_error(&error);
+            return;
+        }
+        match self.conversation.meta() {
+            Some(meta) => eprintln!(
+                "saved as session {} ({} turns); continue it with `aquaregia chat --resume {}`",
+                meta.id, meta.turns, meta.id
+            ),
+            None => eprintln!("nothing to save yet: the session is saved after its first turn"),
+        }
+    }
+
+    async fn turn(&mut self, model: &Model, prompt: &str) -> anyhow::Result<()> {
+        let tools = self.toolset.tools().await?;
+        let cancel = CancellationToken::new();
+        let agent = turn::agent(
+            self.args,
+            &model.client,
+            &model.id,
+            tools,
+            self.toolset,
+            &self.console,
+            cancel.clone(),
+        )?;
+        let mut messages = self.conversation.history().to_vec();
+        messages.push(Message::user(prompt));
+        let mut work = pin!(turn::run(
+            &agent,
+            messages,
+            &self.console,
+            OutputFormat::Text
+        ));
+        let output = loop {
+            tokio::select! {
+                output = &mut work => break output?,
+                () = self.signals.recv() => {
+                    if cancel.is_cancelled() {
+                        return Err(Interrupted.into());
+                    }
+                    cancel.cancel();
+                    self.console.answer.break_line();
+                    eprintln!("stopping the turn... (again to quit)");
+                }
+            }
+        };
+        self.usage += output.usage;
+        match output.stop_reason {
+            StopReason::Cancelled => {
+                eprintln!("{}", self.styles.dim("(turn cancelled, not kept)"));
+                Ok(())
+            }
+            _ => {
+                self.conversation.record(&output, &model.spec).await;
+                crate::run::outcome(&output, self.args.max_steps)
+            }
+        }
+    }
+}
