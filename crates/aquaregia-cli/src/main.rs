@@ -5,6 +5,7 @@
 
 mod acp;
 mod agent_args;
+mod call_args;
 mod chat;
 mod config;
 mod console;

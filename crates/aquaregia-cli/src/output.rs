@@ -306,10 +306,21 @@ fn render_block(block: &ContentBlock) -> String {
         }
         ContentBlock::Resource {
             uri,
-            mime_type: Some(mime),
+            mime_type,
+            text,
             ..
-        } => format!("[resource {uri} {mime}]"),
-        ContentBlock::Resource { uri, .. } => format!("[resource {uri}]"),
+        } => {
+            let mut line = match mime_type {
+                Some(mime) => format!("[resource {uri} {mime}]"),
+                None => format!("[resource {uri}]"),
+            };
+            // Embedded text is printed under its header.
+            if let Some(text) = text {
+                line.push('\n');
+                line.push_str(text);
+            }
+            line
+        }
         ContentBlock::ResourceLink { uri, .. } => format!("[link {uri}]"),
         other => other.to_text().into_owned(),
     }
@@ -409,7 +420,7 @@ mod tests {
         let result = ToolOutput::Content(serde_json::from_value(result).expect("blocks"));
         assert_eq!(
             render_result(&result),
-            "here\n[image image/png, 1.2 KB]\n[resource file:///x text/plain]\n[link file:///y]"
+            "here\n[image image/png, 1.2 KB]\n[resource file:///x text/plain]\nhi\n[link file:///y]"
         );
         assert_eq!(render_result(&ToolOutput::text("plain")), "plain");
         assert_eq!(
