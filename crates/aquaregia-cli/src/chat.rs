@@ -74,15 +74,16 @@ pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result
     let defaulted = chosen.is_none();
     let spec = chosen.unwrap_or_else(Client::default_model_spec);
     let mut model = Model::new(&spec)?;
-    let targets = servers::select(config, &args.agent.servers, &args.agent.inline)?;
+    let selection = servers::select(config, &args.agent.servers, &args.agent.inline)?;
+    let permissions = permissions(&args.agent, &selection);
     let options = connect_options(&args.agent);
     let toolset = tokio::select! {
-        toolset = servers::toolset(targets, &options) => toolset?,
+        toolset = servers::toolset(selection.targets, &options) => toolset?,
         () = signals.recv() => return Err(Interrupted.into()),
     };
     let stdin = Arc::new(StdinLines::default());
     let console = Arc::new(Console::new(
-        permissions(&args.agent),
+        permissions,
         Ok(stdin.clone()),
         AnswerText::new(),
     ));

@@ -8,8 +8,10 @@ mod agent_args;
 mod call_args;
 mod chat;
 mod config;
+mod config_cmd;
 mod console;
 mod conversation;
+mod jsonc;
 mod mcp_cmd;
 mod output;
 mod permissions;
@@ -31,8 +33,10 @@ use clap::{Parser, Subcommand};
 #[command(name = "aquaregia", version, propagate_version = true)]
 #[command(after_help = "\
 MCP servers are named in a config file in the common `mcpServers` format (Claude Desktop,
-Cursor...) or given inline with --stdio/--http/--sse. Without --config, ./aquaregia.json is
-used, else <user config dir>/aquaregia/aquaregia.json.
+Cursor...; VS Code's `servers` too; comments and trailing commas allowed) or given inline with
+--stdio/--http/--sse. Without --config, <user config dir>/aquaregia/aquaregia.json, ./.mcp.json
+and ./aquaregia.json are merged (a later file's server wins); `aquaregia config` shows what
+came from where.
 
 Logs go to stderr, filtered by RUST_LOG (default: warn, rmcp off). NO_COLOR turns colours off.")]
 struct Cli {
@@ -52,6 +56,8 @@ enum Command {
     Chat(chat::ChatArgs),
     /// List saved sessions (continue one with `--continue` or `--resume <ID>`).
     Sessions(sessions_cmd::SessionsArgs),
+    /// Show the config files read, and where each server and permission rule came from.
+    Config,
     /// Inspect MCP servers: list their tools, call one.
     #[command(subcommand)]
     Mcp(mcp_cmd::McpCommand),
@@ -147,6 +153,7 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<()> {
         Command::Run(args) => run::run(args, config.as_deref(), cancel).await,
         Command::Chat(args) => chat::run(args, config.as_deref()).await,
         Command::Sessions(args) => sessions_cmd::run(args).await,
+        Command::Config => config_cmd::run(config.as_deref()),
         Command::Mcp(command) => mcp_cmd::run(command, config.as_deref()).await,
         Command::Acp(args) => acp::run(args).await,
     }

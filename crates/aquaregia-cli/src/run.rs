@@ -17,7 +17,7 @@ use crate::console::{AnswerText, Console, StdinLines};
 use crate::conversation::Conversation;
 use crate::output::{self, Styles};
 use crate::permissions::Permissions;
-use crate::servers::{self, ConnectOptions};
+use crate::servers::{self, ConnectOptions, Selection};
 use crate::turn;
 
 #[derive(Debug, Args)]
@@ -81,11 +81,12 @@ pub(crate) async fn run(
     let spec = chosen.unwrap_or_else(Client::default_model_spec);
     let (client, model) =
         Client::from_model_spec(&spec).with_context(|| format!("cannot use model `{spec}`"))?;
-    let targets = servers::select(config, &args.agent.servers, &args.agent.inline)?;
+    let selection = servers::select(config, &args.agent.servers, &args.agent.inline)?;
+    let permissions = permissions(&args.agent, &selection);
     // Dropping the connection attempts on Ctrl-C kills any server already started.
     let options = connect_options(&args.agent);
     let toolset = tokio::select! {
-        toolset = servers::toolset(targets, &options) => toolset?,
+        toolset = servers::toolset(selection.targets, &options) => toolset?,
         () = cancel.cancelled() => return Err(Interrupted.into()),
     };
     let answers = if stdin_taken {
@@ -93,11 +94,7 @@ pub(crate) async fn run(
     } else {
         Ok(Arc::new(StdinLines::default()))
     };
-    let console = Arc::new(Console::new(
-        permissions(&args.agent),
-        answers,
-        AnswerText::new(),
-    ));
+    let console = Arc::new(Console::new(permissions, answers, AnswerText::new()));
     let result = run_turn(
         &args,
         &client,
@@ -189,12 +186,13 @@ async fn read_stdin() -> anyhow::Result<String> {
     String::from_utf8(bytes).map_err(|_| anyhow!("stdin is not UTF-8 text"))
 }
 
-pub(crate) fn permissions(args: &AgentArgs) -> Permissions {
+/// The flags' permission rules plus the config's.
+pub(crate) fn permissions(args: &AgentArgs, selection: &Selection) -> Permissions {
     Permissions {
         yes: args.yes,
         ask_all: args.ask_all,
-        allow: args.allow.clone(),
-        deny: args.deny.clone(),
+        allow: args.allow.iter().chain(&selection.allow).cloned().collect(),
+        deny: args.deny.iter().chain(&selection.deny).cloned().collect(),
     }
 }
 

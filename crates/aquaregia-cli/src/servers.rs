@@ -60,13 +60,23 @@ pub(crate) struct Target {
     spec: McpServerSpec,
 }
 
+/// The servers of a `run` or `chat`, and the permission rules of the config they came from.
+#[derive(Debug, Default)]
+pub(crate) struct Selection {
+    pub(crate) targets: Vec<Target>,
+    /// The config's `permissions.allow` globs.
+    pub(crate) allow: Vec<String>,
+    /// The config's `permissions.deny` globs.
+    pub(crate) deny: Vec<String>,
+}
+
 /// The servers of a `run`: the named ones plus the inline ones, or every server of the config
 /// when none is given.
 pub(crate) fn select(
     config_path: Option<&Path>,
     names: &[String],
     inline: &InlineServers,
-) -> anyhow::Result<Vec<Target>> {
+) -> anyhow::Result<Selection> {
     let inline_specs = inline_specs(
         [
             (Transport::Stdio, &inline.stdio),
@@ -76,18 +86,24 @@ pub(crate) fn select(
         .into_iter()
         .flat_map(|(transport, values)| values.iter().map(move |value| (transport, value))),
     )?;
-    let mut targets: Vec<Target> = Vec::new();
+    let mut selection = Selection::default();
+    let targets = &mut selection.targets;
     if names.is_empty() && inline_specs.is_empty() {
         if let Some(config) = Config::load(config_path)? {
-            targets.extend(config.servers().iter().map(|(name, spec)| Target {
+            targets.extend(config.servers().map(|(name, spec)| Target {
                 name: name.clone(),
                 spec: spec.clone(),
             }));
+            selection.allow = config.allow;
+            selection.deny = config.deny;
         }
-        return Ok(targets);
+        return Ok(selection);
     }
     if !names.is_empty() {
         let config = Config::require(config_path)?;
+        selection.allow.clone_from(&config.allow);
+        selection.deny.clone_from(&config.deny);
+        let targets = &mut selection.targets;
         for name in names {
             if targets.iter().all(|target| &target.name != name) {
                 let spec = config.server(name)?.clone();
@@ -99,10 +115,10 @@ pub(crate) fn select(
         }
     }
     for spec in inline_specs {
-        let name = unique_name(&base_name(&spec), &targets);
-        targets.push(Target { name, spec });
+        let name = unique_name(&base_name(&spec), &selection.targets);
+        selection.targets.push(Target { name, spec });
     }
-    Ok(targets)
+    Ok(selection)
 }
 
 /// The one server of `mcp tools` / `mcp call`: a config name or an inline spec.
