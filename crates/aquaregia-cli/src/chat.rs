@@ -1,7 +1,6 @@
 //! `aquaregia chat`: a multi-turn conversation on the same servers and flags as `run`. Each
 //! line of input is one turn; lines starting with `/` are commands.
 
-use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::pin::pin;
 use std::sync::Arc;
@@ -13,8 +12,9 @@ use clap::Args;
 
 use crate::Interrupted;
 use crate::agent_args::{AgentArgs, OutputFormat};
-use crate::console::{AnswerText, Console, StdinLines};
+use crate::console::{AnswerText, Console};
 use crate::conversation::Conversation;
+use crate::line_input::{LineInput, Read};
 use crate::output::{self, Styles};
 use crate::run::{connect_options, explain_unreachable_default, permissions};
 use crate::servers;
@@ -81,21 +81,21 @@ pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result
         toolset = servers::toolset(selection.targets, &options) => toolset?,
         () = signals.recv() => return Err(Interrupted.into()),
     };
-    let stdin = Arc::new(StdinLines::default());
+    let input = LineInput::open(history_file());
     let console = Arc::new(Console::new(
         permissions,
-        Ok(stdin.clone()),
+        Ok(input.clone()),
         AnswerText::new(),
     ));
     let mut chat = Chat {
         args: &args.agent,
         toolset: &toolset,
         console,
-        stdin,
+        interactive: input.is_terminal(),
+        input,
         signals: &mut signals,
         conversation: &mut conversation,
         usage: Usage::default(),
-        interactive: std::io::stdin().is_terminal(),
         styles: Styles::stderr(),
     };
     let result = chat
@@ -110,7 +110,7 @@ struct Chat<'a> {
     args: &'a AgentArgs,
     toolset: &'a McpToolset,
     console: Arc<Console>,
-    stdin: Arc<StdinLines>,
+    input: LineInput,
     signals: &'a mut StopSignals,
     conversation: &'a mut Conversation,
     usage: Usage,
@@ -161,40 +161,34 @@ impl Chat<'_> {
     }
 
     /// The next input, continuation lines (ending with `\`) joined; `None` at the end of
-    /// input.
+    /// input. A stop signal here ends the chat; Ctrl-C in the line editor clears the line.
     async fn read_input(&mut self) -> anyhow::Result<Option<String>> {
         let mut input = String::new();
         loop {
-            if self.interactive {
-                eprint!("{}", if input.is_empty() { "> " } else { ". " });
-                let _ = std::io::stderr().flush();
-            }
-            let line = tokio::select! {
-                line = self.stdin.next_line() => line,
-                () = self.signals.recv() => {
-                    if !self.interactive {
-                        return Err(Interrupted.into());
-                    }
-                    eprintln!();
-                    eprintln!("{}", self.styles.dim("(Ctrl-D or /exit leaves)"));
+            let prompt = match (self.interactive, input.is_empty()) {
+                (false, _) => "",
+                (true, true) => "> ",
+                (true, false) => ". ",
+            };
+            let read = tokio::select! {
+                read = self.input.read(prompt) => read,
+                () = self.signals.recv() => return Err(Interrupted.into()),
+            };
+            let line = match read {
+                Read::Line(line) => line,
+                Read::Interrupted => {
                     input.clear();
                     continue;
                 }
+                Read::Eof => return Ok((!input.is_empty()).then_some(input)),
             };
-            let Some(line) = line else {
-                if self.interactive {
-                    eprintln!();
-                }
-                return Ok((!input.is_empty()).then_some(input));
-            };
-            let line = line.trim_end_matches(['\n', '\r']);
             match line.strip_suffix('\\') {
                 Some(start) => {
                     input.push_str(start);
                     input.push('\n');
                 }
                 None => {
-                    input.push_str(line);
+                    input.push_str(&line);
                     return Ok(Some(input));
                 }
             }
@@ -309,4 +303,10 @@ impl Chat<'_> {
             }
         }
     }
+}
+
+/// `$AQUAREGIA_DATA_DIR/chat_history`, else `<user data dir>/aquaregia/chat_history`.
+fn history_file() -> Option<std::path::PathBuf> {
+    aquaregia::FileSessionStore::default_dir()
+        .and_then(|sessions| sessions.parent().map(|dir| dir.join("chat_history")))
 }

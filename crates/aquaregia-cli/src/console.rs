@@ -2,15 +2,16 @@
 //! one outcome line per finished call (all on stderr), and the answer text on stdout.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision, ToolExecError, ToolOutput};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio::sync::mpsc;
 
+use crate::line_input::{LineInput, Read};
 use crate::output::{self, Styles};
 use crate::permissions::{Permissions, Verdict};
 
@@ -21,8 +22,8 @@ const DECLINED: &str = "the user declined";
 /// outcome line per finished call, all on stderr.
 pub(crate) struct Console {
     permissions: Permissions,
-    /// Where answers come from; `None` with the reason when stdin was taken as input.
-    answers: Result<Arc<StdinLines>, &'static str>,
+    /// Where answers come from; the reason there are none when stdin was taken as input.
+    answers: Result<LineInput, &'static str>,
     styles: Styles,
     progress: MultiProgress,
     running: Mutex<HashMap<String, Running>>,
@@ -40,7 +41,7 @@ struct Running {
 impl Console {
     pub(crate) fn new(
         permissions: Permissions,
-        answers: Result<Arc<StdinLines>, &'static str>,
+        answers: Result<LineInput, &'static str>,
         answer: AnswerText,
     ) -> Self {
         Self {
@@ -59,8 +60,8 @@ impl Console {
         if lock(&self.always_allowed).contains(&call.name) {
             return ToolCallDecision::Allow;
         }
-        let stdin = match &self.answers {
-            Ok(stdin) => stdin,
+        let input = match &self.answers {
+            Ok(input) => input,
             Err(why) => {
                 eprintln!(
                     "{} {label} needs permission, but {why}, so the call is denied; pass --yes \
@@ -70,19 +71,22 @@ impl Console {
                 return ToolCallDecision::Deny(DECLINED.to_owned());
             }
         };
-        eprint!("Allow {}? [y/N/always] ", self.styles.bold(label));
-        let _ = std::io::stderr().flush();
-        let Some(answer) = stdin.next_line().await else {
-            eprintln!();
-            eprintln!(
-                "{} no answer (stdin is closed), so the call is denied; pass --yes to allow \
+        let question = format!("Allow {}? [y/N/always] ", self.styles.bold(label));
+        let answer = match input.read(&question).await {
+            Read::Line(answer) => answer,
+            Read::Interrupted => String::new(),
+            Read::Eof => {
+                eprintln!();
+                eprintln!(
+                    "{} no answer (stdin is closed), so the call is denied; pass --yes to allow \
                  tool calls without asking",
-                self.styles.yellow("warning:")
-            );
-            return ToolCallDecision::Deny(DECLINED.to_owned());
+                    self.styles.yellow("warning:")
+                );
+                return ToolCallDecision::Deny(DECLINED.to_owned());
+            }
         };
         let answer = answer.trim().to_ascii_lowercase();
-        if !std::io::stdin().is_terminal() {
+        if !input.is_terminal() {
             // Nobody typed it, so it was not echoed.
             eprintln!("{answer}");
         }

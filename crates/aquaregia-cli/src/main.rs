@@ -12,6 +12,7 @@ mod config_cmd;
 mod console;
 mod conversation;
 mod jsonc;
+mod line_input;
 mod mcp_cmd;
 mod output;
 mod permissions;

@@ -15,6 +15,7 @@ use crate::Interrupted;
 use crate::agent_args::{AgentArgs, OutputFormat};
 use crate::console::{AnswerText, Console, StdinLines};
 use crate::conversation::Conversation;
+use crate::line_input::LineInput;
 use crate::output::{self, Styles};
 use crate::permissions::Permissions;
 use crate::servers::{self, ConnectOptions, Selection};
@@ -92,7 +93,7 @@ pub(crate) async fn run(
     let answers = if stdin_taken {
         Err("stdin was read as the prompt")
     } else {
-        Ok(Arc::new(StdinLines::default()))
+        Ok(LineInput::Plain(Arc::new(StdinLines::default())))
     };
     let console = Arc::new(Console::new(permissions, answers, AnswerText::new()));
     let result = run_turn(
