@@ -29,6 +29,8 @@ pub(crate) struct Console {
     running: Mutex<HashMap<String, Running>>,
     always_allowed: Mutex<HashSet<String>>,
     pub(crate) answer: AnswerText,
+    /// The "thinking" spinner while the model has not answered yet.
+    thinking: Mutex<Option<ProgressBar>>,
 }
 
 /// A tool call in progress.
@@ -53,6 +55,30 @@ impl Console {
             running: Mutex::new(HashMap::new()),
             always_allowed: Mutex::new(HashSet::new()),
             answer,
+            thinking: Mutex::new(None),
+        }
+    }
+
+    /// Shows a "thinking" spinner (on a terminal) until [`stop_thinking`](Self::stop_thinking).
+    pub(crate) fn start_thinking(&self) {
+        let mut thinking = lock(&self.thinking);
+        if thinking.is_some() || self.progress.is_hidden() {
+            return;
+        }
+        let bar = self.progress.add(ProgressBar::new_spinner());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_message("thinking");
+        bar.enable_steady_tick(Duration::from_millis(100));
+        *thinking = Some(bar);
+    }
+
+    pub(crate) fn stop_thinking(&self) {
+        if let Some(bar) = lock(&self.thinking).take() {
+            bar.finish_and_clear();
+            self.progress.remove(&bar);
         }
     }
 
@@ -166,6 +192,8 @@ impl AgentHooks for Console {
             // Nothing to ask about: the agent tells the model the tool does not exist.
             return ToolCallDecision::Allow;
         };
+        // The hook can run before the stream's consumer sees the call.
+        self.stop_thinking();
         self.answer.break_line();
         match self.permissions.verdict(tool) {
             Verdict::Allow => {}

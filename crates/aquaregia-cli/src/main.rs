@@ -166,7 +166,8 @@ fn init_logging(command: &Command) {
     // also says which model and servers it uses.
     let default = match command {
         Command::Acp(_) => "warn,rmcp=off,aquaregia=info,aquaregia_acp=info,aquaregia_cli=info",
-        _ => "warn,rmcp=off",
+        // A server that fails to start is reported once, by the command.
+        _ => "warn,rmcp=off,aquaregia::mcp::toolset=error",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

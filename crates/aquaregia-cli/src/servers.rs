@@ -2,11 +2,12 @@
 //! them in parallel through [`McpToolset`].
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
 use aquaregia::mcp::{McpConnection, McpServerSpec, McpToolset};
 use clap::Args;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::config::Config;
 use crate::output::{self, Styles};
@@ -279,11 +280,42 @@ pub(crate) async fn toolset(
     if let Some(timeout) = options.startup_timeout {
         builder = builder.startup_timeout(timeout);
     }
+    // One spinner per server on a terminal, replaced by how it went; nothing when piped.
+    let progress = MultiProgress::new();
+    let styles = Styles::stderr();
     for target in targets {
         let spec = target.spec;
         let call_timeout = options.call_timeout;
+        let bar = progress.add(ProgressBar::new_spinner());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_message(format!("starting {}", target.name));
+        bar.enable_steady_tick(Duration::from_millis(100));
+        let name = target.name.clone();
         builder = builder.connect_with(target.name, move |connector| async move {
-            let connection = spec.connect(connector).await?;
+            let started = Instant::now();
+            let result = spec.connect(connector).await;
+            let done = ProgressStyle::with_template("{msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            bar.set_style(done);
+            let seconds = started.elapsed().as_secs_f64();
+            match &result {
+                Ok(connection) => {
+                    let tools = connection.tools().await.map_or(0, |tools| tools.len());
+                    bar.finish_with_message(format!(
+                        "{} {name} ({tools} tools, {seconds:.1} s)",
+                        styles.green("✓")
+                    ));
+                }
+                Err(error) => bar.finish_with_message(format!(
+                    "{} {name}: {}",
+                    styles.red("✗"),
+                    output::first_line(&error.to_string(), 200)
+                )),
+            }
+            let connection = result?;
             Ok(match call_timeout {
                 Some(timeout) => connection.with_call_timeout(timeout),
                 None => connection,
@@ -291,13 +323,14 @@ pub(crate) async fn toolset(
         });
     }
     let toolset = builder.connect().await?;
-    let styles = Styles::stderr();
-    for (name, error) in toolset.failures() {
-        eprintln!(
-            "{} server `{name}` is unavailable: {}",
-            styles.red("✗"),
-            output::first_line(&error.to_string(), 300)
-        );
+    if progress.is_hidden() {
+        for (name, error) in toolset.failures() {
+            eprintln!(
+                "{} server `{name}` is unavailable: {}",
+                styles.red("✗"),
+                output::first_line(&error.to_string(), 300)
+            );
+        }
     }
     Ok(toolset)
 }

@@ -53,8 +53,23 @@ pub(crate) async fn run(
     format: OutputFormat,
 ) -> anyhow::Result<AgentOutput> {
     let mut events = agent.stream(messages);
+    console.start_thinking();
     while let Some(event) = events.next().await {
-        let event = event?;
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                console.stop_thinking();
+                return Err(error.into());
+            }
+        };
+        match &event {
+            // The model is called again with the tools' results.
+            AgentEvent::StepFinish(step) if !step.tool_calls.is_empty() => {
+                console.start_thinking();
+            }
+            AgentEvent::StepFinish(_) => {}
+            _ => console.stop_thinking(),
+        }
         if format == OutputFormat::StreamJson
             && let Some(line) = event_json(&event)
         {
@@ -74,6 +89,7 @@ pub(crate) async fn run(
             _ => {}
         }
     }
+    console.stop_thinking();
     bail!("the agent stopped without an answer")
 }
 
