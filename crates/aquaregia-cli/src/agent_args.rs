@@ -62,6 +62,10 @@ pub(crate) struct AgentArgs {
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) call_timeout: Option<u64>,
 
+    /// Don't show the model's reasoning (shown dimmed on stderr on a terminal by default).
+    #[arg(long)]
+    pub(crate) no_reasoning: bool,
+
     /// Stop when any server fails to start (by default the others are used and the failure
     /// reported).
     #[arg(long)]

@@ -230,13 +230,7 @@ impl Chat<'_> {
                 eprintln!("started a new conversation");
             }
             "save" => self.save(rest).await,
-            "usage" => eprintln!(
-                "tokens: {} in ({} cached), {} out, {} total",
-                self.usage.input_tokens,
-                self.usage.cached_input_tokens,
-                self.usage.output_tokens,
-                self.usage.total_tokens()
-            ),
+            "usage" => eprintln!("{}", turn::usage_line(&self.usage)),
             other => eprintln!("unknown command /{other}; /help lists them"),
         }
         Ok(true)
@@ -276,7 +270,8 @@ impl Chat<'_> {
             &agent,
             messages,
             &self.console,
-            OutputFormat::Text
+            OutputFormat::Text,
+            !self.args.no_reasoning,
         ));
         let output = loop {
             tokio::select! {

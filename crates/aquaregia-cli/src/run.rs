@@ -57,6 +57,10 @@ pub(crate) struct RunArgs {
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     output: OutputFormat,
 
+    /// Print the tokens used on stderr after the answer (always in `--output json`).
+    #[arg(long)]
+    usage: bool,
+
     /// With a prompt argument and stdin piped, read answers to permission questions from
     /// stdin instead of taking stdin as context.
     #[arg(long)]
@@ -131,7 +135,17 @@ async fn run_turn(
     let agent = turn::agent(&args.agent, client, model, tools, toolset, console, cancel)?;
     let mut messages = conversation.history().to_vec();
     messages.push(Message::user(prompt));
-    let output = turn::run(&agent, messages, console, args.output).await?;
+    let output = turn::run(
+        &agent,
+        messages,
+        console,
+        args.output,
+        !args.agent.no_reasoning,
+    )
+    .await?;
+    if args.usage {
+        eprintln!("{}", Styles::stderr().dim(&turn::usage_line(&output.usage)));
+    }
     if output.stop_reason != StopReason::Cancelled {
         conversation.record(&output, spec).await;
     }

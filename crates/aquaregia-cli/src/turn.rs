@@ -14,7 +14,7 @@ use anyhow::bail;
 
 use crate::agent_args::{AgentArgs, OutputFormat};
 use crate::console::Console;
-use crate::output;
+use crate::output::{self, Styles};
 
 /// Builds the agent for one turn.
 pub(crate) fn agent(
@@ -51,7 +51,12 @@ pub(crate) async fn run(
     messages: Vec<Message>,
     console: &Console,
     format: OutputFormat,
+    show_reasoning: bool,
 ) -> anyhow::Result<AgentOutput> {
+    let styles = Styles::stderr();
+    // Reasoning goes to stderr, dimmed, and only to a person watching.
+    let show_reasoning = show_reasoning && format == OutputFormat::Text && styles.enabled();
+    let mut reasoning_open = false;
     let mut events = agent.stream(messages);
     console.start_thinking();
     while let Some(event) = events.next().await {
@@ -76,7 +81,14 @@ pub(crate) async fn run(
             output::write_stdout(&format!("{line}\n"))?;
         }
         match event {
+            AgentEvent::ReasoningDelta(text) if show_reasoning => {
+                eprint!("{}", styles.dim(&output::clean(&text)));
+                reasoning_open = !text.ends_with('\n');
+            }
             AgentEvent::TextDelta(text) if format == OutputFormat::Text => {
+                if std::mem::take(&mut reasoning_open) {
+                    eprintln!();
+                }
                 console.answer.write(&text)?;
             }
             AgentEvent::ToolCallFinish { id, result, .. } => console.abandoned(&id, &result),
@@ -153,6 +165,18 @@ pub(crate) fn stop_reason_name(reason: StopReason) -> &'static str {
         StopReason::Cancelled => "cancelled",
         _ => "other",
     }
+}
+
+/// `tokens: ...` for `--usage` and `/usage`.
+pub(crate) fn usage_line(usage: &Usage) -> String {
+    format!(
+        "tokens: {} in ({} cached), {} out ({} reasoning), {} total",
+        usage.input_tokens,
+        usage.cached_input_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+        usage.total_tokens()
+    )
 }
 
 /// The `--output json` object (and the last `stream-json` line, `"type": "result"`).

@@ -358,6 +358,7 @@ impl SessionStore for FileSessionStore {
 fn parse_session(path: &Path, text: &str) -> Result<StoredSession, SessionError> {
     let mut meta: Option<SessionMeta> = None;
     let mut turns = Vec::new();
+    let mut skipped: Option<(usize, usize, serde_json::Error)> = None;
     for (index, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -365,13 +366,20 @@ fn parse_session(path: &Path, text: &str) -> Result<StoredSession, SessionError>
         match serde_json::from_str::<Record>(line) {
             Ok(Record::Meta { meta: latest }) => meta = Some(latest),
             Ok(Record::Turn { turn }) => turns.push(turn),
-            Err(error) => tracing::warn!(
-                path = %path.display(),
-                line = index + 1,
-                %error,
-                "skipping an unreadable session line (a write cut short?)"
-            ),
+            Err(error) => match &mut skipped {
+                Some((count, _, _)) => *count += 1,
+                None => skipped = Some((1, index + 1, error)),
+            },
         }
+    }
+    if let Some((count, first_line, error)) = skipped {
+        tracing::warn!(
+            path = %path.display(),
+            count,
+            first_line,
+            %error,
+            "skipping unreadable session lines (a write cut short?)"
+        );
     }
     let mut meta = meta.ok_or_else(|| SessionError::Corrupt {
         path: path.to_path_buf(),
