@@ -12,6 +12,7 @@ use clap::Args;
 
 use crate::Interrupted;
 use crate::agent_args::{AgentArgs, OutputFormat};
+use crate::chat_prompts;
 use crate::console::{AnswerText, Console};
 use crate::conversation::Conversation;
 use crate::line_input::{LineInput, Read};
@@ -28,6 +29,8 @@ const HELP: &str = "\
 /clear           start a new conversation (the current one stays saved)
 /save [title]    say where the conversation is saved, and set its title
 /usage           tokens used in this chat
+/prompts         the MCP servers' prompts
+/<server>:<prompt> [key=value...]   send an MCP prompt
 /exit            leave (as does Ctrl-D)
 A line ending with \\ continues on the next line.";
 
@@ -106,6 +109,13 @@ pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result
     result
 }
 
+/// What to do after a command.
+enum Next {
+    Read,
+    Exit,
+    Send(Vec<Message>),
+}
+
 struct Chat<'a> {
     args: &'a AgentArgs,
     toolset: &'a McpToolset,
@@ -144,13 +154,15 @@ impl Chat<'_> {
             if input.is_empty() {
                 continue;
             }
-            if let Some(command) = input.strip_prefix('/') {
-                if !self.command(command, model).await? {
-                    break;
-                }
-                continue;
-            }
-            if let Err(error) = self.turn(model, input).await {
+            let messages = match input.strip_prefix('/') {
+                Some(command) => match self.command(command, model).await? {
+                    Next::Read => continue,
+                    Next::Exit => break,
+                    Next::Send(messages) => messages,
+                },
+                None => vec![Message::user(input)],
+            };
+            if let Err(error) = self.turn(model, messages).await {
                 if error.is::<Interrupted>() || !self.interactive {
                     return Err(error);
                 }
@@ -195,14 +207,33 @@ impl Chat<'_> {
         }
     }
 
-    /// Runs a `/command`; `false` to leave the chat.
-    async fn command(&mut self, command: &str, model: &mut Model) -> anyhow::Result<bool> {
+    /// Runs a `/command`.
+    async fn command(&mut self, command: &str, model: &mut Model) -> anyhow::Result<Next> {
         let (name, rest) = command
             .split_once(char::is_whitespace)
             .map_or((command, ""), |(name, rest)| (name, rest.trim()));
+        if let Some((server, prompt)) = name.split_once(':') {
+            return match chat_prompts::render(self.toolset, server, prompt, rest).await {
+                Ok(messages) => Ok(Next::Send(messages)),
+                Err(error) if self.interactive => {
+                    output::print_error(&error);
+                    Ok(Next::Read)
+                }
+                Err(error) => Err(error),
+            };
+        }
         match name {
             "help" | "?" => eprintln!("{HELP}"),
-            "exit" | "quit" => return Ok(false),
+            "exit" | "quit" => return Ok(Next::Exit),
+            "prompts" => {
+                let prompts = chat_prompts::list(self.toolset).await;
+                if prompts.is_empty() {
+                    eprintln!("no prompts");
+                }
+                for line in prompts {
+                    eprintln!("{}", output::clean(&line));
+                }
+            }
             "tools" => {
                 let tools = self.toolset.available_tools().await;
                 if tools.is_empty() {
@@ -233,7 +264,7 @@ impl Chat<'_> {
             "usage" => eprintln!("{}", turn::usage_line(&self.usage)),
             other => eprintln!("unknown command /{other}; /help lists them"),
         }
-        Ok(true)
+        Ok(Next::Read)
     }
 
     async fn save(&mut self, title: &str) {
@@ -252,7 +283,8 @@ impl Chat<'_> {
         }
     }
 
-    async fn turn(&mut self, model: &Model, prompt: &str) -> anyhow::Result<()> {
+    /// Sends `new` (a prompt, or an MCP prompt's messages) after the history.
+    async fn turn(&mut self, model: &Model, new: Vec<Message>) -> anyhow::Result<()> {
         let tools = self.toolset.tools().await?;
         let cancel = CancellationToken::new();
         let agent = turn::agent(
@@ -265,7 +297,7 @@ impl Chat<'_> {
             cancel.clone(),
         )?;
         let mut messages = self.conversation.history().to_vec();
-        messages.push(Message::user(prompt));
+        messages.extend(new);
         let mut work = pin!(turn::run(
             &agent,
             messages,

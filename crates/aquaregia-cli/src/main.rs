@@ -7,6 +7,7 @@ mod acp;
 mod agent_args;
 mod call_args;
 mod chat;
+mod chat_prompts;
 mod config;
 mod config_cmd;
 mod console;
