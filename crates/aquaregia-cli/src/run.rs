@@ -25,7 +25,8 @@ use crate::turn;
 #[command(after_help = "\
 The prompt: the argument; `-`, or no argument with stdin piped, reads it from stdin; with an
 argument and stdin piped, stdin is appended to the prompt as context
-(cat err.log | aquaregia run \"why did this fail?\").
+(cat err.log | aquaregia run \"why did this fail?\"). In a script whose stdin stays open
+(`while read ...; do aquaregia run ...; done`), give `< /dev/null`.
 
 Servers: every server of the config file, unless some are named with --server or given with
 --stdio/--http/--sse; then exactly those. With more than one server, tools are named
