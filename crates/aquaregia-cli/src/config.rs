@@ -1,34 +1,62 @@
-//! Finding and loading the `mcpServers` config file.
+//! Finding and loading the MCP servers config: `aquaregia.json`, Claude Code's `.mcp.json`
+//! and the user's file, in the `mcpServers` format or VS Code's `servers`, with comments and
+//! trailing commas allowed (JSONC), plus `"permissions": {"allow": [...], "deny": [...]}`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::mcp::{ConfigError, McpServerSpec, McpServersConfig};
+use serde_json::{Map, Value};
+
+use crate::jsonc;
 
 /// The config file's name, in the current directory and in the user config directory.
 const FILE_NAME: &str = "aquaregia.json";
+/// Claude Code's project config.
+const CLAUDE_CODE_FILE: &str = ".mcp.json";
 
-/// A loaded config file.
-#[derive(Debug)]
+/// The servers and permissions of every config file found, merged.
+#[derive(Debug, Default)]
 pub(crate) struct Config {
-    path: PathBuf,
-    servers: McpServersConfig,
+    /// The files read, lowest precedence first.
+    files: Vec<PathBuf>,
+    /// Each server, and the file it came from.
+    servers: Vec<(String, McpServerSpec, PathBuf)>,
+    /// Servers switched off (`"disabled": true`), and where.
+    disabled: Vec<(String, PathBuf)>,
+    /// Tool globs allowed without asking.
+    pub(crate) allow: Vec<String>,
+    /// Tool globs never run.
+    pub(crate) deny: Vec<String>,
 }
 
 impl Config {
-    /// Loads `explicit`, else the first default file that exists; `None` when there is none.
-    /// Warnings (keys the parser ignored) are printed to stderr.
+    /// Loads `explicit` alone, else every default file that exists (the user's, then
+    /// `./.mcp.json`, then `./aquaregia.json`; a server defined twice is taken from the later
+    /// file); `None` when there is none. Warnings (keys the parser ignored) go to stderr.
     pub(crate) fn load(explicit: Option<&Path>) -> anyhow::Result<Option<Self>> {
-        let path = match explicit {
-            Some(path) => path.to_owned(),
-            None => match default_paths().into_iter().find(|path| path.is_file()) {
-                Some(path) => path,
-                None => return Ok(None),
-            },
+        let paths = match explicit {
+            Some(path) => vec![path.to_owned()],
+            None => default_paths()
+                .into_iter()
+                .rev()
+                .filter(|path| path.is_file())
+                .collect(),
         };
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        let mut config = Self::default();
+        for path in paths {
+            config.add_file(path)?;
+        }
+        Ok(Some(config))
+    }
+
+    fn add_file(&mut self, path: PathBuf) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read config file {}", path.display()))?;
-        let servers = McpServersConfig::from_json(&text).map_err(|error| match error {
+        let (servers, allow, deny) = parse(&text).map_err(|error| match error {
             ConfigError::Syntax {
                 line,
                 column,
@@ -48,7 +76,23 @@ impl Config {
             eprintln!("warning: {}: {warning}", path.display());
         }
         tracing::debug!(path = %path.display(), servers = servers.servers.len(), "loaded config");
-        Ok(Some(Self { path, servers }))
+        for (name, spec) in servers.servers {
+            self.remove(&name);
+            self.servers.push((name, spec, path.clone()));
+        }
+        for name in servers.disabled {
+            self.remove(&name);
+            self.disabled.push((name, path.clone()));
+        }
+        self.allow.extend(allow);
+        self.deny.extend(deny);
+        self.files.push(path);
+        Ok(())
+    }
+
+    fn remove(&mut self, name: &str) {
+        self.servers.retain(|(server, _, _)| server != name);
+        self.disabled.retain(|(server, _)| server != name);
     }
 
     /// Like [`load`](Self::load), but a missing config is an error saying where it was looked for.
@@ -63,51 +107,134 @@ impl Config {
                 bail!(
                     "no config file found (looked for {}); pass --config FILE, or a server \
                      with --stdio, --http or --sse",
-                    looked.join(" and ")
+                    looked.join(", ")
                 )
             }
         }
     }
 
     /// Every server, in file order.
-    pub(crate) fn servers(&self) -> &[(String, McpServerSpec)] {
-        &self.servers.servers
+    pub(crate) fn servers(&self) -> impl Iterator<Item = (&String, &McpServerSpec)> {
+        self.servers.iter().map(|(name, spec, _)| (name, spec))
+    }
+
+    /// Every server with the file it came from.
+    pub(crate) fn origins(&self) -> impl Iterator<Item = (&str, &McpServerSpec, &Path)> {
+        self.servers
+            .iter()
+            .map(|(name, spec, path)| (name.as_str(), spec, path.as_path()))
+    }
+
+    /// The servers switched off, with their files.
+    pub(crate) fn disabled(&self) -> impl Iterator<Item = (&str, &Path)> {
+        self.disabled
+            .iter()
+            .map(|(name, path)| (name.as_str(), path.as_path()))
+    }
+
+    /// The files read, lowest precedence first.
+    pub(crate) fn files(&self) -> &[PathBuf] {
+        &self.files
     }
 
     /// The server called `name`, or an error listing the known ones.
     pub(crate) fn server(&self, name: &str) -> anyhow::Result<&McpServerSpec> {
-        self.servers.get(name).ok_or_else(|| {
-            if self
-                .servers
-                .disabled
-                .iter()
-                .any(|disabled| disabled == name)
-            {
-                return anyhow!(
-                    "server `{name}` is disabled in {} (\"disabled\": true)",
-                    self.path.display()
-                );
-            }
-            let known: Vec<&str> = self.servers().iter().map(|(n, _)| n.as_str()).collect();
-            if known.is_empty() {
-                anyhow!(
-                    "unknown server `{name}`: {} defines no servers",
-                    self.path.display()
-                )
-            } else {
-                anyhow!(
-                    "unknown server `{name}` (servers in {}: {})",
-                    self.path.display(),
-                    known.join(", ")
-                )
-            }
-        })
+        if let Some((_, spec)) = self.servers().find(|(server, _)| *server == name) {
+            return Ok(spec);
+        }
+        if let Some((_, path)) = self.disabled().find(|(server, _)| *server == name) {
+            bail!(
+                "server `{name}` is disabled in {} (\"disabled\": true)",
+                path.display()
+            );
+        }
+        let files: Vec<String> = self
+            .files
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect();
+        let known: Vec<&str> = self.servers().map(|(name, _)| name.as_str()).collect();
+        if known.is_empty() {
+            bail!(
+                "unknown server `{name}`: {} defines no servers",
+                files.join(", ")
+            )
+        }
+        bail!(
+            "unknown server `{name}` (servers in {}: {})",
+            files.join(", "),
+            known.join(", ")
+        )
     }
 }
 
-/// `./aquaregia.json`, then `<user config dir>/aquaregia/aquaregia.json`.
+type Parsed = (McpServersConfig, Vec<String>, Vec<String>);
+
+/// One file: JSONC to JSON, `permissions` taken out, VS Code's `servers` read as
+/// `mcpServers`.
+fn parse(text: &str) -> Result<Parsed, ConfigError> {
+    let plain = jsonc::to_json(text);
+    let root: Value = serde_json::from_str(&plain).map_err(|error| ConfigError::Syntax {
+        line: error.line(),
+        column: error.column(),
+        message: error.to_string(),
+    })?;
+    let Value::Object(mut root) = root else {
+        return Err(ConfigError::Invalid(
+            "the config must be a JSON object with an `mcpServers` object".into(),
+        ));
+    };
+    let (allow, deny) = match root.remove("permissions") {
+        None => (Vec::new(), Vec::new()),
+        Some(Value::Object(mut permissions)) => {
+            let allow = globs(&mut permissions, "allow")?;
+            let deny = globs(&mut permissions, "deny")?;
+            if let Some(key) = permissions.keys().next() {
+                return Err(ConfigError::Invalid(format!(
+                    "`permissions` has an unknown key `{key}` (use `allow` and `deny`)"
+                )));
+            }
+            (allow, deny)
+        }
+        Some(_) => {
+            return Err(ConfigError::Invalid(
+                "`permissions` must be an object with `allow` and `deny` lists".into(),
+            ));
+        }
+    };
+    if !root.contains_key("mcpServers")
+        && let Some(servers) = root.remove("servers")
+    {
+        root.insert("mcpServers".into(), servers);
+    }
+    // VS Code's prompted variables: not supported, and not worth a warning per file.
+    root.remove("inputs");
+    let servers = McpServersConfig::from_json(&Value::Object(root).to_string())?;
+    Ok((servers, allow, deny))
+}
+
+fn globs(permissions: &mut Map<String, Value>, key: &str) -> Result<Vec<String>, ConfigError> {
+    match permissions.remove(key) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .map(|item| match item {
+                Value::String(glob) => Ok(glob),
+                _ => Err(ConfigError::Invalid(format!(
+                    "`permissions.{key}` must be a list of tool names or globs"
+                ))),
+            })
+            .collect(),
+        Some(_) => Err(ConfigError::Invalid(format!(
+            "`permissions.{key}` must be a list of tool names or globs"
+        ))),
+    }
+}
+
+/// Highest precedence first: `./aquaregia.json`, `./.mcp.json`,
+/// `<user config dir>/aquaregia/aquaregia.json`.
 fn default_paths() -> Vec<PathBuf> {
-    let mut paths = vec![PathBuf::from(FILE_NAME)];
+    let mut paths = vec![PathBuf::from(FILE_NAME), PathBuf::from(CLAUDE_CODE_FILE)];
     if let Some(dir) = dirs::config_dir() {
         paths.push(dir.join("aquaregia").join(FILE_NAME));
     }

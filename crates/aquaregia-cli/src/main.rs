@@ -4,12 +4,25 @@
 //! (logs, progress, prompts, warnings, errors) goes to stderr.
 
 mod acp;
+mod agent_args;
+mod call_args;
+mod chat;
+mod chat_prompts;
 mod config;
+mod config_cmd;
+mod console;
+mod conversation;
+mod jsonc;
+mod line_input;
 mod mcp_cmd;
 mod output;
 mod prompt_cache;
+mod permissions;
 mod run;
 mod servers;
+mod sessions_cmd;
+mod signals;
+mod turn;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,8 +36,10 @@ use clap::{Parser, Subcommand};
 #[command(name = "aquaregia", version, propagate_version = true)]
 #[command(after_help = "\
 MCP servers are named in a config file in the common `mcpServers` format (Claude Desktop,
-Cursor...) or given inline with --stdio/--http/--sse. Without --config, ./aquaregia.json is
-used, else <user config dir>/aquaregia/aquaregia.json.
+Cursor...; VS Code's `servers` too; comments and trailing commas allowed) or given inline with
+--stdio/--http/--sse. Without --config, <user config dir>/aquaregia/aquaregia.json, ./.mcp.json
+and ./aquaregia.json are merged (a later file's server wins); `aquaregia config` shows what
+came from where.
 
 Logs go to stderr, filtered by RUST_LOG (default: warn, rmcp off). NO_COLOR turns colours off.")]
 struct Cli {
@@ -40,6 +55,12 @@ struct Cli {
 enum Command {
     /// Run an agent on a prompt with the tools of MCP servers; the answer streams to stdout.
     Run(run::RunArgs),
+    /// Talk with an agent, turn after turn, with the tools of MCP servers.
+    Chat(chat::ChatArgs),
+    /// List saved sessions (continue one with `--continue` or `--resume <ID>`).
+    Sessions(sessions_cmd::SessionsArgs),
+    /// Show the config files read, and where each server and permission rule came from.
+    Config,
     /// Inspect MCP servers: list their tools, call one.
     #[command(subcommand)]
     Mcp(mcp_cmd::McpCommand),
@@ -80,21 +101,23 @@ fn main() -> ExitCode {
     code
 }
 
-/// Runs the command. The first Ctrl-C cancels `run` cleanly (servers closed); other commands,
-/// and a second Ctrl-C, stop at once: dropping the command kills its stdio servers' process
-/// groups, so nothing is left behind.
+/// Runs the command. The first Ctrl-C (or SIGTERM, SIGHUP) cancels `run` cleanly (servers
+/// closed); other commands, and a second signal, stop at once: dropping the command kills its
+/// stdio servers' process groups, so nothing is left behind. `chat` handles signals itself
+/// (one cancels the turn in flight).
 async fn run_until_interrupted(cli: Cli) -> ExitCode {
     let cancel = CancellationToken::new();
     let graceful = matches!(cli.command, Command::Run(_));
+    let own_signals = matches!(cli.command, Command::Chat(_));
+    let mut signals = (!own_signals).then(signals::StopSignals::new);
     let mut work = Box::pin(dispatch(cli, cancel.clone()));
     let result = loop {
+        let Some(signals) = signals.as_mut() else {
+            break (&mut work).await;
+        };
         tokio::select! {
             result = &mut work => break result,
-            signal = tokio::signal::ctrl_c() => {
-                if let Err(error) = signal {
-                    tracing::warn!(%error, "cannot listen for Ctrl-C");
-                    break (&mut work).await;
-                }
+            () = signals.recv() => {
                 if !graceful || cancel.is_cancelled() {
                     break Err(Interrupted.into());
                 }
@@ -131,6 +154,9 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<()> {
     let config = cli.config;
     match cli.command {
         Command::Run(args) => run::run(args, config.as_deref(), cancel).await,
+        Command::Chat(args) => chat::run(args, config.as_deref()).await,
+        Command::Sessions(args) => sessions_cmd::run(args).await,
+        Command::Config => config_cmd::run(config.as_deref()),
         Command::Mcp(command) => mcp_cmd::run(command, config.as_deref()).await,
         Command::Acp(args) => acp::run(args).await,
     }
@@ -142,7 +168,8 @@ fn init_logging(command: &Command) {
     // also says which model and servers it uses.
     let default = match command {
         Command::Acp(_) => "warn,rmcp=off,aquaregia=info,aquaregia_acp=info,aquaregia_cli=info",
-        _ => "warn,rmcp=off",
+        // A server that fails to start is reported once, by the command.
+        _ => "warn,rmcp=off,aquaregia::mcp::toolset=error",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

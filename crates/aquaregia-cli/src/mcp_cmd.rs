@@ -1,6 +1,6 @@
 //! `aquaregia mcp tools` and `aquaregia mcp call`: one server, no model.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::Tool;
@@ -8,6 +8,7 @@ use aquaregia::mcp::McpConnection;
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 
+use crate::call_args;
 use crate::output::{self, Styles};
 use crate::servers::{self, InlineServer, Target};
 
@@ -34,7 +35,8 @@ pub(crate) struct ToolsArgs {
     server: Option<String>,
     #[command(flatten)]
     inline: InlineServer,
-    /// Print the tool descriptors (name, description, input_schema, annotations) as JSON.
+    /// Print the tools as JSON, with MCP's field names (name, description, inputSchema,
+    /// annotations with readOnlyHint...).
     #[arg(long)]
     json: bool,
 }
@@ -47,14 +49,18 @@ pub(crate) struct CallArgs {
     /// The tool, named as `aquaregia mcp tools` lists it.
     #[arg(value_name = "TOOL")]
     second: Option<String>,
-    /// The arguments, a JSON object (default `{}`).
+    /// The arguments: one JSON object, or `key=value` pairs typed by the tool's schema
+    /// (numbers, booleans, JSON for objects and arrays, text otherwise). Default `{}`.
     #[arg(value_name = "ARGS")]
-    third: Option<String>,
+    rest: Vec<String>,
     #[command(flatten)]
     inline: InlineServer,
     /// Print the result as the JSON value the agent would get.
     #[arg(long)]
     json: bool,
+    /// Write image results to files in this directory (created if needed).
+    #[arg(long, value_name = "DIR")]
+    save_images: Option<PathBuf>,
 }
 
 pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> anyhow::Result<()> {
@@ -101,22 +107,16 @@ async fn list_tools(args: ToolsArgs, config: Option<&Path>) -> anyhow::Result<()
 
 async fn call_tool(args: CallArgs, config: Option<&Path>) -> anyhow::Result<()> {
     // With an inline server there is no SERVER positional: the others move up by one.
-    let (server, tool, arguments) = if args.inline.is_given() {
-        if args.third.is_some() {
-            bail!("with --stdio, --http or --sse give only TOOL and ARGS");
-        }
-        (None, args.first, args.second)
+    // With an inline server there is no SERVER positional: the others move up by one.
+    let (server, tool, raw_arguments) = if args.inline.is_given() {
+        let arguments = args.second.into_iter().chain(args.rest).collect();
+        (None, args.first, arguments)
     } else {
-        (args.first, args.second, args.third)
+        (args.first, args.second, args.rest)
     };
     let target = servers::select_one(config, server.as_deref(), &args.inline)?;
     let name =
         tool.ok_or_else(|| anyhow!("which tool? aquaregia mcp call <SERVER> <TOOL> [ARGS]"))?;
-    let arguments = match arguments {
-        Some(text) => serde_json::from_str(&text)
-            .with_context(|| format!("the arguments of `{name}` are not valid JSON"))?,
-        None => json!({}),
-    };
     let result = with_server(target, |connection| async move {
         let tools = connection.tools().await?;
         let Some(tool) = tools.iter().find(|tool| tool.name() == name) else {
@@ -125,16 +125,32 @@ async fn call_tool(args: CallArgs, config: Option<&Path>) -> anyhow::Result<()> 
             if names.is_empty() {
                 bail!("server `{server}` has no tools");
             }
+            let close = call_args::closest(&name, &names);
+            if !close.is_empty() {
+                bail!(
+                    "server `{server}` has no tool `{name}`; did you mean {}?",
+                    close
+                        .iter()
+                        .map(|name| format!("`{name}`"))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                );
+            }
             bail!(
                 "server `{server}` has no tool `{name}` (its tools: {})",
                 names.join(", ")
             );
         };
+        let arguments = call_args::parse(&raw_arguments, &tool.descriptor().input_schema)
+            .with_context(|| format!("the arguments of `{name}`"))?;
         tool.execute(arguments)
             .await
             .map_err(|error| anyhow!("tool `{name}` failed: {error}"))
     })
     .await?;
+    if let Some(dir) = &args.save_images {
+        call_args::save_images(&result, dir)?;
+    }
     let mut text = if args.json {
         output::result_json(&result)
     } else {
@@ -183,10 +199,10 @@ fn descriptor_json(tool: &Tool) -> Value {
         annotations.insert("title".into(), title.clone().into());
     }
     for (name, hint) in [
-        ("read_only", hints.read_only),
-        ("destructive", hints.destructive),
-        ("idempotent", hints.idempotent),
-        ("open_world", hints.open_world),
+        ("readOnlyHint", hints.read_only),
+        ("destructiveHint", hints.destructive),
+        ("idempotentHint", hints.idempotent),
+        ("openWorldHint", hints.open_world),
     ] {
         if let Some(hint) = hint {
             annotations.insert(name.into(), hint.into());
@@ -195,7 +211,7 @@ fn descriptor_json(tool: &Tool) -> Value {
     json!({
         "name": descriptor.name,
         "description": descriptor.description,
-        "input_schema": descriptor.input_schema,
+        "inputSchema": descriptor.input_schema,
         "annotations": annotations,
     })
 }

@@ -250,6 +250,20 @@ pub(crate) fn arguments_summary(arguments: &Value) -> String {
     truncate(&clean(&text), MAX_TOTAL)
 }
 
+/// A call's arguments in full, `path: "/tmp", content: "..."`, for permission questions.
+pub(crate) fn arguments_full(arguments: &Value) -> String {
+    let text = match arguments {
+        Value::Object(arguments) => arguments
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    clean(&text).into_owned()
+}
+
 /// A tool result for people: text as text, media and resources as one-line summaries,
 /// JSON as pretty JSON.
 pub(crate) fn render_result(result: &ToolOutput) -> String {
@@ -292,10 +306,21 @@ fn render_block(block: &ContentBlock) -> String {
         }
         ContentBlock::Resource {
             uri,
-            mime_type: Some(mime),
+            mime_type,
+            text,
             ..
-        } => format!("[resource {uri} {mime}]"),
-        ContentBlock::Resource { uri, .. } => format!("[resource {uri}]"),
+        } => {
+            let mut line = match mime_type {
+                Some(mime) => format!("[resource {uri} {mime}]"),
+                None => format!("[resource {uri}]"),
+            };
+            // Embedded text is printed under its header.
+            if let Some(text) = text {
+                line.push('\n');
+                line.push_str(text);
+            }
+            line
+        }
         ContentBlock::ResourceLink { uri, .. } => format!("[link {uri}]"),
         other => other.to_text().into_owned(),
     }
@@ -395,7 +420,7 @@ mod tests {
         let result = ToolOutput::Content(serde_json::from_value(result).expect("blocks"));
         assert_eq!(
             render_result(&result),
-            "here\n[image image/png, 1.2 KB]\n[resource file:///x text/plain]\n[link file:///y]"
+            "here\n[image image/png, 1.2 KB]\n[resource file:///x text/plain]\nhi\n[link file:///y]"
         );
         assert_eq!(render_result(&ToolOutput::text("plain")), "plain");
         assert_eq!(

@@ -1,83 +1,76 @@
-//! `aquaregia run`: an agent over the tools of MCP servers, its answer streamed to stdout and
-//! its tool calls shown (and, unless `--yes`, approved) on stderr.
+//! `aquaregia run`: one prompt (an argument, or stdin), an agent over the tools of MCP
+//! servers, the answer streamed to stdout as text or JSON, and the turn saved as a session.
 
-use std::collections::{HashMap, HashSet};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::mcp::McpToolset;
-use aquaregia::{
-    AgentEvent, AgentHooks, AgentOutput, CancellationToken, Client, OutputBudget, StopReason, Tool,
-    ToolCall, ToolCallDecision, ToolExecError, ToolOutput,
-};
+use aquaregia::{AgentOutput, CancellationToken, Client, Message, StopReason};
 use clap::Args;
-use futures::StreamExt;
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use tokio::sync::mpsc;
+use tokio::io::AsyncReadExt;
 
 use crate::Interrupted;
+use crate::agent_args::{AgentArgs, OutputFormat};
+use crate::console::{AnswerText, Console, StdinLines};
+use crate::conversation::Conversation;
+use crate::line_input::LineInput;
 use crate::output::{self, Styles};
-use crate::prompt_cache;
-use crate::servers::{self, InlineServers};
-
-/// What the model is told when the user says no.
-const DECLINED: &str = "the user declined";
+use crate::permissions::Permissions;
+use crate::servers::{self, ConnectOptions, Selection};
+use crate::turn;
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
+The prompt: the argument; `-`, or no argument with stdin piped, reads it from stdin; with an
+argument and stdin piped, stdin is appended to the prompt as context
+(cat err.log | aquaregia run \"why did this fail?\"). In a script whose stdin stays open
+(`while read ...; do aquaregia run ...; done`), give `< /dev/null`.
+
 Servers: every server of the config file, unless some are named with --server or given with
 --stdio/--http/--sse; then exactly those. With more than one server, tools are named
-<server>__<tool>.
+<server>__<tool>. A server that fails to start is reported and left out (--strict: stop).
 
-Tool calls: before each call, `Allow <tool>(<arguments>)? [y/N/always]` is asked on stderr and
-the answer read from stdin: y runs the call, always allows that tool for the rest of the run,
-anything else denies it (the model is told the user declined). While asking, calls run one at
-a time. When stdin is not a terminal, one line is read per question, so a script can answer;
-once stdin is closed every further call is denied. --yes allows every call without asking.
+Tool calls: tools annotated read-only, and those matching --allow, run without asking (unless
+--ask-all); those matching --deny never run. Before any other call,
+`Allow <tool>(<arguments>)? [y/N/always]` is asked on stderr and the answer read from stdin:
+y runs the call, always allows that tool for the rest of the run, anything else denies it
+(the model is told the user declined). While asking, calls run one at a time. When stdin is
+not a terminal (and --answers-from-stdin is given, or nothing else was piped), one line is
+read per question, so a script can answer; once stdin is closed every further call is denied.
+--yes allows every call without asking.
 
 Prompt caching: on Anthropic the system prompt, the tools and the latest turn are marked for
-caching; on OpenAI the run's requests share a prompt_cache_key.
+caching; on OpenAI the run's requests share a prompt_cache_key. A tool result longer than
+25k tokens reaches the model as its head and tail; the model reads the rest with
+read_tool_output.
 
-Ctrl-C stops the run and closes the servers; a second Ctrl-C quits at once.
+Sessions: every run is saved (in $AQUAREGIA_DATA_DIR/sessions, default the user data dir);
+--continue goes on with this directory's latest session, --resume <ID> with a given one.
+
+Ctrl-C, SIGTERM or SIGHUP stops the run and closes the servers; a second one quits at once.
 Exit status: 0 when the agent answered, 1 on an error or when it ran out of --max-steps,
 130 when interrupted.")]
 pub(crate) struct RunArgs {
-    /// What to ask the agent.
-    prompt: String,
-
-    /// Use this server of the config file (repeatable).
-    #[arg(long = "server", value_name = "NAME")]
-    servers: Vec<String>,
+    /// What to ask the agent; `-` reads it from stdin.
+    prompt: Option<String>,
 
     #[command(flatten)]
-    inline: InlineServers,
+    agent: AgentArgs,
 
-    /// The model, as provider:model (providers: openai, openai-chat, anthropic, ollama).
-    /// Default: the provider whose API key is set, else a local Ollama.
-    #[arg(long, env = "AQUAREGIA_MODEL", value_name = "PROVIDER:MODEL")]
-    model: Option<String>,
+    /// How to print the result.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
 
-    /// The most model calls in the run.
-    #[arg(long, value_name = "N", default_value_t = 20,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    max_steps: u32,
-
-    /// System instructions for the model.
-    #[arg(long, value_name = "TEXT")]
-    system: Option<String>,
-
-    /// Allow every tool call without asking.
-    #[arg(long, short = 'y')]
-    yes: bool,
-
-    /// When the run ends, print its token usage on stderr (input with cache reads and
-    /// writes, output with reasoning, model calls).
+    /// Print the tokens used on stderr after the answer (always in `--output json`).
     #[arg(long)]
     usage: bool,
+
+    /// With a prompt argument and stdin piped, read answers to permission questions from
+    /// stdin instead of taking stdin as context.
+    #[arg(long)]
+    answers_from_stdin: bool,
 }
 
 pub(crate) async fn run(
@@ -85,89 +78,161 @@ pub(crate) async fn run(
     config: Option<&Path>,
     cancel: CancellationToken,
 ) -> anyhow::Result<()> {
-    let spec = args
-        .model
-        .clone()
-        .unwrap_or_else(Client::default_model_spec);
-    let (client, model) =
-        Client::from_model_spec(&spec).with_context(|| format!("cannot use model `{spec}`"))?;
-    let targets = servers::select(config, &args.servers, &args.inline)?;
-    // Dropping the connection attempts on Ctrl-C kills any server already started.
-    let toolset = tokio::select! {
-        toolset = servers::toolset(targets) => toolset?,
+    let (prompt, stdin_taken) = tokio::select! {
+        prompt = read_prompt(&args) => prompt?,
         () = cancel.cancelled() => return Err(Interrupted.into()),
     };
-    let result = run_agent(&args, client, model, &toolset, cancel)
-        .await
-        .map_err(|error| explain_unreachable_default(error, &spec, args.model.is_none()));
+    let mut conversation = Conversation::open(&args.agent.session).await?;
+    let chosen = args
+        .agent
+        .model
+        .clone()
+        .or_else(|| conversation.model().map(str::to_owned));
+    let defaulted = chosen.is_none();
+    let spec = chosen.unwrap_or_else(Client::default_model_spec);
+    let (client, model) =
+        Client::from_model_spec(&spec).with_context(|| format!("cannot use model `{spec}`"))?;
+    let selection = servers::select(config, &args.agent.servers, &args.agent.inline)?;
+    let permissions = permissions(&args.agent, &selection);
+    // Dropping the connection attempts on Ctrl-C kills any server already started.
+    let options = connect_options(&args.agent);
+    let toolset = tokio::select! {
+        toolset = servers::toolset(selection.targets, &options) => toolset?,
+        () = cancel.cancelled() => return Err(Interrupted.into()),
+    };
+    let answers = if stdin_taken {
+        Err("stdin was read as the prompt")
+    } else {
+        Ok(LineInput::Plain(Arc::new(StdinLines::default())))
+    };
+    let console = Arc::new(Console::new(permissions, answers, AnswerText::new()));
+    let result = run_turn(
+        &args,
+        &client,
+        (&model, &spec),
+        &toolset,
+        &console,
+        &mut conversation,
+        prompt,
+        cancel,
+    )
+    .await
+    .map_err(|error| explain_unreachable_default(error, &spec, defaulted));
     toolset.close().await;
     result
 }
 
-/// What one tool result may put into the model's context.
-const TOOL_OUTPUT_BUDGET_TOKENS: u64 = 25_000;
-
-async fn run_agent(
+#[allow(clippy::too_many_arguments)]
+async fn run_turn(
     args: &RunArgs,
-    client: Client,
-    model: String,
+    client: &Client,
+    (model, spec): (&str, &str),
     toolset: &McpToolset,
+    console: &Arc<Console>,
+    conversation: &mut Conversation,
+    prompt: String,
     cancel: CancellationToken,
 ) -> anyhow::Result<()> {
     let tools = tokio::select! {
         tools = toolset.tools() => tools?,
         () = cancel.cancelled() => return Err(Interrupted.into()),
     };
-    let servers = toolset.connections().len();
-    tracing::info!(%model, tools = tools.len(), servers, "starting the agent");
-    let console = Arc::new(Console::new(!args.yes));
-    let mut agent = client
-        .agent(model)
-        .tools(tools)
-        // Tools added or removed mid-run (`tools/list_changed`) reach the next step.
-        .prepare_step(toolset.prepare_step())
-        .max_steps(args.max_steps as usize)
-        .prompt_caching(prompt_cache::for_session(&client, &run_id()))
-        // Long tool results reach the model cut to head and tail; `read_tool_output` reads on.
-        .tool_output_budget(OutputBudget::tokens(TOOL_OUTPUT_BUDGET_TOKENS))
-        .cancellation_token(cancel)
-        .shared_hooks(console.clone());
-    if let Some(system) = &args.system {
-        agent = agent.instructions(system);
+    tracing::info!(%model, tools = tools.len(), servers = toolset.connections().len(), "starting the agent");
+    let agent = turn::agent(&args.agent, client, model, tools, toolset, console, cancel)?;
+    let mut messages = conversation.history().to_vec();
+    messages.push(Message::user(prompt));
+    let output = turn::run(
+        &agent,
+        messages,
+        console,
+        args.output,
+        !args.agent.no_reasoning,
+    )
+    .await?;
+    if args.usage {
+        eprintln!("{}", Styles::stderr().dim(&turn::usage_line(&output.usage)));
     }
-    if !args.yes {
-        // One question at a time, and no spinner redrawing over a question.
-        agent = agent.max_tool_concurrency(1);
+    if output.stop_reason != StopReason::Cancelled {
+        conversation.record(&output, spec).await;
     }
-    let mut events = agent.build()?.stream(args.prompt.as_str());
-    while let Some(event) = events.next().await {
-        match event? {
-            AgentEvent::TextDelta(text) => console.answer.write(&text)?,
-            AgentEvent::ToolCallFinish { id, result, .. } => console.abandoned(&id, &result),
-            AgentEvent::Finish(output) => {
-                console.answer.end()?;
-                if args.usage {
-                    eprintln!("{}", usage_line(&output));
-                }
-                return outcome(&output, args.max_steps);
-            }
-            _ => {}
-        }
+    if args.output != OutputFormat::Text {
+        let session = conversation.meta().map(|meta| meta.id.to_string());
+        let summary = turn::summary_json(&output, spec, session.as_deref());
+        let text = match args.output {
+            OutputFormat::Json => format!("{summary:#}\n"),
+            _ => format!("{summary}\n"),
+        };
+        output::write_stdout(&text)?;
     }
-    bail!("the agent stopped without an answer")
+    outcome(&output, args.agent.max_steps)
 }
 
-/// A key for this run's requests (`aquaregia-run-<pid>-<nanos>`), so its steps share a cache.
-fn run_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos());
-    format!("aquaregia-run-{}-{nanos}", std::process::id())
+/// The prompt, and whether stdin was read for it.
+async fn read_prompt(args: &RunArgs) -> anyhow::Result<(String, bool)> {
+    let piped = !std::io::stdin().is_terminal();
+    match args.prompt.as_deref() {
+        Some("-") => Ok((read_stdin_prompt().await?, true)),
+        None if piped => Ok((read_stdin_prompt().await?, true)),
+        None => bail!(
+            "what should the agent do? give a prompt (aquaregia run \"...\"), `-` to read it \
+             from stdin, or use `aquaregia chat`"
+        ),
+        Some(prompt) if piped && !args.answers_from_stdin => {
+            let context = read_stdin().await?;
+            if context.trim().is_empty() {
+                // Nothing was piped: stdin stays free for answers.
+                Ok((prompt.to_owned(), false))
+            } else {
+                Ok((format!("{prompt}\n\n{}", context.trim_end()), true))
+            }
+        }
+        Some(prompt) => Ok((prompt.to_owned(), false)),
+    }
+}
+
+async fn read_stdin_prompt() -> anyhow::Result<String> {
+    let prompt = read_stdin().await?;
+    if prompt.trim().is_empty() {
+        bail!("the prompt read from stdin is empty");
+    }
+    Ok(prompt.trim_end().to_owned())
+}
+
+async fn read_stdin() -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    tokio::io::stdin()
+        .read_to_end(&mut bytes)
+        .await
+        .context("cannot read stdin")?;
+    String::from_utf8(bytes).map_err(|_| anyhow!("stdin is not UTF-8 text"))
+}
+
+/// The flags' permission rules plus the config's.
+pub(crate) fn permissions(args: &AgentArgs, selection: &Selection) -> Permissions {
+    Permissions {
+        yes: args.yes,
+        ask_all: args.ask_all,
+        allow: args.allow.iter().chain(&selection.allow).cloned().collect(),
+        deny: args.deny.iter().chain(&selection.deny).cloned().collect(),
+    }
+}
+
+pub(crate) fn connect_options(args: &AgentArgs) -> ConnectOptions {
+    ConnectOptions {
+        strict: args.strict,
+        startup_timeout: Some(args.connect_timeout()),
+        call_timeout: args.call_timeout(),
+        disabled_tools: args.disabled_tools.clone(),
+    }
 }
 
 /// A model nobody chose (the fallback to a local Ollama, usually) that cannot be reached gets
 /// a hint on how to choose one.
-fn explain_unreachable_default(error: anyhow::Error, spec: &str, defaulted: bool) -> anyhow::Error {
+pub(crate) fn explain_unreachable_default(
+    error: anyhow::Error,
+    spec: &str,
+    defaulted: bool,
+) -> anyhow::Error {
     let unreachable = matches!(
         error.downcast_ref::<aquaregia::Error>(),
         Some(aquaregia::Error::Transport { .. })
@@ -182,24 +247,7 @@ fn explain_unreachable_default(error: anyhow::Error, spec: &str, defaulted: bool
     }
 }
 
-/// `usage: 1200 input tokens (1000 cache reads, 0 cache writes), 35 output tokens (10
-/// reasoning), 2 model calls`.
-fn usage_line(output: &AgentOutput) -> String {
-    let usage = &output.usage;
-    let calls = output.steps.len();
-    format!(
-        "usage: {} input tokens ({} cache reads, {} cache writes), {} output tokens \
-         ({} reasoning), {calls} model call{}",
-        usage.input_tokens,
-        usage.cached_input_tokens,
-        usage.cache_write_tokens,
-        usage.output_tokens,
-        usage.reasoning_tokens,
-        if calls == 1 { "" } else { "s" },
-    )
-}
-
-fn outcome(output: &AgentOutput, max_steps: u32) -> anyhow::Result<()> {
+pub(crate) fn outcome(output: &AgentOutput, max_steps: u32) -> anyhow::Result<()> {
     let styles = Styles::stderr();
     let warn = |what: &str| eprintln!("{} {what}", styles.yellow("warning:"));
     match output.stop_reason {
@@ -217,249 +265,4 @@ fn outcome(output: &AgentOutput, max_steps: u32) -> anyhow::Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-/// The run's terminal side: permission questions, a spinner per running tool call, and one
-/// outcome line per finished call, all on stderr.
-struct Console {
-    ask: bool,
-    styles: Styles,
-    progress: MultiProgress,
-    running: Mutex<HashMap<String, Running>>,
-    always_allowed: Mutex<HashSet<String>>,
-    stdin: StdinLines,
-    answer: AnswerText,
-}
-
-/// A tool call in progress.
-struct Running {
-    bar: ProgressBar,
-    label: String,
-    started: Instant,
-}
-
-impl Console {
-    fn new(ask: bool) -> Self {
-        Self {
-            ask,
-            styles: Styles::stderr(),
-            // Draws on stderr, and nothing at all when stderr is not a terminal.
-            progress: MultiProgress::new(),
-            running: Mutex::new(HashMap::new()),
-            always_allowed: Mutex::new(HashSet::new()),
-            stdin: StdinLines::default(),
-            answer: AnswerText::new(),
-        }
-    }
-
-    async fn permission(&self, call: &ToolCall, label: &str) -> ToolCallDecision {
-        if lock(&self.always_allowed).contains(&call.name) {
-            return ToolCallDecision::Allow;
-        }
-        eprint!("Allow {}? [y/N/always] ", self.styles.bold(label));
-        let _ = std::io::stderr().flush();
-        let Some(answer) = self.stdin.next_line().await else {
-            eprintln!();
-            eprintln!(
-                "{} no answer (stdin is closed), so the call is denied; pass --yes to allow \
-                 tool calls without asking",
-                self.styles.yellow("warning:")
-            );
-            return ToolCallDecision::Deny(DECLINED.to_owned());
-        };
-        let answer = answer.trim().to_ascii_lowercase();
-        if !std::io::stdin().is_terminal() {
-            // Nobody typed it, so it was not echoed.
-            eprintln!("{answer}");
-        }
-        match answer.as_str() {
-            "y" | "yes" => ToolCallDecision::Allow,
-            "a" | "always" => {
-                lock(&self.always_allowed).insert(call.name.clone());
-                ToolCallDecision::Allow
-            }
-            _ => ToolCallDecision::Deny(DECLINED.to_owned()),
-        }
-    }
-
-    fn start(&self, call: &ToolCall, label: String) {
-        let bar = self.progress.add(ProgressBar::new_spinner());
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg} {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        bar.set_message(label.clone());
-        bar.enable_steady_tick(Duration::from_millis(100));
-        let running = Running {
-            bar,
-            label,
-            started: Instant::now(),
-        };
-        lock(&self.running).insert(call.id.clone(), running);
-    }
-
-    /// Removes the call's spinner, if it has one.
-    fn stop(&self, id: &str) -> Option<Running> {
-        let running = lock(&self.running).remove(id)?;
-        running.bar.finish_and_clear();
-        self.progress.remove(&running.bar);
-        Some(running)
-    }
-
-    /// One line saying how the call ended.
-    fn report(
-        &self,
-        label: &str,
-        running: Option<&Running>,
-        result: &Result<ToolOutput, ToolExecError>,
-    ) {
-        let took = running
-            .map(|running| {
-                let seconds = running.started.elapsed().as_secs_f64();
-                self.styles.dim(&format!(" in {seconds:.1}s"))
-            })
-            .unwrap_or_default();
-        let (good, bad) = (self.styles.green("✓"), self.styles.red("✗"));
-        let line = match result {
-            Ok(value) => format!("{good} {label} ok{took}: {}", output::result_summary(value)),
-            Err(ToolExecError::Denied(reason)) => format!("{bad} {label} denied: {reason}"),
-            Err(ToolExecError::Cancelled) => format!("{bad} {label} cancelled{took}"),
-            Err(error) => format!(
-                "{bad} {label} failed{took}: {}",
-                output::first_line(&error.to_string(), 160)
-            ),
-        };
-        // Other calls' spinners are cleared while the line is written, then redrawn below it.
-        self.progress.suspend(|| eprintln!("{line}"));
-    }
-
-    /// A call the agent gave up on when cancelled: its finish hook never ran.
-    fn abandoned(&self, id: &str, result: &Result<ToolOutput, ToolExecError>) {
-        if let Some(running) = self.stop(id) {
-            self.report(&running.label, Some(&running), result);
-        }
-    }
-}
-
-#[aquaregia::async_trait]
-impl AgentHooks for Console {
-    async fn on_tool_call_start(&self, call: &ToolCall, tool: Option<&Tool>) -> ToolCallDecision {
-        if tool.is_none() {
-            // Nothing to ask about: the agent tells the model the tool does not exist.
-            return ToolCallDecision::Allow;
-        }
-        self.answer.break_line();
-        let label = format!(
-            "{}({})",
-            call.name,
-            output::arguments_summary(&call.arguments)
-        );
-        if self.ask {
-            let decision = self.permission(call, &label).await;
-            if decision != ToolCallDecision::Allow {
-                return decision;
-            }
-        }
-        self.start(call, label);
-        ToolCallDecision::Allow
-    }
-
-    async fn on_tool_call_finish(
-        &self,
-        call: &ToolCall,
-        result: &Result<ToolOutput, ToolExecError>,
-    ) {
-        // Denied and unknown calls have no spinner, and are labelled by name only.
-        let running = self.stop(&call.id);
-        let label = running
-            .as_ref()
-            .map_or(call.name.as_str(), |r| r.label.as_str());
-        self.report(label, running.as_ref(), result);
-    }
-}
-
-/// The answer on stdout, and whether its last line is still open.
-struct AnswerText {
-    open_line: AtomicBool,
-    terminal: bool,
-}
-
-impl AnswerText {
-    fn new() -> Self {
-        Self {
-            open_line: AtomicBool::new(false),
-            terminal: std::io::stdout().is_terminal(),
-        }
-    }
-
-    fn write(&self, text: &str) -> anyhow::Result<()> {
-        if text.is_empty() {
-            return Ok(());
-        }
-        output::write_stdout(&output::clean(text))?;
-        self.open_line
-            .store(!text.ends_with('\n'), Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Ends the open line before tool output appears, when both share a terminal.
-    fn break_line(&self) {
-        if self.terminal && self.open_line.swap(false, Ordering::Relaxed) {
-            let _ = output::write_stdout("\n");
-        }
-    }
-
-    /// Text output ends with a newline.
-    fn end(&self) -> anyhow::Result<()> {
-        if self.open_line.swap(false, Ordering::Relaxed) {
-            output::write_stdout("\n")?;
-        }
-        Ok(())
-    }
-}
-
-/// Lines of stdin, read on a thread of their own (started at the first question): a read
-/// blocked on a terminal must neither block the runtime nor hold up its shutdown.
-#[derive(Default)]
-struct StdinLines {
-    lines: tokio::sync::Mutex<Option<mpsc::Receiver<String>>>,
-}
-
-impl StdinLines {
-    /// The next line; `None` once stdin is closed.
-    async fn next_line(&self) -> Option<String> {
-        let mut lines = self.lines.lock().await;
-        lines.get_or_insert_with(read_stdin_lines).recv().await
-    }
-}
-
-fn read_stdin_lines() -> mpsc::Receiver<String> {
-    let (sender, receiver) = mpsc::channel(1);
-    let reader = std::thread::Builder::new()
-        .name("stdin".into())
-        .spawn(move || {
-            let mut line = String::new();
-            loop {
-                line.clear();
-                match std::io::stdin().read_line(&mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if sender.blocking_send(line.clone()).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-    if let Err(error) = reader {
-        // The sender went with the closure: every question gets "no answer".
-        tracing::warn!(%error, "cannot read stdin");
-    }
-    receiver
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

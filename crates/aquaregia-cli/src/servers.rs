@@ -2,12 +2,15 @@
 //! them in parallel through [`McpToolset`].
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
 use aquaregia::mcp::{McpConnection, McpServerSpec, McpToolset};
 use clap::Args;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::config::Config;
+use crate::output::{self, Styles};
 
 /// Servers given on the command line (`run`: any number).
 #[derive(Debug, Args)]
@@ -58,13 +61,23 @@ pub(crate) struct Target {
     spec: McpServerSpec,
 }
 
+/// The servers of a `run` or `chat`, and the permission rules of the config they came from.
+#[derive(Debug, Default)]
+pub(crate) struct Selection {
+    pub(crate) targets: Vec<Target>,
+    /// The config's `permissions.allow` globs.
+    pub(crate) allow: Vec<String>,
+    /// The config's `permissions.deny` globs.
+    pub(crate) deny: Vec<String>,
+}
+
 /// The servers of a `run`: the named ones plus the inline ones, or every server of the config
 /// when none is given.
 pub(crate) fn select(
     config_path: Option<&Path>,
     names: &[String],
     inline: &InlineServers,
-) -> anyhow::Result<Vec<Target>> {
+) -> anyhow::Result<Selection> {
     let inline_specs = inline_specs(
         [
             (Transport::Stdio, &inline.stdio),
@@ -74,18 +87,24 @@ pub(crate) fn select(
         .into_iter()
         .flat_map(|(transport, values)| values.iter().map(move |value| (transport, value))),
     )?;
-    let mut targets: Vec<Target> = Vec::new();
+    let mut selection = Selection::default();
+    let targets = &mut selection.targets;
     if names.is_empty() && inline_specs.is_empty() {
         if let Some(config) = Config::load(config_path)? {
-            targets.extend(config.servers().iter().map(|(name, spec)| Target {
+            targets.extend(config.servers().map(|(name, spec)| Target {
                 name: name.clone(),
                 spec: spec.clone(),
             }));
+            selection.allow = config.allow;
+            selection.deny = config.deny;
         }
-        return Ok(targets);
+        return Ok(selection);
     }
     if !names.is_empty() {
         let config = Config::require(config_path)?;
+        selection.allow.clone_from(&config.allow);
+        selection.deny.clone_from(&config.deny);
+        let targets = &mut selection.targets;
         for name in names {
             if targets.iter().all(|target| &target.name != name) {
                 let spec = config.server(name)?.clone();
@@ -97,10 +116,10 @@ pub(crate) fn select(
         }
     }
     for spec in inline_specs {
-        let name = unique_name(&base_name(&spec), &targets);
-        targets.push(Target { name, spec });
+        let name = unique_name(&base_name(&spec), &selection.targets);
+        selection.targets.push(Target { name, spec });
     }
-    Ok(targets)
+    Ok(selection)
 }
 
 /// The one server of `mcp tools` / `mcp call`: a config name or an inline spec.
@@ -235,21 +254,94 @@ fn unique_name(base: &str, taken: &[Target]) -> String {
         .unwrap_or_else(|| base.to_owned())
 }
 
-/// Connects to every target at once through an [`McpToolset`], all or nothing: if one fails,
-/// the others are closed and the first failure is returned. With several servers, tools are
-/// named `<server>__<tool>`.
-pub(crate) async fn toolset(targets: Vec<Target>) -> anyhow::Result<McpToolset> {
-    let toolset = McpToolset::builder()
-        .servers(targets.into_iter().map(|target| (target.name, target.spec)))
-        .strict(true)
-        .connect()
-        .await?;
+/// How a command connects its servers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConnectOptions {
+    /// All or nothing: one failure fails the whole connect.
+    pub(crate) strict: bool,
+    /// Each server's startup bound (the SDK's default when `None`).
+    pub(crate) startup_timeout: Option<Duration>,
+    /// Each tool call's bound (the SDK's default when `None`).
+    pub(crate) call_timeout: Option<Duration>,
+    /// Globs of tools to hide.
+    pub(crate) disabled_tools: Vec<String>,
+}
+
+/// Connects to every target at once through an [`McpToolset`]. Servers that fail are
+/// reported on stderr and left out, unless `strict`: then the others are closed and the first
+/// failure is returned. With several servers, tools are named `<server>__<tool>`.
+pub(crate) async fn toolset(
+    targets: Vec<Target>,
+    options: &ConnectOptions,
+) -> anyhow::Result<McpToolset> {
+    let mut builder = McpToolset::builder()
+        .strict(options.strict)
+        .disable_tools(options.disabled_tools.iter().cloned());
+    if let Some(timeout) = options.startup_timeout {
+        builder = builder.startup_timeout(timeout);
+    }
+    // One spinner per server on a terminal, replaced by how it went; nothing when piped.
+    let progress = MultiProgress::new();
+    let styles = Styles::stderr();
+    for target in targets {
+        let spec = target.spec;
+        let call_timeout = options.call_timeout;
+        let bar = progress.add(ProgressBar::new_spinner());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_message(format!("starting {}", target.name));
+        bar.enable_steady_tick(Duration::from_millis(100));
+        let name = target.name.clone();
+        builder = builder.connect_with(target.name, move |connector| async move {
+            let started = Instant::now();
+            let result = spec.connect(connector).await;
+            let done = ProgressStyle::with_template("{msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            bar.set_style(done);
+            let seconds = started.elapsed().as_secs_f64();
+            match &result {
+                Ok(connection) => {
+                    let tools = connection.tools().await.map_or(0, |tools| tools.len());
+                    bar.finish_with_message(format!(
+                        "{} {name} ({tools} tools, {seconds:.1} s)",
+                        styles.green("✓")
+                    ));
+                }
+                Err(error) => bar.finish_with_message(format!(
+                    "{} {name}: {}",
+                    styles.red("✗"),
+                    output::first_line(&error.to_string(), 200)
+                )),
+            }
+            let connection = result?;
+            Ok(match call_timeout {
+                Some(timeout) => connection.with_call_timeout(timeout),
+                None => connection,
+            })
+        });
+    }
+    let toolset = builder.connect().await?;
+    if progress.is_hidden() {
+        for (name, error) in toolset.failures() {
+            eprintln!(
+                "{} server `{name}` is unavailable: {}",
+                styles.red("✗"),
+                output::first_line(&error.to_string(), 300)
+            );
+        }
+    }
     Ok(toolset)
 }
 
 /// Connects to one target.
 pub(crate) async fn connect(target: Target) -> anyhow::Result<McpConnection> {
-    let toolset = toolset(vec![target]).await?;
+    let options = ConnectOptions {
+        strict: true,
+        ..ConnectOptions::default()
+    };
+    let toolset = toolset(vec![target], &options).await?;
     toolset
         .connections()
         .first()

@@ -15,7 +15,9 @@ async fn aquaregia(args: &[&str]) -> common::Outcome {
 async fn help_lists_the_commands_and_their_options() {
     let top = aquaregia(&["--help"]).await;
     assert_eq!(top.code, Some(0), "{top:?}");
-    for command in ["run", "mcp", "acp", "--config"] {
+    for command in [
+        "run", "chat", "sessions", "config", "mcp", "acp", "--config",
+    ] {
         assert!(top.stdout.contains(command), "{command}: {top:?}");
     }
 
@@ -32,6 +34,16 @@ async fn help_lists_the_commands_and_their_options() {
         "--yes",
         "[y/N/always]",
         "not a terminal",
+        "--continue",
+        "--resume <ID>",
+        "--output <OUTPUT>",
+        "--allow <GLOB>",
+        "--deny <GLOB>",
+        "--ask-all",
+        "--disable-tool <NAME_OR_GLOB>",
+        "--connect-timeout <SECONDS>",
+        "--call-timeout <SECONDS>",
+        "--strict",
     ] {
         assert!(run_help.stdout.contains(option), "{option}: {run_help:?}");
     }

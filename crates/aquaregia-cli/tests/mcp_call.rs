@@ -35,7 +35,7 @@ async fn summarises_images_resources_and_links() {
     assert_eq!(text.code, Some(0), "{text:?}");
     assert_eq!(
         text.stdout,
-        "three things:\n[image image/png, 1.2 KB]\n[resource file:///notes.txt text/plain]\n[link file:///report.pdf]\n"
+        "three things:\n[image image/png, 1.2 KB]\n[resource file:///notes.txt text/plain]\nhi\n[link file:///report.pdf]\n"
     );
 
     let json = call(&scratch, &["media", "--json"]).await;
@@ -98,7 +98,7 @@ async fn arguments_are_validated_and_tools_must_exist() {
     assert!(
         not_json
             .stderr
-            .starts_with("error: the arguments of `greet` are not valid JSON"),
+            .starts_with("error: the arguments of `greet`: not valid JSON"),
         "{not_json:?}"
     );
 

@@ -40,10 +40,10 @@ async fn lists_server_everything_tools_from_the_config_file() {
     let echo = tool(&tools, "echo");
     assert_eq!(echo["description"], "Echoes back the input string");
     assert_eq!(
-        echo["input_schema"]["properties"]["message"]["type"],
+        echo["inputSchema"]["properties"]["message"]["type"],
         "string"
     );
-    assert_eq!(echo["annotations"]["read_only"], true);
+    assert_eq!(echo["annotations"]["readOnlyHint"], true);
 }
 
 #[tokio::test]
@@ -72,17 +72,17 @@ async fn lists_an_inline_stdio_server_with_signatures_and_hints() {
         &json!({
             "name": "greet",
             "description": "Greets someone.\nSay who.",
-            "input_schema": {
+            "inputSchema": {
                 "type": "object",
                 "properties": {"excited": {"type": "boolean"}, "name": {"type": "string"}},
                 "required": ["name"]
             },
-            "annotations": {"read_only": true}
+            "annotations": {"readOnlyHint": true}
         })
     );
     assert_eq!(
         tool(&tools, "hang")["annotations"],
-        json!({"destructive": true})
+        json!({"destructiveHint": true})
     );
 }
 

@@ -107,7 +107,14 @@ async fn answering_n_denies_the_call() {
     ])
     .await;
     let mut command = cli(&scratch);
-    command.args(["run", "--stdio", &test_server_command(), "Greet Ann."]);
+    command.args([
+        "run",
+        "--ask-all",
+        "--answers-from-stdin",
+        "--stdio",
+        &test_server_command(),
+        "Greet Ann.",
+    ]);
     use_mock(&mut command, &model);
     let outcome = run(command, "n\n").await;
 
@@ -143,7 +150,14 @@ async fn always_allows_the_tool_for_the_rest_of_the_run() {
     ])
     .await;
     let mut command = cli(&scratch);
-    command.args(["run", "--stdio", &test_server_command(), "Greet them."]);
+    command.args([
+        "run",
+        "--ask-all",
+        "--answers-from-stdin",
+        "--stdio",
+        &test_server_command(),
+        "Greet them.",
+    ]);
     use_mock(&mut command, &model);
     let outcome = run(command, "always\n").await;
 
@@ -169,7 +183,13 @@ async fn a_closed_stdin_denies_instead_of_hanging() {
     ])
     .await;
     let mut command = cli(&scratch);
-    command.args(["run", "--stdio", &test_server_command(), "Greet Ann."]);
+    command.args([
+        "run",
+        "--ask-all",
+        "--stdio",
+        &test_server_command(),
+        "Greet Ann.",
+    ]);
     use_mock(&mut command, &model);
     let outcome = run(command, "").await;
 

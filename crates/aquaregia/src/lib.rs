@@ -49,6 +49,11 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `mcp` | off | `aquaregia::mcp`: MCP servers' tools as [`Tool`]s (rmcp) |
+//!
+//! ## Sessions
+//!
+//! [`SessionStore`] keeps conversations across processes; [`FileSessionStore`] (always
+//! compiled) appends one JSON line per turn to a file per session in the user's data dir.
 
 mod agent;
 mod client;
@@ -63,6 +68,7 @@ mod pricing;
 mod prompt_cache;
 mod provider;
 mod structured;
+mod session;
 mod tool;
 
 pub use agent::{
@@ -85,6 +91,10 @@ pub use model::{
 pub use pricing::{Cost, ModelPrice, PriceTable};
 pub use prompt_cache::PromptCaching;
 pub use structured::{GeneratedObject, OutputSchema};
+pub use session::{
+    FileSessionStore, NewSession, SessionError, SessionId, SessionMeta, SessionPage, SessionQuery,
+    SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp,
+};
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,
     ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry, TypedToolBuilder,

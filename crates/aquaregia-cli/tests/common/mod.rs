@@ -54,6 +54,11 @@ impl Scratch {
         )
     }
 
+    /// The data directory the CLI sees (`$AQUAREGIA_DATA_DIR`): sessions go there.
+    pub fn data_dir(&self) -> PathBuf {
+        self.path.join("data")
+    }
+
     /// The user config directory the CLI sees (`$XDG_CONFIG_HOME`).
     pub fn user_config_dir(&self) -> PathBuf {
         self.path.join("xdg")
@@ -72,6 +77,7 @@ pub fn cli(scratch: &Scratch) -> std::process::Command {
     command
         .current_dir(&scratch.path)
         .env("XDG_CONFIG_HOME", scratch.user_config_dir())
+        .env("AQUAREGIA_DATA_DIR", scratch.data_dir())
         .env("NO_COLOR", "1");
     for var in [
         "AQUAREGIA_MODEL",
@@ -178,4 +184,41 @@ pub fn use_mock(command: &mut std::process::Command, model: &MockServer) {
         .args(["--model", "openai-chat:mock"])
         .env("OPENAI_BASE_URL", &model.url)
         .env("OPENAI_API_KEY", "test");
+}
+
+/// A Chat Completions stream answering `text`, ending with a usage chunk
+/// (`stream_options.include_usage`).
+pub fn text_with_usage(text: &str, prompt_tokens: u64, completion_tokens: u64) -> String {
+    let mut body = String::new();
+    for chunk in [
+        json!({"id": "c1", "object": "chat.completion.chunk", "model": "mock-model",
+               "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]}),
+        json!({"id": "c1", "object": "chat.completion.chunk", "model": "mock-model",
+               "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        json!({"id": "c1", "object": "chat.completion.chunk", "model": "mock-model", "choices": [],
+               "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                         "total_tokens": prompt_tokens + completion_tokens}}),
+    ] {
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// The `(role, text)` of each message of a Chat Completions request.
+pub fn transcript(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .map(|message| {
+                    (
+                        message["role"].as_str().unwrap_or_default().to_owned(),
+                        aquaregia_test_support::mock_model::content_text(message),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }

@@ -1,0 +1,339 @@
+//! `aquaregia chat`: a multi-turn conversation on the same servers and flags as `run`. Each
+//! line of input is one turn; lines starting with `/` are commands.
+
+use std::path::Path;
+use std::pin::pin;
+use std::sync::Arc;
+
+use anyhow::Context;
+use aquaregia::mcp::McpToolset;
+use aquaregia::{CancellationToken, Client, Message, StopReason, Usage};
+use clap::Args;
+
+use crate::Interrupted;
+use crate::agent_args::{AgentArgs, OutputFormat};
+use crate::chat_prompts;
+use crate::console::{AnswerText, Console};
+use crate::conversation::Conversation;
+use crate::line_input::{LineInput, Read};
+use crate::output::{self, Styles};
+use crate::run::{connect_options, explain_unreachable_default, permissions};
+use crate::servers;
+use crate::signals::StopSignals;
+use crate::turn;
+
+const HELP: &str = "\
+/help            this list
+/tools           the tools the agent can use
+/model <spec>    switch the model (provider:model) from the next turn on
+/clear           start a new conversation (the current one stays saved)
+/save [title]    say where the conversation is saved, and set its title
+/usage           tokens used in this chat
+/prompts         the MCP servers' prompts
+/<server>:<prompt> [key=value...]   send an MCP prompt
+/exit            leave (as does Ctrl-D)
+A line ending with \\ continues on the next line.";
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Each line is one turn (end a line with \\ to continue it on the next). When stdin is not a
+terminal each line is read as one turn too, so a chat can be scripted; permission questions
+then take the next line as their answer. Ctrl-C cancels the turn in flight; Ctrl-D (end of
+input) exits. Type /help for the commands.
+
+Servers, tools, permissions and sessions work as for `aquaregia run` (see its --help).")]
+pub(crate) struct ChatArgs {
+    #[command(flatten)]
+    agent: AgentArgs,
+}
+
+/// The model in use, switchable with `/model`.
+struct Model {
+    client: Client,
+    id: String,
+    spec: String,
+}
+
+impl Model {
+    fn new(spec: &str) -> anyhow::Result<Self> {
+        let (client, id) =
+            Client::from_model_spec(spec).with_context(|| format!("cannot use model `{spec}`"))?;
+        Ok(Self {
+            client,
+            id,
+            spec: spec.to_owned(),
+        })
+    }
+}
+
+pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result<()> {
+    let mut signals = StopSignals::new();
+    let mut conversation = Conversation::open(&args.agent.session).await?;
+    let chosen = args
+        .agent
+        .model
+        .clone()
+        .or_else(|| conversation.model().map(str::to_owned));
+    let defaulted = chosen.is_none();
+    let spec = chosen.unwrap_or_else(Client::default_model_spec);
+    let mut model = Model::new(&spec)?;
+    let selection = servers::select(config, &args.agent.servers, &args.agent.inline)?;
+    let permissions = permissions(&args.agent, &selection);
+    let options = connect_options(&args.agent);
+    let toolset = tokio::select! {
+        toolset = servers::toolset(selection.targets, &options) => toolset?,
+        () = signals.recv() => return Err(Interrupted.into()),
+    };
+    let input = LineInput::open(history_file());
+    let console = Arc::new(Console::new(
+        permissions,
+        Ok(input.clone()),
+        AnswerText::new(),
+    ));
+    let mut chat = Chat {
+        args: &args.agent,
+        toolset: &toolset,
+        console,
+        interactive: input.is_terminal(),
+        input,
+        signals: &mut signals,
+        conversation: &mut conversation,
+        usage: Usage::default(),
+        styles: Styles::stderr(),
+    };
+    let result = chat
+        .run(&mut model)
+        .await
+        .map_err(|error| explain_unreachable_default(error, &model.spec, defaulted));
+    toolset.close().await;
+    result
+}
+
+/// What to do after a command.
+enum Next {
+    Read,
+    Exit,
+    Send(Vec<Message>),
+}
+
+struct Chat<'a> {
+    args: &'a AgentArgs,
+    toolset: &'a McpToolset,
+    console: Arc<Console>,
+    input: LineInput,
+    signals: &'a mut StopSignals,
+    conversation: &'a mut Conversation,
+    usage: Usage,
+    interactive: bool,
+    styles: Styles,
+}
+
+impl Chat<'_> {
+    async fn run(&mut self, model: &mut Model) -> anyhow::Result<()> {
+        if self.interactive {
+            let tools = self.toolset.available_tools().await.len();
+            eprintln!(
+                "{}",
+                self.styles.dim(&format!(
+                    "aquaregia chat: {}, {tools} tools. /help for commands, Ctrl-D to exit.",
+                    model.spec
+                ))
+            );
+        }
+        if let Some(meta) = self.conversation.meta() {
+            eprintln!(
+                "{}",
+                self.styles.dim(&format!(
+                    "resumed session {} ({} turns)",
+                    meta.id, meta.turns
+                ))
+            );
+        }
+        while let Some(input) = self.read_input().await? {
+            let input = input.trim();
+            if input.is_empty() {
+                continue;
+            }
+            let messages = match input.strip_prefix('/') {
+                Some(command) => match self.command(command, model).await? {
+                    Next::Read => continue,
+                    Next::Exit => break,
+                    Next::Send(messages) => messages,
+                },
+                None => vec![Message::user(input)],
+            };
+            if let Err(error) = self.turn(model, messages).await {
+                if error.is::<Interrupted>() || !self.interactive {
+                    return Err(error);
+                }
+                output::print_error(&error);
+            }
+        }
+        Ok(())
+    }
+
+    /// The next input, continuation lines (ending with `\`) joined; `None` at the end of
+    /// input. A stop signal here ends the chat; Ctrl-C in the line editor clears the line.
+    async fn read_input(&mut self) -> anyhow::Result<Option<String>> {
+        let mut input = String::new();
+        loop {
+            let prompt = match (self.interactive, input.is_empty()) {
+                (false, _) => "",
+                (true, true) => "> ",
+                (true, false) => ". ",
+            };
+            let read = tokio::select! {
+                read = self.input.read(prompt) => read,
+                () = self.signals.recv() => return Err(Interrupted.into()),
+            };
+            let line = match read {
+                Read::Line(line) => line,
+                Read::Interrupted => {
+                    input.clear();
+                    continue;
+                }
+                Read::Eof => return Ok((!input.is_empty()).then_some(input)),
+            };
+            match line.strip_suffix('\\') {
+                Some(start) => {
+                    input.push_str(start);
+                    input.push('\n');
+                }
+                None => {
+                    input.push_str(&line);
+                    return Ok(Some(input));
+                }
+            }
+        }
+    }
+
+    /// Runs a `/command`.
+    async fn command(&mut self, command: &str, model: &mut Model) -> anyhow::Result<Next> {
+        let (name, rest) = command
+            .split_once(char::is_whitespace)
+            .map_or((command, ""), |(name, rest)| (name, rest.trim()));
+        if let Some((server, prompt)) = name.split_once(':') {
+            return match chat_prompts::render(self.toolset, server, prompt, rest).await {
+                Ok(messages) => Ok(Next::Send(messages)),
+                Err(error) if self.interactive => {
+                    output::print_error(&error);
+                    Ok(Next::Read)
+                }
+                Err(error) => Err(error),
+            };
+        }
+        match name {
+            "help" | "?" => eprintln!("{HELP}"),
+            "exit" | "quit" => return Ok(Next::Exit),
+            "prompts" => {
+                let prompts = chat_prompts::list(self.toolset).await;
+                if prompts.is_empty() {
+                    eprintln!("no prompts");
+                }
+                for line in prompts {
+                    eprintln!("{}", output::clean(&line));
+                }
+            }
+            "tools" => {
+                let tools = self.toolset.available_tools().await;
+                if tools.is_empty() {
+                    eprintln!("no tools");
+                }
+                for tool in tools {
+                    let descriptor = tool.descriptor();
+                    eprintln!(
+                        "{}{}",
+                        self.styles.bold(&output::clean(&descriptor.name)),
+                        output::signature(&descriptor.input_schema)
+                    );
+                }
+            }
+            "model" if rest.is_empty() => eprintln!("model: {}", model.spec),
+            "model" => match Model::new(rest) {
+                Ok(new) => {
+                    *model = new;
+                    eprintln!("model: {}", model.spec);
+                }
+                Err(error) => output::print_error(&error),
+            },
+            "clear" => {
+                self.conversation.clear();
+                eprintln!("started a new conversation");
+            }
+            "save" => self.save(rest).await,
+            "usage" => eprintln!("{}", turn::usage_line(&self.usage)),
+            other => eprintln!("unknown command /{other}; /help lists them"),
+        }
+        Ok(Next::Read)
+    }
+
+    async fn save(&mut self, title: &str) {
+        if !title.is_empty()
+            && let Err(error) = self.conversation.set_title(title).await
+        {
+            output::print_error(&error);
+            return;
+        }
+        match self.conversation.meta() {
+            Some(meta) => eprintln!(
+                "saved as session {} ({} turns); continue it with `aquaregia chat --resume {}`",
+                meta.id, meta.turns, meta.id
+            ),
+            None => eprintln!("nothing to save yet: the session is saved after its first turn"),
+        }
+    }
+
+    /// Sends `new` (a prompt, or an MCP prompt's messages) after the history.
+    async fn turn(&mut self, model: &Model, new: Vec<Message>) -> anyhow::Result<()> {
+        let tools = self.toolset.tools().await?;
+        let cancel = CancellationToken::new();
+        let agent = turn::agent(
+            self.args,
+            &model.client,
+            &model.id,
+            tools,
+            self.toolset,
+            &self.console,
+            cancel.clone(),
+        )?;
+        let mut messages = self.conversation.history().to_vec();
+        messages.extend(new);
+        let mut work = pin!(turn::run(
+            &agent,
+            messages,
+            &self.console,
+            OutputFormat::Text,
+            !self.args.no_reasoning,
+        ));
+        let output = loop {
+            tokio::select! {
+                output = &mut work => break output?,
+                () = self.signals.recv() => {
+                    if cancel.is_cancelled() {
+                        return Err(Interrupted.into());
+                    }
+                    cancel.cancel();
+                    self.console.answer.break_line();
+                    eprintln!("stopping the turn... (again to quit)");
+                }
+            }
+        };
+        self.usage += output.usage;
+        match output.stop_reason {
+            StopReason::Cancelled => {
+                eprintln!("{}", self.styles.dim("(turn cancelled, not kept)"));
+                Ok(())
+            }
+            _ => {
+                self.conversation.record(&output, &model.spec).await;
+                crate::run::outcome(&output, self.args.max_steps)
+            }
+        }
+    }
+}
+
+/// `$AQUAREGIA_DATA_DIR/chat_history`, else `<user data dir>/aquaregia/chat_history`.
+fn history_file() -> Option<std::path::PathBuf> {
+    aquaregia::FileSessionStore::default_dir()
+        .and_then(|sessions| sessions.parent().map(|dir| dir.join("chat_history")))
+}

@@ -1,0 +1,125 @@
+//! MCP prompts as chat commands: `/<server>:<prompt> [key=value...]` runs the server's
+//! `prompts/get` and sends its messages as the next turn; `/prompts` lists them.
+
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use aquaregia::mcp::McpToolset;
+use aquaregia::mcp::rmcp::model::GetPromptRequestParams;
+use aquaregia::{Message, Role};
+use serde_json::{Map, Value};
+
+/// How long a server gets to list or render its prompts.
+const PROMPT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `/<server>:<prompt> key=value...`: the prompt's messages, ready to send.
+pub(crate) async fn render(
+    toolset: &McpToolset,
+    server: &str,
+    prompt: &str,
+    arguments: &str,
+) -> anyhow::Result<Vec<Message>> {
+    let connection = toolset
+        .connections()
+        .iter()
+        .find(|(name, _)| name == server)
+        .map(|(_, connection)| connection)
+        .ok_or_else(|| {
+            let names: Vec<&str> = toolset
+                .connections()
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect();
+            anyhow!("no server `{server}` (servers: {})", names.join(", "))
+        })?;
+    let mut params = GetPromptRequestParams::new(prompt);
+    let arguments = parse_arguments(arguments)?;
+    if !arguments.is_empty() {
+        params = params.with_arguments(arguments);
+    }
+    let result = tokio::time::timeout(PROMPT_TIMEOUT, connection.peer().get_prompt(params))
+        .await
+        .map_err(|_| anyhow!("`{server}` did not render `{prompt}` within 30 s"))?
+        .with_context(|| format!("`{server}` could not render the prompt `{prompt}`"))?;
+    let messages: Vec<Message> = result
+        .messages
+        .iter()
+        .filter_map(|message| {
+            let value = serde_json::to_value(message).ok()?;
+            let role = match value["role"].as_str() {
+                Some("assistant") => Role::Assistant,
+                _ => Role::User,
+            };
+            Some(Message::new(
+                role,
+                vec![aquaregia::ContentPart::text(content_text(
+                    &value["content"],
+                ))],
+            ))
+        })
+        .collect();
+    if messages.is_empty() {
+        bail!("the prompt `{prompt}` of `{server}` has no messages");
+    }
+    Ok(messages)
+}
+
+/// Every server's prompts, as `/<server>:<prompt> <arguments>` lines.
+pub(crate) async fn list(toolset: &McpToolset) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (server, connection) in toolset.connections() {
+        let listed =
+            tokio::time::timeout(PROMPT_TIMEOUT, connection.peer().list_all_prompts()).await;
+        let Ok(Ok(prompts)) = listed else {
+            continue;
+        };
+        for prompt in prompts {
+            let value = serde_json::to_value(&prompt).unwrap_or_default();
+            let arguments: Vec<String> = value["arguments"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|argument| {
+                    let name = argument["name"].as_str()?;
+                    Some(if argument["required"] == true {
+                        format!("{name}=…")
+                    } else {
+                        format!("[{name}=…]")
+                    })
+                })
+                .collect();
+            let description = value["description"].as_str().unwrap_or_default();
+            lines.push(format!(
+                "/{server}:{} {}  {description}",
+                prompt.name,
+                arguments.join(" ")
+            ));
+        }
+    }
+    lines
+}
+
+/// `key=value key2="two words"`, split like a shell would; values stay strings.
+fn parse_arguments(text: &str) -> anyhow::Result<Map<String, Value>> {
+    let words = shlex::split(text).ok_or_else(|| anyhow!("unbalanced quotes in `{text}`"))?;
+    words
+        .into_iter()
+        .map(|word| {
+            let (key, value) = word
+                .split_once('=')
+                .ok_or_else(|| anyhow!("`{word}` is not key=value"))?;
+            Ok((key.to_owned(), Value::String(value.to_owned())))
+        })
+        .collect()
+}
+
+/// A prompt message's content as text: its text, an embedded resource's text, or what it is.
+fn content_text(content: &Value) -> String {
+    if let Some(text) = content["text"].as_str() {
+        return text.to_owned();
+    }
+    if let Some(text) = content["resource"]["text"].as_str() {
+        return text.to_owned();
+    }
+    format!("[{}]", content["type"].as_str().unwrap_or("content"))
+}

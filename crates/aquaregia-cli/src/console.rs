@@ -1,0 +1,316 @@
+//! The terminal side of an agent turn: permission questions, a spinner per running tool call,
+//! one outcome line per finished call (all on stderr), and the answer text on stdout.
+
+use std::collections::{HashMap, HashSet};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision, ToolExecError, ToolOutput};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use tokio::sync::mpsc;
+
+use crate::line_input::{LineInput, Read};
+use crate::output::{self, Styles};
+use crate::permissions::{Permissions, Verdict};
+
+/// What the model is told when the user says no.
+const DECLINED: &str = "the user declined";
+
+/// The run's terminal side: permission questions, a spinner per running tool call, and one
+/// outcome line per finished call, all on stderr.
+pub(crate) struct Console {
+    permissions: Permissions,
+    /// Where answers come from; the reason there are none when stdin was taken as input.
+    answers: Result<LineInput, &'static str>,
+    styles: Styles,
+    progress: MultiProgress,
+    running: Mutex<HashMap<String, Running>>,
+    always_allowed: Mutex<HashSet<String>>,
+    pub(crate) answer: AnswerText,
+    /// The "thinking" spinner while the model has not answered yet.
+    thinking: Mutex<Option<ProgressBar>>,
+}
+
+/// A tool call in progress.
+struct Running {
+    bar: ProgressBar,
+    label: String,
+    started: Instant,
+}
+
+impl Console {
+    pub(crate) fn new(
+        permissions: Permissions,
+        answers: Result<LineInput, &'static str>,
+        answer: AnswerText,
+    ) -> Self {
+        Self {
+            permissions,
+            answers,
+            styles: Styles::stderr(),
+            // Draws on stderr, and nothing at all when stderr is not a terminal.
+            progress: MultiProgress::new(),
+            running: Mutex::new(HashMap::new()),
+            always_allowed: Mutex::new(HashSet::new()),
+            answer,
+            thinking: Mutex::new(None),
+        }
+    }
+
+    /// Shows a "thinking" spinner (on a terminal) until [`stop_thinking`](Self::stop_thinking).
+    pub(crate) fn start_thinking(&self) {
+        let mut thinking = lock(&self.thinking);
+        if thinking.is_some() || self.progress.is_hidden() {
+            return;
+        }
+        let bar = self.progress.add(ProgressBar::new_spinner());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_message("thinking");
+        bar.enable_steady_tick(Duration::from_millis(100));
+        *thinking = Some(bar);
+    }
+
+    pub(crate) fn stop_thinking(&self) {
+        if let Some(bar) = lock(&self.thinking).take() {
+            bar.finish_and_clear();
+            self.progress.remove(&bar);
+        }
+    }
+
+    async fn permission(&self, call: &ToolCall, label: &str) -> ToolCallDecision {
+        if lock(&self.always_allowed).contains(&call.name) {
+            return ToolCallDecision::Allow;
+        }
+        let input = match &self.answers {
+            Ok(input) => input,
+            Err(why) => {
+                eprintln!(
+                    "{} {label} needs permission, but {why}, so the call is denied; pass --yes \
+                     or --allow <tool> to allow it",
+                    self.styles.yellow("warning:")
+                );
+                return ToolCallDecision::Deny(DECLINED.to_owned());
+            }
+        };
+        let question = format!("Allow {}? [y/N/always] ", self.styles.bold(label));
+        let answer = match input.read(&question).await {
+            Read::Line(answer) => answer,
+            Read::Interrupted => String::new(),
+            Read::Eof => {
+                eprintln!();
+                eprintln!(
+                    "{} no answer (stdin is closed), so the call is denied; pass --yes to allow \
+                 tool calls without asking",
+                    self.styles.yellow("warning:")
+                );
+                return ToolCallDecision::Deny(DECLINED.to_owned());
+            }
+        };
+        let answer = answer.trim().to_ascii_lowercase();
+        if !input.is_terminal() {
+            // Nobody typed it, so it was not echoed.
+            eprintln!("{answer}");
+        }
+        match answer.as_str() {
+            "y" | "yes" => ToolCallDecision::Allow,
+            "a" | "always" => {
+                lock(&self.always_allowed).insert(call.name.clone());
+                ToolCallDecision::Allow
+            }
+            _ => ToolCallDecision::Deny(DECLINED.to_owned()),
+        }
+    }
+
+    fn start(&self, call: &ToolCall, label: String) {
+        let bar = self.progress.add(ProgressBar::new_spinner());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_message(label.clone());
+        bar.enable_steady_tick(Duration::from_millis(100));
+        let running = Running {
+            bar,
+            label,
+            started: Instant::now(),
+        };
+        lock(&self.running).insert(call.id.clone(), running);
+    }
+
+    /// Removes the call's spinner, if it has one.
+    fn stop(&self, id: &str) -> Option<Running> {
+        let running = lock(&self.running).remove(id)?;
+        running.bar.finish_and_clear();
+        self.progress.remove(&running.bar);
+        Some(running)
+    }
+
+    /// One line saying how the call ended.
+    fn report(
+        &self,
+        label: &str,
+        running: Option<&Running>,
+        result: &Result<ToolOutput, ToolExecError>,
+    ) {
+        let took = running
+            .map(|running| {
+                let seconds = running.started.elapsed().as_secs_f64();
+                self.styles.dim(&format!(" in {seconds:.1}s"))
+            })
+            .unwrap_or_default();
+        let (good, bad) = (self.styles.green("✓"), self.styles.red("✗"));
+        let line = match result {
+            Ok(value) => format!("{good} {label} ok{took}: {}", output::result_summary(value)),
+            Err(ToolExecError::Denied(reason)) => format!("{bad} {label} denied: {reason}"),
+            Err(ToolExecError::Cancelled) => format!("{bad} {label} cancelled{took}"),
+            Err(error) => format!(
+                "{bad} {label} failed{took}: {}",
+                output::first_line(&error.to_string(), 160)
+            ),
+        };
+        // Other calls' spinners are cleared while the line is written, then redrawn below it.
+        self.progress.suspend(|| eprintln!("{line}"));
+    }
+
+    /// A call the agent gave up on when cancelled: its finish hook never ran.
+    pub(crate) fn abandoned(&self, id: &str, result: &Result<ToolOutput, ToolExecError>) {
+        if let Some(running) = self.stop(id) {
+            self.report(&running.label, Some(&running), result);
+        }
+    }
+}
+
+#[aquaregia::async_trait]
+impl AgentHooks for Console {
+    async fn on_tool_call_start(&self, call: &ToolCall, tool: Option<&Tool>) -> ToolCallDecision {
+        let Some(tool) = tool else {
+            // Nothing to ask about: the agent tells the model the tool does not exist.
+            return ToolCallDecision::Allow;
+        };
+        // The hook can run before the stream's consumer sees the call.
+        self.stop_thinking();
+        self.answer.break_line();
+        match self.permissions.verdict(tool) {
+            Verdict::Allow => {}
+            Verdict::Deny(reason) => return ToolCallDecision::Deny(reason),
+            Verdict::Ask => {
+                let full = format!("{}({})", call.name, output::arguments_full(&call.arguments));
+                let decision = self.permission(call, &full).await;
+                if decision != ToolCallDecision::Allow {
+                    return decision;
+                }
+            }
+        }
+        let label = format!(
+            "{}({})",
+            call.name,
+            output::arguments_summary(&call.arguments)
+        );
+        self.start(call, label);
+        ToolCallDecision::Allow
+    }
+
+    async fn on_tool_call_finish(
+        &self,
+        call: &ToolCall,
+        result: &Result<ToolOutput, ToolExecError>,
+    ) {
+        // Denied and unknown calls have no spinner, and are labelled by name only.
+        let running = self.stop(&call.id);
+        let label = running
+            .as_ref()
+            .map_or(call.name.as_str(), |r| r.label.as_str());
+        self.report(label, running.as_ref(), result);
+    }
+}
+
+/// The answer on stdout, and whether its last line is still open.
+pub(crate) struct AnswerText {
+    open_line: AtomicBool,
+    terminal: bool,
+}
+
+impl AnswerText {
+    pub(crate) fn new() -> Self {
+        Self {
+            open_line: AtomicBool::new(false),
+            terminal: std::io::stdout().is_terminal(),
+        }
+    }
+
+    pub(crate) fn write(&self, text: &str) -> anyhow::Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        output::write_stdout(&output::clean(text))?;
+        self.open_line
+            .store(!text.ends_with('\n'), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Ends the open line before tool output appears, when both share a terminal.
+    pub(crate) fn break_line(&self) {
+        if self.terminal && self.open_line.swap(false, Ordering::Relaxed) {
+            let _ = output::write_stdout("\n");
+        }
+    }
+
+    /// Text output ends with a newline.
+    pub(crate) fn end(&self) -> anyhow::Result<()> {
+        if self.open_line.swap(false, Ordering::Relaxed) {
+            output::write_stdout("\n")?;
+        }
+        Ok(())
+    }
+}
+
+/// Lines of stdin, read on a thread of their own (started at the first question): a read
+/// blocked on a terminal must neither block the runtime nor hold up its shutdown.
+#[derive(Default)]
+pub(crate) struct StdinLines {
+    lines: tokio::sync::Mutex<Option<mpsc::Receiver<String>>>,
+}
+
+impl StdinLines {
+    /// The next line; `None` once stdin is closed.
+    pub(crate) async fn next_line(&self) -> Option<String> {
+        let mut lines = self.lines.lock().await;
+        lines.get_or_insert_with(read_stdin_lines).recv().await
+    }
+}
+
+fn read_stdin_lines() -> mpsc::Receiver<String> {
+    let (sender, receiver) = mpsc::channel(1);
+    let reader = std::thread::Builder::new()
+        .name("stdin".into())
+        .spawn(move || {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match std::io::stdin().read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if sender.blocking_send(line.clone()).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    if let Err(error) = reader {
+        // The sender went with the closure: every question gets "no answer".
+        tracing::warn!(%error, "cannot read stdin");
+    }
+    receiver
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

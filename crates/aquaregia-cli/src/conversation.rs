@@ -1,0 +1,150 @@
+//! The saved conversation of a `run` or `chat`: resumed from the session store, and each
+//! completed turn appended to it.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use aquaregia::{
+    AgentOutput, FileSessionStore, Message, NewSession, SessionId, SessionMeta, SessionStore,
+    SessionTurn, SessionUpdate,
+};
+
+use crate::agent_args::SessionArgs;
+use crate::output::Styles;
+
+/// The history so far, and where it is saved.
+#[derive(Debug)]
+pub(crate) struct Conversation {
+    store: Option<FileSessionStore>,
+    meta: Option<SessionMeta>,
+    history: Vec<Message>,
+    cwd: PathBuf,
+}
+
+impl Conversation {
+    /// A new conversation, or the session `--continue`/`--resume` names.
+    pub(crate) async fn open(args: &SessionArgs) -> anyhow::Result<Self> {
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let resuming = args.continue_latest || args.resume.is_some();
+        let store = if args.no_save {
+            None
+        } else {
+            match FileSessionStore::open_default() {
+                Ok(store) => Some(store),
+                Err(error) if resuming => return Err(error.into()),
+                Err(error) => {
+                    warn(&format!("this conversation will not be saved: {error}"));
+                    None
+                }
+            }
+        };
+        let mut conversation = Self {
+            store,
+            meta: None,
+            history: Vec::new(),
+            cwd,
+        };
+        let Some(store) = &conversation.store else {
+            return Ok(conversation);
+        };
+        let id = if let Some(id) = &args.resume {
+            SessionId::new(id.as_str())?
+        } else if args.continue_latest {
+            match store.latest(conversation.cwd.clone()).await? {
+                Some(meta) => meta.id,
+                None => bail!(
+                    "no session to continue in {} (see `aquaregia sessions`)",
+                    conversation.cwd.display()
+                ),
+            }
+        } else {
+            return Ok(conversation);
+        };
+        let session = store
+            .load(&id)
+            .await
+            .with_context(|| format!("cannot resume session {id}"))?;
+        conversation.history = session.messages();
+        conversation.meta = Some(session.meta);
+        Ok(conversation)
+    }
+
+    /// The messages of the turns so far.
+    pub(crate) fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// The saved session, once there is one.
+    pub(crate) fn meta(&self) -> Option<&SessionMeta> {
+        self.meta.as_ref()
+    }
+
+    /// The model a resumed session used.
+    pub(crate) fn model(&self) -> Option<&str> {
+        self.meta.as_ref()?.model.as_deref()
+    }
+
+    /// Adds a completed turn (everything `output` has past the history) and saves it, creating
+    /// the session on its first turn. A failure to save is reported, not fatal.
+    pub(crate) async fn record(&mut self, output: &AgentOutput, model: &str) {
+        let new: Vec<Message> = output
+            .messages
+            .get(self.history.len()..)
+            .unwrap_or_default()
+            .to_vec();
+        self.history.extend(new.iter().cloned());
+        if let Err(error) = self.save(new, output, model).await {
+            warn(&format!("the turn was not saved: {error:#}"));
+        }
+    }
+
+    async fn save(
+        &mut self,
+        messages: Vec<Message>,
+        output: &AgentOutput,
+        model: &str,
+    ) -> anyhow::Result<()> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let meta = match &self.meta {
+            Some(meta) if meta.model.as_deref() != Some(model) => {
+                store
+                    .update(&meta.id, SessionUpdate::new().model(model))
+                    .await?
+            }
+            Some(meta) => meta.clone(),
+            None => {
+                store
+                    .create(NewSession::new(self.cwd.clone()).model(model))
+                    .await?
+            }
+        };
+        let turn = SessionTurn::new(messages).usage(output.usage);
+        self.meta = Some(store.append_turn(&meta.id, turn).await?);
+        Ok(())
+    }
+
+    /// Sets the saved session's title.
+    pub(crate) async fn set_title(&mut self, title: &str) -> anyhow::Result<()> {
+        let (Some(store), Some(meta)) = (&self.store, &self.meta) else {
+            anyhow::bail!("nothing to name yet: the session is saved after its first turn");
+        };
+        self.meta = Some(
+            store
+                .update(&meta.id, SessionUpdate::new().title(title))
+                .await?,
+        );
+        Ok(())
+    }
+
+    /// Starts over: an empty history, saved as a new session from the next turn on.
+    pub(crate) fn clear(&mut self) {
+        self.history.clear();
+        self.meta = None;
+    }
+}
+
+fn warn(text: &str) {
+    eprintln!("{} {text}", Styles::stderr().yellow("warning:"));
+}

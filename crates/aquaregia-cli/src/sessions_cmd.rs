@@ -1,0 +1,64 @@
+//! `aquaregia sessions`: the saved conversations of `run`, `chat` and `acp`.
+
+use anyhow::Context;
+use aquaregia::{FileSessionStore, SessionQuery, SessionStore};
+use clap::Args;
+use serde_json::Value;
+
+use crate::output::{self, Styles};
+
+#[derive(Debug, Args)]
+pub(crate) struct SessionsArgs {
+    /// Only the sessions of the current directory.
+    #[arg(long)]
+    here: bool,
+    /// At most this many, newest first.
+    #[arg(long, value_name = "N", default_value_t = 50,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    limit: u64,
+    /// Print them as JSON (id, title, cwd, model, createdAt, updatedAt, turns).
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn run(args: SessionsArgs) -> anyhow::Result<()> {
+    let store = FileSessionStore::open_default()?;
+    let mut query = SessionQuery::new().limit(usize::try_from(args.limit).unwrap_or(usize::MAX));
+    if args.here {
+        query = query.cwd(std::env::current_dir().context("cannot read the current directory")?);
+    }
+    let page = store.list(query).await?;
+    if args.json {
+        let sessions: Vec<Value> = page
+            .sessions
+            .iter()
+            .map(|meta| {
+                let mut value = serde_json::to_value(meta).unwrap_or_default();
+                value["createdAt"] = meta.created_at.to_string().into();
+                value["updatedAt"] = meta.updated_at.to_string().into();
+                value
+            })
+            .collect();
+        return output::write_stdout(&output::clean(&format!("{:#}\n", Value::from(sessions))));
+    }
+    if page.sessions.is_empty() {
+        eprintln!("no saved sessions in {}", store.dir().display());
+        return Ok(());
+    }
+    let styles = Styles::stdout();
+    let mut text = String::new();
+    for meta in &page.sessions {
+        let updated = meta.updated_at.to_string();
+        let updated = updated.get(..16).unwrap_or(&updated).replace('T', " ");
+        let title = meta.title.as_deref().unwrap_or("(untitled)");
+        text.push_str(&format!(
+            "{}  {}  {:>4} turns  {}\n    {}\n",
+            styles.bold(meta.id.as_str()),
+            updated,
+            meta.turns,
+            output::clean(&output::first_line(title, 60)),
+            styles.dim(&output::clean(&meta.cwd.display().to_string())),
+        ));
+    }
+    output::write_stdout(&text)
+}

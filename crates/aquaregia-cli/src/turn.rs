@@ -1,0 +1,213 @@
+//! One agent turn, shared by `run` and `chat`: the agent built from the common flags, its
+//! events streamed as text or JSON, and the JSON summaries of `--output json|stream-json`.
+
+use aquaregia::mcp::McpToolset;
+use aquaregia::{
+    Agent, AgentEvent, AgentOutput, CancellationToken, Client, Message, OutputBudget, StepResult,
+    StopReason, Tool, ToolExecError, ToolOutput, Usage,
+};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+use anyhow::bail;
+
+use crate::agent_args::{AgentArgs, OutputFormat};
+use crate::console::Console;
+use crate::output::{self, Styles};
+use crate::prompt_cache;
+
+/// What one tool result may put into the model's context.
+const TOOL_OUTPUT_BUDGET_TOKENS: u64 = 25_000;
+
+/// Builds the agent for one turn.
+pub(crate) fn agent(
+    args: &AgentArgs,
+    client: &Client,
+    model: &str,
+    tools: Vec<Tool>,
+    toolset: &McpToolset,
+    console: &Arc<Console>,
+    cancel: CancellationToken,
+) -> anyhow::Result<Agent> {
+    let mut agent = client
+        .agent(model)
+        .tools(tools)
+        // Tools added or removed mid-run (`tools/list_changed`) reach the next step.
+        .prepare_step(toolset.prepare_step())
+        .max_steps(args.max_steps as usize)
+        .prompt_caching(prompt_cache::for_session(client, prompt_cache::process_key()))
+        // Long tool results reach the model cut to head and tail; `read_tool_output` reads on.
+        .tool_output_budget(OutputBudget::tokens(TOOL_OUTPUT_BUDGET_TOKENS))
+        .cancellation_token(cancel)
+        .shared_hooks(console.clone());
+    if let Some(system) = &args.system {
+        agent = agent.instructions(system);
+    }
+    if !args.yes {
+        // One question at a time, and no spinner redrawing over a question.
+        agent = agent.max_tool_concurrency(1);
+    }
+    Ok(agent.build()?)
+}
+
+/// Runs one turn on `messages` (the history plus the new prompt), printing as `format` says;
+/// returns the output (whatever its stop reason).
+pub(crate) async fn run(
+    agent: &Agent,
+    messages: Vec<Message>,
+    console: &Console,
+    format: OutputFormat,
+    show_reasoning: bool,
+) -> anyhow::Result<AgentOutput> {
+    let styles = Styles::stderr();
+    // Reasoning goes to stderr, dimmed, and only to a person watching.
+    let show_reasoning = show_reasoning && format == OutputFormat::Text && styles.enabled();
+    let mut reasoning_open = false;
+    let mut events = agent.stream(messages);
+    console.start_thinking();
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                console.stop_thinking();
+                return Err(error.into());
+            }
+        };
+        match &event {
+            // The model is called again with the tools' results.
+            AgentEvent::StepFinish(step) if !step.tool_calls.is_empty() => {
+                console.start_thinking();
+            }
+            AgentEvent::StepFinish(_) => {}
+            _ => console.stop_thinking(),
+        }
+        if format == OutputFormat::StreamJson
+            && let Some(line) = event_json(&event)
+        {
+            output::write_stdout(&format!("{line}\n"))?;
+        }
+        match event {
+            AgentEvent::ReasoningDelta(text) if show_reasoning => {
+                eprint!("{}", styles.dim(&output::clean(&text)));
+                reasoning_open = !text.ends_with('\n');
+            }
+            AgentEvent::TextDelta(text) if format == OutputFormat::Text => {
+                if std::mem::take(&mut reasoning_open) {
+                    eprintln!();
+                }
+                console.answer.write(&text)?;
+            }
+            AgentEvent::ToolCallFinish { id, result, .. } => console.abandoned(&id, &result),
+            AgentEvent::Finish(output) => {
+                if format == OutputFormat::Text {
+                    console.answer.end()?;
+                }
+                return Ok(output);
+            }
+            _ => {}
+        }
+    }
+    console.stop_thinking();
+    bail!("the agent stopped without an answer")
+}
+
+/// One `stream-json` line for an event (`None` for the final one, printed by the caller with
+/// the session id).
+fn event_json(event: &AgentEvent) -> Option<Value> {
+    Some(match event {
+        AgentEvent::TextDelta(text) => json!({"type": "text", "text": text}),
+        AgentEvent::ReasoningDelta(text) => json!({"type": "reasoning", "text": text}),
+        AgentEvent::ToolCallStart {
+            id,
+            name,
+            arguments,
+        } => json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments}),
+        AgentEvent::ToolCallFinish { id, name, result } => {
+            let mut line = result_json(result);
+            line["type"] = json!("tool_result");
+            line["id"] = json!(id);
+            line["name"] = json!(name);
+            line
+        }
+        AgentEvent::StepFinish(step) => step_json(step),
+        _ => return None,
+    })
+}
+
+fn step_json(step: &StepResult) -> Value {
+    json!({
+        "type": "step",
+        "index": step.index,
+        "model": step.model,
+        "finishReason": step.finish_reason,
+        "usage": usage_json(&step.usage),
+    })
+}
+
+/// `{"output": ..., "isError": ...}` for a tool call's result.
+fn result_json(result: &Result<ToolOutput, ToolExecError>) -> Value {
+    match result {
+        Ok(output) => json!({"output": output.to_value(), "isError": false}),
+        Err(error) => json!({"output": error.to_string(), "isError": true}),
+    }
+}
+
+pub(crate) fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cachedInputTokens": usage.cached_input_tokens,
+        "reasoningTokens": usage.reasoning_tokens,
+        "totalTokens": usage.total_tokens(),
+    })
+}
+
+pub(crate) fn stop_reason_name(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::Finished => "finished",
+        StopReason::MaxSteps => "max_steps",
+        StopReason::Length => "length",
+        StopReason::Refusal => "refusal",
+        StopReason::Cancelled => "cancelled",
+        _ => "other",
+    }
+}
+
+/// `tokens: ...` for `--usage` and `/usage`.
+pub(crate) fn usage_line(usage: &Usage) -> String {
+    format!(
+        "tokens: {} in ({} cached), {} out ({} reasoning), {} total",
+        usage.input_tokens,
+        usage.cached_input_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+        usage.total_tokens()
+    )
+}
+
+/// The `--output json` object (and the last `stream-json` line, `"type": "result"`).
+pub(crate) fn summary_json(output: &AgentOutput, model: &str, session: Option<&str>) -> Value {
+    let tool_calls: Vec<Value> = output
+        .steps
+        .iter()
+        .flat_map(|step| &step.tool_calls)
+        .map(|outcome| {
+            let mut call = result_json(&outcome.result);
+            call["id"] = json!(outcome.call.id);
+            call["name"] = json!(outcome.call.name);
+            call["arguments"] = outcome.call.arguments.clone();
+            call
+        })
+        .collect();
+    json!({
+        "type": "result",
+        "text": output.text,
+        "stopReason": stop_reason_name(output.stop_reason),
+        "toolCalls": tool_calls,
+        "usage": usage_json(&output.usage),
+        "steps": output.steps.len(),
+        "model": model,
+        "sessionId": session,
+    })
+}

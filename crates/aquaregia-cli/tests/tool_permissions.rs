@@ -1,0 +1,70 @@
+//! Permissions in `run`: read-only tools run without a question, `--deny` blocks a tool even
+//! with `--yes`, `--allow` lets one through, and `--ask-all` asks for read-only tools too.
+
+mod common;
+
+use aquaregia_test_support::mock_model::{MockServer, Reply, tool_results};
+use common::{Scratch, cli, run, test_server_command, use_mock};
+use serde_json::json;
+
+async fn call(tool: &str, flags: &[&str]) -> (common::Outcome, Vec<(String, String)>) {
+    let scratch = Scratch::new();
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", tool, json!({"name": "Ann"}))]),
+        Reply::text_stream(&["Done."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command
+        .args(["run", "--stdio", &test_server_command()])
+        .args(flags)
+        .arg("Go.");
+    use_mock(&mut command, &model);
+    let outcome = run(command, "").await;
+    let results = model.bodies().get(1).map(tool_results).unwrap_or_default();
+    (outcome, results)
+}
+
+#[tokio::test]
+async fn read_only_tools_run_without_a_question() {
+    let (outcome, results) = call("greet", &[]).await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert!(!outcome.stderr.contains("Allow "), "{outcome:?}");
+    assert_eq!(results[0].1, "Hello, Ann.");
+}
+
+#[tokio::test]
+async fn ask_all_asks_for_read_only_tools_too() {
+    let (outcome, results) = call("greet", &["--ask-all"]).await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(r#"Allow greet(name: "Ann")?"#),
+        "{outcome:?}"
+    );
+    assert!(results[0].1.contains("the user declined"), "{results:?}");
+}
+
+#[tokio::test]
+async fn deny_blocks_a_tool_even_with_yes() {
+    let (outcome, results) = call("greet", &["--yes", "--deny", "gr*"]).await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("✗ greet denied: blocked by the deny rule `gr*`"),
+        "{outcome:?}"
+    );
+    assert!(results[0].1.contains("deny rule"), "{results:?}");
+}
+
+#[tokio::test]
+async fn allow_lets_a_tool_through_without_a_question() {
+    let (outcome, results) = call("fail", &["--allow", "fail"]).await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert!(!outcome.stderr.contains("Allow "), "{outcome:?}");
+    assert!(results[0].1.contains("the disk is on fire"), "{results:?}");
+
+    let (outcome, results) = call("fail", &[]).await;
+    assert!(outcome.stderr.contains("Allow fail"), "{outcome:?}");
+    assert!(results[0].1.contains("the user declined"), "{results:?}");
+}
