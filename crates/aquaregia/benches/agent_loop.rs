@@ -14,7 +14,7 @@ mod support;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use aquaregia::{Client, ClientBuilder, tool};
+use aquaregia::{Agent, Client, ClientBuilder, OutputBudget, SEARCH_TOOLS, Tool, tool};
 use serde_json::{Value, json};
 
 const ROUNDS: usize = 400;
@@ -129,12 +129,6 @@ async fn replay(http: &reqwest::Client, root: &str, requests: &[support::RawRequ
 
 fn main() {
     let only: Option<String> = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
-    // For profilers (callgrind): `AGENT_LOOP_ONLY=agent` or `=replay` runs just that side.
-    let side = std::env::var("AGENT_LOOP_ONLY").unwrap_or_default();
-    let rounds: usize = std::env::var("AGENT_LOOP_ROUNDS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(ROUNDS);
     let server = support::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -147,7 +141,7 @@ fn main() {
             .raw_schema(json!({"type": "object", "properties": {}}))
             .execute_raw(|_| async { Ok(json!("ok")) });
 
-        println!("provider          steps  replay/step  agent/step   overhead/step");
+        println!("provider                  steps  replay/step  agent/step   overhead/step");
         for provider in providers() {
             if only
                 .as_deref()
@@ -170,50 +164,45 @@ fn main() {
                 .max_steps(64)
                 .build()
                 .expect("agent");
+            // The same loop with a tool output budget (the context window check runs always).
+            let budgeted = client
+                .agent("m")
+                .tool(noop.clone())
+                .max_steps(64)
+                .tool_output_budget(OutputBudget::tokens(25_000))
+                .build()
+                .expect("agent");
+            for (label, agent) in [("", &agent), (" +budget", &budgeted)] {
+                for steps in [2usize, 8, 16] {
+                    let name = format!("{}{label}", provider.name);
+                    measure(&server, &http, agent, steps, &name).await;
+                }
+            }
+        }
+
+        if only.is_none() || only.as_deref() == Some("deferral") {
+            // 2,000 tools, deferred: every step searches them, then the last one answers.
+            let mut call = providers().swap_remove(0).call;
+            call["choices"][0]["message"]["tool_calls"][0]["function"] =
+                json!({"name": SEARCH_TOOLS, "arguments": "{\"query\": \"billing invoice 1999\"}"});
+            server.set_wire(
+                serde_json::to_vec(&call).expect("call"),
+                serde_json::to_vec(&parse(CHAT_TEXT)).expect("text"),
+            );
+            let client = Client::openai_chat()
+                .base_url(format!("{}/v1", server.url))
+                .api_key("bench")
+                .build()
+                .expect("client");
+            let agent = client
+                .agent("m")
+                .tools(many_tools(2_000))
+                .max_steps(64)
+                .tool_output_budget(OutputBudget::tokens(25_000))
+                .build()
+                .expect("agent");
             for steps in [2usize, 8, 16] {
-                server.tool_steps.store(steps - 1, Ordering::Relaxed);
-                let requests = server
-                    .record(|| async {
-                        let output = agent.run("go").await.expect("agent run");
-                        assert_eq!(output.steps.len(), steps);
-                    })
-                    .await;
-                assert_eq!(requests.len(), steps, "one request per step");
-                let mut requests = requests;
-                for request in &mut requests {
-                    // reqwest sets these itself.
-                    request.headers.remove("host");
-                    request.headers.remove("content-length");
-                }
-                let (mut floor, mut run) = (Vec::new(), Vec::new());
-                for round in 0..rounds + WARMUP {
-                    let floor_time = support::time(|| async {
-                        if side != "agent" {
-                            replay(&http, &server.url, &requests).await;
-                        }
-                    })
-                    .await;
-                    let run_time = support::time(|| async {
-                        if side != "replay" {
-                            let output = agent.run("go").await.expect("agent run");
-                            assert_eq!(output.steps.len(), steps);
-                        }
-                    })
-                    .await;
-                    if round >= WARMUP {
-                        floor.push(floor_time);
-                        run.push(run_time);
-                    }
-                }
-                let floor = support::median(floor) / steps as u32;
-                let run = support::median(run) / steps as u32;
-                println!(
-                    "{:<16}  {steps:>5}  {:>8.1} µs  {:>8.1} µs  {:>8.1} µs",
-                    provider.name,
-                    micros(floor),
-                    micros(run),
-                    micros(run.saturating_sub(floor))
-                );
+                measure(&server, &http, &agent, steps, "2,000 tools").await;
             }
         }
 
@@ -232,6 +221,84 @@ fn main() {
             cancellation_latency(&client).await;
         }
     });
+}
+
+/// Interleaved runs of `agent` and raw replays of the requests it sent; prints the medians
+/// per step.
+async fn measure(
+    server: &support::BenchServer,
+    http: &reqwest::Client,
+    agent: &Agent,
+    steps: usize,
+    name: &str,
+) {
+    server.tool_steps.store(steps - 1, Ordering::Relaxed);
+    let requests = server
+        .record(|| async {
+            let output = agent.run("go").await.expect("agent run");
+            assert_eq!(output.steps.len(), steps);
+        })
+        .await;
+    assert_eq!(requests.len(), steps, "one request per step");
+    let mut requests = requests;
+    for request in &mut requests {
+        // reqwest sets these itself.
+        request.headers.remove("host");
+        request.headers.remove("content-length");
+    }
+    // For profilers (callgrind): `AGENT_LOOP_ONLY=agent` or `=replay` runs just that side,
+    // `AGENT_LOOP_ROUNDS` sets the rounds.
+    let side = std::env::var("AGENT_LOOP_ONLY").unwrap_or_default();
+    let rounds: usize = std::env::var("AGENT_LOOP_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(ROUNDS);
+    let (mut floor, mut run) = (Vec::new(), Vec::new());
+    for round in 0..rounds + WARMUP {
+        let floor_time = support::time(|| async {
+            if side != "agent" {
+                replay(http, &server.url, &requests).await;
+            }
+        })
+        .await;
+        let run_time = support::time(|| async {
+            if side != "replay" {
+                let output = agent.run("go").await.expect("agent run");
+                assert_eq!(output.steps.len(), steps);
+            }
+        })
+        .await;
+        if round >= WARMUP {
+            floor.push(floor_time);
+            run.push(run_time);
+        }
+    }
+    let floor = support::median(floor) / steps as u32;
+    let run = support::median(run) / steps as u32;
+    println!(
+        "{name:<24}  {steps:>5}  {:>8.1} µs  {:>8.1} µs  {:>8.1} µs",
+        micros(floor),
+        micros(run),
+        micros(run.saturating_sub(floor))
+    );
+}
+
+/// `count` tools named and described like a big MCP server's.
+fn many_tools(count: usize) -> Vec<Tool> {
+    const TOPICS: [&str; 8] = [
+        "files", "mail", "calendar", "billing", "crm", "tickets", "deploy", "metrics",
+    ];
+    (0..count)
+        .map(|n| {
+            let topic = TOPICS[n % TOPICS.len()];
+            tool(format!("{topic}_op_{n:04}"))
+                .description(format!(
+                    "Operation {n} of the {topic} service: invoice, report or sync"
+                ))
+                .raw_schema(json!({"type": "object", "properties": {"id": {"type": "string"}}}))
+                .execute_raw(|_| async { Ok(json!("ok")) })
+        })
+        .collect()
 }
 
 /// From `cancel()` to `run()` returning: while a tool runs, and while the model request hangs.
