@@ -6,6 +6,7 @@
 mod acp;
 mod config;
 mod mcp_cmd;
+mod oauth;
 mod output;
 mod run;
 mod servers;

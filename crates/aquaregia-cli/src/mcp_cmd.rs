@@ -4,10 +4,11 @@ use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::Tool;
-use aquaregia::mcp::McpConnection;
+use aquaregia::mcp::{Connector, McpConnection, McpServerSpec, MemoryTokenStore, TokenStore};
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 
+use crate::oauth;
 use crate::output::{self, Styles};
 use crate::servers::{self, InlineServer, Target};
 
@@ -25,6 +26,28 @@ pub(crate) enum McpCommand {
                                 aquaregia mcp call [OPTIONS] (--stdio <COMMAND> | --http <URL> | --sse <URL>) <TOOL> [ARGS]"
     )]
     Call(CallArgs),
+    /// Authorize with an HTTP server (OAuth 2.1) and store its token for later commands.
+    ///
+    /// Opens the authorization URL in a browser (and prints it) and waits for the redirect
+    /// on 127.0.0.1. Tokens are kept in the data directory (AQUAREGIA_DATA_DIR overrides it),
+    /// readable only by you. Headless, with an authorization server that approves without a
+    /// user: AQUAREGIA_OAUTH_AUTOMATIC=1 fetches the URL instead of opening a browser.
+    #[command(override_usage = "aquaregia mcp login <SERVER>\n       \
+                                aquaregia mcp login (--http <URL>)")]
+    Login(AuthArgs),
+    /// Forget the token stored for an HTTP server.
+    #[command(override_usage = "aquaregia mcp logout <SERVER>\n       \
+                                aquaregia mcp logout (--http <URL>)")]
+    Logout(AuthArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AuthArgs {
+    /// A server name from the config file.
+    #[arg(value_name = "SERVER")]
+    server: Option<String>,
+    #[command(flatten)]
+    inline: InlineServer,
 }
 
 #[derive(Debug, Args)]
@@ -61,7 +84,72 @@ pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> anyhow::R
     match command {
         McpCommand::Tools(args) => list_tools(args, config).await,
         McpCommand::Call(args) => call_tool(args, config).await,
+        McpCommand::Login(args) => login(args, config).await,
+        McpCommand::Logout(args) => logout(args, config).await,
     }
+}
+
+/// The URL of the one HTTP server of `args`.
+fn http_target(args: &AuthArgs, config: Option<&Path>) -> anyhow::Result<(Target, String)> {
+    let target = servers::select_one(config, args.server.as_deref(), &args.inline)?;
+    let Some(url) = target.url().map(str::to_owned) else {
+        bail!(
+            "`{}` is a stdio server: only HTTP servers use OAuth",
+            target.name()
+        );
+    };
+    Ok((target, url))
+}
+
+async fn login(args: AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
+    let (target, url) = http_target(&args, config)?;
+    if let McpServerSpec::Http { headers, .. } | McpServerSpec::Sse { headers, .. } = target.spec()
+        && headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+    {
+        bail!(
+            "`{}` is configured with an Authorization header: remove it to use OAuth",
+            target.name()
+        );
+    }
+    let store = oauth::store()?;
+    // A fresh authorization, kept aside until it worked: a failed login leaves the stored
+    // token as it was.
+    let fresh = MemoryTokenStore::new();
+    let loopback = oauth::Loopback::bind().await?;
+    let connector = Connector::new()
+        .name(target.name())
+        .oauth(loopback.oauth().store(fresh.clone()));
+    let connection = target.spec().connect(connector).await?;
+    let tools = connection.tools().await.map(|tools| tools.len());
+    connection.close().await;
+    let Some(credentials) = fresh.load(&url).await? else {
+        eprintln!(
+            "server `{}` did not ask for authorization: nothing to store",
+            target.name()
+        );
+        return Ok(());
+    };
+    store.save(&url, credentials).await?;
+    match tools {
+        Ok(count) => eprintln!("logged in to `{}` ({count} tools)", target.name()),
+        Err(error) => eprintln!(
+            "logged in to `{}` (listing its tools failed: {error})",
+            target.name()
+        ),
+    }
+    Ok(())
+}
+
+async fn logout(args: AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
+    let (target, url) = http_target(&args, config)?;
+    if oauth::store()?.remove(&url).await? {
+        eprintln!("logged out of `{}`", target.name());
+    } else {
+        eprintln!("no stored token for `{}`", target.name());
+    }
+    Ok(())
 }
 
 async fn list_tools(args: ToolsArgs, config: Option<&Path>) -> anyhow::Result<()> {

@@ -4,10 +4,11 @@
 use std::path::Path;
 
 use anyhow::{anyhow, bail};
-use aquaregia::mcp::{McpConnection, McpServerSpec, McpToolset};
+use aquaregia::mcp::{McpConnection, McpError, McpServerSpec, McpToolset};
 use clap::Args;
 
 use crate::config::Config;
+use crate::oauth;
 
 /// Servers given on the command line (`run`: any number).
 #[derive(Debug, Args)]
@@ -56,6 +57,36 @@ enum Transport {
 pub(crate) struct Target {
     name: String,
     spec: McpServerSpec,
+    /// Given on the command line rather than named from the config.
+    inline: bool,
+}
+
+impl Target {
+    /// The server's name in errors and logs.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How to reach it.
+    pub(crate) fn spec(&self) -> &McpServerSpec {
+        &self.spec
+    }
+
+    /// The URL of an HTTP or SSE server.
+    pub(crate) fn url(&self) -> Option<&str> {
+        match &self.spec {
+            McpServerSpec::Http { url, .. } | McpServerSpec::Sse { url, .. } => Some(url),
+            _ => None,
+        }
+    }
+
+    /// The command that authorizes this server: by name if it comes from the config.
+    fn login_command(&self) -> String {
+        match self.url() {
+            Some(url) if self.inline => format!("aquaregia mcp login --http {url}"),
+            _ => format!("aquaregia mcp login {}", self.name),
+        }
+    }
 }
 
 /// The servers of a `run`: the named ones plus the inline ones, or every server of the config
@@ -80,6 +111,7 @@ pub(crate) fn select(
             targets.extend(config.servers().iter().map(|(name, spec)| Target {
                 name: name.clone(),
                 spec: spec.clone(),
+                inline: false,
             }));
         }
         return Ok(targets);
@@ -92,13 +124,18 @@ pub(crate) fn select(
                 targets.push(Target {
                     name: name.clone(),
                     spec,
+                    inline: false,
                 });
             }
         }
     }
     for spec in inline_specs {
         let name = unique_name(&base_name(&spec), &targets);
-        targets.push(Target { name, spec });
+        targets.push(Target {
+            name,
+            spec,
+            inline: true,
+        });
     }
     Ok(targets)
 }
@@ -125,11 +162,13 @@ pub(crate) fn select_one(
             Ok(Target {
                 name: name.to_owned(),
                 spec: config.server(name)?.clone(),
+                inline: false,
             })
         }
         (None, Some(spec)) => Ok(Target {
             name: base_name(&spec),
             spec,
+            inline: true,
         }),
         (None, None) => {
             bail!("name a server from the config, or give one with --stdio, --http or --sse")
@@ -239,11 +278,27 @@ fn unique_name(base: &str, taken: &[Target]) -> String {
 /// the others are closed and the first failure is returned. With several servers, tools are
 /// named `<server>__<tool>`.
 pub(crate) async fn toolset(targets: Vec<Target>) -> anyhow::Result<McpToolset> {
-    let toolset = McpToolset::builder()
+    let mut builder = McpToolset::builder().strict(true);
+    if targets.iter().any(|target| target.url().is_some()) {
+        builder = builder.oauth(oauth::settings().await?);
+    }
+    let hints: Vec<(String, String)> = targets
+        .iter()
+        .filter_map(|target| Some((target.url()?.to_owned(), target.login_command())))
+        .collect();
+    let toolset = builder
         .servers(targets.into_iter().map(|target| (target.name, target.spec)))
-        .strict(true)
         .connect()
-        .await?;
+        .await
+        .map_err(|error| match &error {
+            McpError::AuthRequired { url, .. } => {
+                match hints.iter().find(|(target, _)| target == url) {
+                    Some((_, login)) => anyhow!("{error}: run `{login}`"),
+                    None => error.into(),
+                }
+            }
+            _ => error.into(),
+        })?;
     Ok(toolset)
 }
 
@@ -317,10 +372,12 @@ mod tests {
             Target {
                 name: "a".into(),
                 spec: stdio("a"),
+                inline: true,
             },
             Target {
                 name: "a-2".into(),
                 spec: stdio("a"),
+                inline: true,
             },
         ];
         assert_eq!(unique_name("a", &taken), "a-3");

@@ -48,6 +48,10 @@ pub(crate) struct HandshakeError {
     /// result nor an error (some servers answer unknown methods with `{}`): a fresh
     /// transport with [`Handshake::Initialize`] will likely work.
     pub(crate) discover_confused: bool,
+    /// The server asked for authorization: its `WWW-Authenticate` challenge (`Bearer` when
+    /// it sent none).
+    #[cfg_attr(not(feature = "mcp-oauth"), allow(dead_code))]
+    pub(crate) challenge: Option<String>,
 }
 
 /// Runs the MCP handshake over `transport` and starts watching for list changes.
@@ -82,6 +86,7 @@ where
     };
     let transport = HandshakeGuard::new(transport.into_transport());
     let started = tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle));
+    let mut challenge = None;
     let (error, discover_confused) = match started.await {
         Ok(Ok(service)) => {
             let connection = McpConnection::new(service, name, changes, process);
@@ -96,7 +101,12 @@ where
                         | ClientInitializeError::ExpectedInitResponse(_)
                         | ClientInitializeError::LegacyFallbackFailed { .. }
                 );
-            (init_error(&name, error, http.as_ref()), confused)
+            challenge = auth_challenge(&error);
+            let error = init_error(&name, error, http.as_ref());
+            if challenge.is_none() && matches!(error, McpError::AuthRequired { .. }) {
+                challenge = Some("Bearer".to_owned());
+            }
+            (error, confused)
         }
         Err(_) => (
             McpError::connect(
@@ -132,7 +142,29 @@ where
     Err(HandshakeError {
         error,
         discover_confused,
+        challenge,
     })
+}
+
+/// The `WWW-Authenticate` header of a 401 or 403 that ended the handshake.
+fn auth_challenge(error: &ClientInitializeError) -> Option<String> {
+    match error {
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => auth_challenge(fallback),
+        ClientInitializeError::TransportError { error, .. } => match error
+            .error
+            .downcast_ref::<StreamableHttpError<
+            reqwest::Error,
+        >>()? {
+            StreamableHttpError::AuthRequired(challenge) => {
+                Some(challenge.www_authenticate_header.clone())
+            }
+            StreamableHttpError::InsufficientScope(challenge) => {
+                Some(challenge.www_authenticate_header.clone())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The typed error for a failed handshake.

@@ -70,6 +70,8 @@ mod http;
 mod lines;
 mod listing;
 mod naming;
+#[cfg(feature = "mcp-oauth")]
+mod oauth;
 mod sse;
 mod stdio;
 mod toolset;
@@ -84,7 +86,7 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use rmcp::transport::IntoTransport;
 use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+    StreamableHttpClient, StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
 };
 use tokio::process::Command;
 
@@ -94,6 +96,11 @@ pub use error::{ErrorSource, McpError};
 use handshake::{Handshake, HandshakeError, HttpTarget, establish};
 pub use http::HttpOptions;
 pub use naming::prefixed_name;
+#[cfg(feature = "mcp-oauth")]
+pub use oauth::{
+    AuthorizationPrompt, AuthorizeError, FileTokenStore, MemoryTokenStore, OAuth, TokenStore,
+    TokenStoreError,
+};
 pub use stdio::DEFAULT_INHERITED_ENV_VARS;
 pub use toolset::{McpToolset, McpToolsetBuilder, glob_match};
 
@@ -155,6 +162,8 @@ pub struct Connector {
     name: Option<String>,
     timeout: Duration,
     inherit_env: bool,
+    #[cfg(feature = "mcp-oauth")]
+    oauth: Option<OAuth>,
 }
 
 impl Default for Connector {
@@ -171,6 +180,8 @@ impl Connector {
             name: None,
             timeout: DEFAULT_CONNECT_TIMEOUT,
             inherit_env: false,
+            #[cfg(feature = "mcp-oauth")]
+            oauth: None,
         }
     }
 
@@ -195,6 +206,14 @@ impl Connector {
     /// server the variables it needs.
     pub fn inherit_env(mut self, inherit: bool) -> Self {
         self.inherit_env = inherit;
+        self
+    }
+
+    /// OAuth for HTTP servers whose [`HttpOptions`] set none and that are given no
+    /// `Authorization` header (feature `mcp-oauth`).
+    #[cfg(feature = "mcp-oauth")]
+    pub fn oauth(mut self, oauth: OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 
@@ -261,43 +280,23 @@ impl Connector {
     ) -> Result<McpConnection, McpError> {
         let url = url.into();
         let name = self.name.clone().unwrap_or_else(|| name_from_url(&url));
-        let streamable = |handshake| {
-            let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
-                .max_json_response_size(options.max_response_bytes)
-                .max_sse_event_size(options.max_response_bytes)
-                .reinit_on_expired_session(true);
-            let headers = options.header_map();
-            let (client, name, timeout) = (options.client(), name.clone(), self.timeout);
-            let target = HttpTarget {
-                url: url.clone(),
-                credentials: options.has_credentials(),
-            };
-            async move {
-                let headers = headers.map_err(|error| HandshakeError {
-                    error,
-                    discover_confused: false,
-                })?;
-                let config = config.custom_headers(
-                    headers
-                        .into_iter()
-                        .filter_map(|(name, value)| Some((name?, value)))
-                        .collect(),
-                );
-                let transport = StreamableHttpClientTransport::with_client(
-                    http::RepairingClient(client),
-                    config,
-                );
-                establish(transport, name, timeout, None, handshake, Some(target)).await
-            }
+        #[cfg(feature = "mcp-oauth")]
+        let options = match (&options.oauth, &self.oauth) {
+            (None, Some(oauth)) => options.oauth(oauth.clone()),
+            _ => options,
         };
-        let error = match streamable(Handshake::Auto).await {
+        #[cfg(feature = "mcp-oauth")]
+        if let Some(oauth) = options
+            .oauth
+            .as_ref()
+            .filter(|_| !options.has_credentials())
+        {
+            // OAuth servers speak Streamable HTTP: no legacy fallback.
+            return oauth::connect_with_oauth(&url, &name, &options, oauth, self.timeout).await;
+        }
+        let client = http::RepairingClient(options.client());
+        let error = match streamable_http(client, &url, &name, &options, self.timeout).await {
             Ok(connection) => return Ok(connection),
-            Err(failed) if failed.discover_confused => {
-                match streamable(Handshake::Initialize).await {
-                    Ok(connection) => return Ok(connection),
-                    Err(failed) => failed.error,
-                }
-            }
             Err(failed) => failed.error,
         };
         // Authorization does not depend on the transport: the legacy one would not do better.
@@ -378,6 +377,55 @@ impl Connector {
         establish(transport, name, self.timeout, None, Handshake::Auto, None)
             .await
             .map_err(|failed| failed.error)
+    }
+}
+
+/// Connects over Streamable HTTP with `client`: the `server/discover` handshake, then
+/// `initialize` on a fresh transport when the server misunderstood it.
+pub(crate) async fn streamable_http<C>(
+    client: C,
+    url: &str,
+    name: &str,
+    options: &HttpOptions,
+    timeout: Duration,
+) -> Result<McpConnection, HandshakeError>
+where
+    C: StreamableHttpClient + Clone + Send + Sync + 'static,
+{
+    let headers = options.header_map().map_err(|error| HandshakeError {
+        error,
+        discover_confused: false,
+        challenge: None,
+    })?;
+    let target = HttpTarget {
+        url: url.to_owned(),
+        credentials: options.has_credentials(),
+    };
+    let attempt = |handshake| {
+        let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
+            .max_json_response_size(options.max_response_bytes)
+            .max_sse_event_size(options.max_response_bytes)
+            .reinit_on_expired_session(true)
+            .custom_headers(
+                headers
+                    .clone()
+                    .into_iter()
+                    .filter_map(|(name, value)| Some((name?, value)))
+                    .collect(),
+            );
+        let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
+        establish(
+            transport,
+            name.to_owned(),
+            timeout,
+            None,
+            handshake,
+            Some(target.clone()),
+        )
+    };
+    match attempt(Handshake::Auto).await {
+        Err(failed) if failed.discover_confused => attempt(Handshake::Initialize).await,
+        result => result,
     }
 }
 

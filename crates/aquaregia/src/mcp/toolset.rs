@@ -84,6 +84,8 @@ pub struct McpToolsetBuilder {
     strict: bool,
     always_prefix: bool,
     disabled: Vec<String>,
+    #[cfg(feature = "mcp-oauth")]
+    oauth: Option<super::OAuth>,
 }
 
 impl fmt::Debug for McpToolsetBuilder {
@@ -175,6 +177,15 @@ impl McpToolsetBuilder {
         self
     }
 
+    /// OAuth for the HTTP servers that are given no `Authorization` header (feature
+    /// `mcp-oauth`). With an authorization callback, a server waiting for the user is not cut
+    /// off by the startup timeout (each handshake still is): the callback bounds the wait.
+    #[cfg(feature = "mcp-oauth")]
+    pub fn oauth(mut self, oauth: super::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
     /// Connects every server in parallel. A server that fails is in
     /// [`McpToolset::failures`]; in [`strict`](Self::strict) mode the first failure is
     /// returned instead (and the servers that did connect are closed). Dropping the future
@@ -182,21 +193,42 @@ impl McpToolsetBuilder {
     pub async fn connect(self) -> Result<McpToolset, McpError> {
         let prefix = self.always_prefix || self.servers.len() > 1;
         let timeout = self.timeout;
-        let attempts = join_all(self.servers.into_iter().map(|(name, source)| async move {
-            let connector = Connector::new().name(name.clone()).timeout(timeout);
-            let attempt: ConnectFuture = match source {
-                Source::Connected(connection) => return (name, Ok(connection)),
-                Source::Spec(spec) => Box::pin(async move { spec.connect(connector).await }),
-                Source::Custom(connect) => connect(connector),
-            };
-            let result = match tokio::time::timeout(timeout, attempt).await {
-                Ok(result) => result,
-                Err(_) => Err(McpError::connect(
-                    &name,
-                    format!("did not start within {} s", timeout.as_secs_f64()),
-                )),
-            };
-            (name, result)
+        let connector = Connector::new().timeout(timeout);
+        let outer_timeout = Some(timeout);
+        #[cfg(feature = "mcp-oauth")]
+        // Asking the user takes as long as it takes.
+        let (connector, outer_timeout) = match self.oauth {
+            Some(oauth) => {
+                let interactive = oauth.authorize.is_some();
+                (
+                    connector.oauth(oauth),
+                    outer_timeout.filter(|_| !interactive),
+                )
+            }
+            None => (connector, outer_timeout),
+        };
+        let attempts = join_all(self.servers.into_iter().map(|(name, source)| {
+            let connector = connector.clone().name(name.clone());
+            async move {
+                let attempt: ConnectFuture = match source {
+                    Source::Connected(connection) => return (name, Ok(connection)),
+                    Source::Spec(spec) => Box::pin(async move { spec.connect(connector).await }),
+                    Source::Custom(connect) => connect(connector),
+                };
+                let result =
+                    match outer_timeout {
+                        None => attempt.await,
+                        Some(timeout) => tokio::time::timeout(timeout, attempt)
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(McpError::connect(
+                                    &name,
+                                    format!("did not start within {} s", timeout.as_secs_f64()),
+                                ))
+                            }),
+                    };
+                (name, result)
+            }
         }))
         .await;
         let disabled: Arc<[String]> = self.disabled.into();
@@ -277,6 +309,8 @@ impl McpToolset {
             strict: false,
             always_prefix: false,
             disabled: Vec::new(),
+            #[cfg(feature = "mcp-oauth")]
+            oauth: None,
         }
     }
 
