@@ -8,6 +8,7 @@ use rmcp::transport::auth::{
     AuthorizationSession, ClientCredentialsConfig,
 };
 
+use super::step_up::StepUpClient;
 use super::store::ServerSlot;
 use super::{AuthorizationPrompt, OAuth};
 use crate::mcp::error::McpError;
@@ -34,11 +35,20 @@ pub(crate) async fn connect_with_oauth(
     }
     let mut authorizations = 0;
     loop {
-        let client = AuthClient::new(RepairingClient(options.client()), manager);
+        let client = StepUpClient::new(
+            AuthClient::new(RepairingClient(options.client()), manager),
+            url,
+            name,
+            oauth,
+        );
+        let connected = client.connected();
         let HandshakeError {
             error, challenge, ..
         } = match streamable_http(client, url, name, options, timeout).await {
-            Ok(connection) => return Ok(connection),
+            Ok(connection) => {
+                connected.store(true, std::sync::atomic::Ordering::SeqCst);
+                return Ok(connection);
+            }
             Err(failed) => failed,
         };
         let Some(challenge) = challenge else {
@@ -48,7 +58,10 @@ pub(crate) async fn connect_with_oauth(
             return Err(error);
         }
         authorizations += 1;
-        manager = authorize(url, name, oauth, &challenge, error).await?;
+        manager = match authorize(url, name, oauth, &challenge).await? {
+            Some(manager) => manager,
+            None => return Err(error),
+        };
     }
 }
 
@@ -65,16 +78,15 @@ async fn manager(url: &str, name: &str, oauth: &OAuth) -> Result<AuthorizationMa
 }
 
 /// Gets new credentials after `challenge`: client credentials, or the user through the
-/// callback. Without a callback, `unauthorized` (the connect's error) is returned.
-async fn authorize(
+/// callback. `None` when neither is configured.
+pub(super) async fn authorize(
     url: &str,
     name: &str,
     oauth: &OAuth,
     challenge: &str,
-    unauthorized: McpError,
-) -> Result<AuthorizationManager, McpError> {
+) -> Result<Option<AuthorizationManager>, McpError> {
     if !oauth.client_credentials && oauth.authorize.is_none() {
-        return Err(unauthorized);
+        return Ok(None);
     }
     let mut manager = manager(url, name, oauth).await?;
     let resolution = manager
@@ -105,10 +117,10 @@ async fn authorize(
             .await
             .map_err(|error| failed(name, url, "the client credentials grant", &error))?;
         tracing::info!(server = %name, "authorized with client credentials");
-        return Ok(manager);
+        return Ok(Some(manager));
     }
     let Some(callback) = &oauth.authorize else {
-        return Err(unauthorized);
+        return Ok(None);
     };
     let mut request = AuthorizationRequest::new(oauth.redirect_uri.clone())
         .with_client_name(oauth.client_name.clone())
@@ -148,7 +160,7 @@ async fn authorize(
         .await
         .map_err(|error| failed(name, url, "exchanging the authorization code", &error))?;
     tracing::info!(server = %name, "authorized");
-    Ok(session.auth_manager)
+    Ok(Some(session.auth_manager))
 }
 
 /// An OAuth step that failed. rmcp's messages name URLs and OAuth error codes, never tokens.

@@ -35,6 +35,7 @@
 //! ```
 
 mod flow;
+mod step_up;
 mod store;
 
 use std::fmt;
