@@ -296,6 +296,18 @@ pub enum AgentEvent {
         /// What it returned, or why it failed.
         result: Result<ToolOutput, ToolExecError>,
     },
+    /// A running tool call reported progress (MCP `notifications/progress`, or a tool using
+    /// [`ProgressReporter`](crate::ProgressReporter)).
+    ToolProgress {
+        /// The call id.
+        id: String,
+        /// The progress so far.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// What is happening.
+        message: Option<String>,
+    },
     /// A step finished.
     StepFinish(StepResult),
     /// The run finished; always the last event of a successful stream.

@@ -18,6 +18,7 @@ use super::error::McpError;
 use super::fault::LocalFault;
 use super::listing::McpTool;
 use super::naming::{prefixed_name, sanitized_name};
+use super::progress::ProgressRoutes;
 use super::stdio::StdioProcess;
 use crate::tool::{Tool, ToolDescriptor};
 
@@ -73,6 +74,7 @@ pub(crate) struct Shared {
     listing: tokio::sync::Mutex<Option<Listing>>,
     process: Mutex<Option<Arc<StdioProcess>>>,
     info: McpServerInfo,
+    pub(crate) progress: Arc<ProgressRoutes>,
 }
 
 impl Drop for Shared {
@@ -114,6 +116,8 @@ impl Changes {
 pub(crate) struct Handler {
     pub(crate) changes: Arc<Changes>,
     pub(crate) server: String,
+    /// Filled by the session's transport (see `HandshakeGuard`), read by tool calls.
+    pub(crate) progress: Arc<ProgressRoutes>,
 }
 
 impl ClientHandler for Handler {
@@ -161,6 +165,7 @@ impl McpConnection {
         process: Option<StdioProcess>,
     ) -> Self {
         let peer = service.peer().clone();
+        let progress = service.service().progress.clone();
         let info = peer
             .peer_info()
             .map(|info| McpServerInfo {
@@ -182,6 +187,7 @@ impl McpConnection {
                 listing: tokio::sync::Mutex::new(None),
                 process: Mutex::new(process.map(Arc::new)),
                 info,
+                progress,
             }),
             view: Arc::new(View {
                 call_timeout: Some(DEFAULT_CALL_TIMEOUT),
@@ -244,6 +250,7 @@ impl McpConnection {
             timeout: self.view.call_timeout,
             meta: self.view.meta.clone(),
             shared: Arc::downgrade(&self.shared),
+            progress: self.shared.progress.clone(),
         });
         tools
             .iter()
@@ -272,9 +279,11 @@ impl McpConnection {
             .collect()
     }
 
-    /// Per-call time limit for tools made from this connection (default 300 s; `None` for no
-    /// limit). On expiry the call fails with [`McpError::CallTimeout`] and the server is sent
-    /// `notifications/cancelled`; the connection stays usable.
+    /// Per-call inactivity limit for tools made from this connection (default 300 s; `None`
+    /// for no limit): each `notifications/progress` for the call starts it again, so a long
+    /// call that keeps reporting progress is not cut off. On expiry the call fails with
+    /// [`McpError::CallTimeout`] and the server is sent `notifications/cancelled`; the
+    /// connection stays usable.
     #[must_use]
     pub fn with_call_timeout(self, timeout: impl Into<Option<Duration>>) -> Self {
         let timeout = timeout.into();

@@ -20,6 +20,7 @@ use super::connection::{Changes, Handler, McpConnection};
 use super::error::{ErrorSource, McpError};
 use super::fault::LocalFault;
 use super::http::parse_challenge;
+use super::progress::ProgressRoutes;
 use super::stdio::StdioProcess;
 
 /// Which handshake to run.
@@ -73,9 +74,11 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let changes = Arc::new(Changes::new());
+    let progress = Arc::<ProgressRoutes>::default();
     let handler = Handler {
         changes: changes.clone(),
         server: name.clone(),
+        progress: progress.clone(),
     };
     let lifecycle = match handshake {
         Handshake::Auto => ClientLifecycleMode::Auto {
@@ -84,7 +87,7 @@ where
         },
         Handshake::Initialize => ClientLifecycleMode::Initialize,
     };
-    let transport = HandshakeGuard::new(transport.into_transport());
+    let transport = HandshakeGuard::new(transport.into_transport(), progress);
     let started = tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle));
     let mut challenge = None;
     let (error, discover_confused) = match started.await {
@@ -324,9 +327,12 @@ async fn listen(peer: &Peer<RoleClient>, name: &str, changes: &Changes) {
 
 /// The transport under every session. It drops the answer to a `server/discover` that rmcp
 /// gave up on (it sent `initialize` instead), which would otherwise fail the `initialize`
-/// as an uncorrelated response.
+/// as an uncorrelated response. It also hands `notifications/progress` to the waiting call
+/// as they are read, so a call sees its progress before its answer (rmcp's handler runs
+/// notifications on tasks of their own, in no particular order).
 pub(crate) struct HandshakeGuard<T> {
     inner: T,
+    progress: Arc<ProgressRoutes>,
     /// A `server/discover` not answered yet.
     discover: Option<RequestId>,
     /// A `server/discover` rmcp stopped waiting for.
@@ -334,9 +340,10 @@ pub(crate) struct HandshakeGuard<T> {
 }
 
 impl<T> HandshakeGuard<T> {
-    fn new(inner: T) -> Self {
+    fn new(inner: T, progress: Arc<ProgressRoutes>) -> Self {
         Self {
             inner,
+            progress,
             discover: None,
             abandoned: None,
         }
@@ -371,6 +378,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for HandshakeGuard<T> {
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
             let message = self.inner.receive().await?;
+            if let JsonRpcMessage::Notification(notification) = &message
+                && let ServerNotification::ProgressNotification(progress) =
+                    &notification.notification
+            {
+                self.progress.deliver(progress.params.clone());
+            }
             if self.discover.is_none() && self.abandoned.is_none() {
                 return Some(message);
             }

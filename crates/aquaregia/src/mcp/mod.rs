@@ -72,6 +72,7 @@ mod listing;
 mod naming;
 #[cfg(feature = "mcp-oauth")]
 mod oauth;
+mod progress;
 mod sse;
 mod stdio;
 mod toolset;
