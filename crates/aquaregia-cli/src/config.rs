@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
-use aquaregia::mcp::{ConfigError, McpServerSpec, McpServersConfig};
+use aquaregia::mcp::{ConfigError, McpServerSpec, McpServerTimeouts, McpServersConfig};
 
 /// The config file's name, in the current directory and in the user config directory.
 const FILE_NAME: &str = "aquaregia.json";
@@ -75,6 +75,11 @@ impl Config {
     }
 
     /// The server called `name`, or an error listing the known ones.
+    /// The `"timeout"` / `"startupTimeoutMs"` of the server called `name`.
+    pub(crate) fn timeouts(&self, name: &str) -> McpServerTimeouts {
+        self.servers.timeouts(name)
+    }
+
     pub(crate) fn server(&self, name: &str) -> anyhow::Result<&McpServerSpec> {
         self.servers.get(name).ok_or_else(|| {
             if self

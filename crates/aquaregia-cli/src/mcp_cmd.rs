@@ -1,10 +1,13 @@
 //! `aquaregia mcp tools` and `aquaregia mcp call`: one server, no model.
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::Tool;
-use aquaregia::mcp::{Connector, McpConnection, McpServerSpec, MemoryTokenStore, TokenStore};
+use aquaregia::mcp::{
+    Connector, McpConnection, McpServerSpec, McpServerTimeouts, MemoryTokenStore, TokenStore,
+};
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 
@@ -57,9 +60,57 @@ pub(crate) struct ToolsArgs {
     server: Option<String>,
     #[command(flatten)]
     inline: InlineServer,
+    #[command(flatten)]
+    timeouts: TimeoutArgs,
     /// Print the tool descriptors (name, description, input_schema, annotations) as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// `--connect-timeout` and `--call-timeout`, over the config's `startupTimeoutMs` and
+/// `timeout`.
+#[derive(Debug, Args)]
+pub(crate) struct TimeoutArgs {
+    /// How long the server gets to start and finish its handshake (`30s`, `500ms`, `2m`;
+    /// a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    connect_timeout: Option<Duration>,
+    /// How long a tool call may go without an answer or progress (same format).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    call_timeout: Option<Duration>,
+}
+
+impl TimeoutArgs {
+    fn apply(&self, target: &mut Target) {
+        target.override_timeouts(
+            McpServerTimeouts::new()
+                .connect(self.connect_timeout)
+                .call(self.call_timeout),
+        );
+    }
+}
+
+/// `30s`, `500ms`, `2m`, `1.5` (seconds).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (like 30s, 500ms, 2m)"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("`{text}`: the unit must be ms, s or m")),
+    };
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|duration| !duration.is_zero())
+        .ok_or_else(|| format!("`{text}` must be a positive duration"))
 }
 
 #[derive(Debug, Args)]
@@ -75,6 +126,8 @@ pub(crate) struct CallArgs {
     third: Option<String>,
     #[command(flatten)]
     inline: InlineServer,
+    #[command(flatten)]
+    timeouts: TimeoutArgs,
     /// Print the result as the JSON value the agent would get.
     #[arg(long)]
     json: bool,
@@ -153,7 +206,8 @@ async fn logout(args: AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
 }
 
 async fn list_tools(args: ToolsArgs, config: Option<&Path>) -> anyhow::Result<()> {
-    let target = servers::select_one(config, args.server.as_deref(), &args.inline)?;
+    let mut target = servers::select_one(config, args.server.as_deref(), &args.inline)?;
+    args.timeouts.apply(&mut target);
     let (server, tools) = with_server(target, |connection| async move {
         Ok((connection.name().to_owned(), connection.tools().await?))
     })
@@ -197,7 +251,8 @@ async fn call_tool(args: CallArgs, config: Option<&Path>) -> anyhow::Result<()> 
     } else {
         (args.first, args.second, args.third)
     };
-    let target = servers::select_one(config, server.as_deref(), &args.inline)?;
+    let mut target = servers::select_one(config, server.as_deref(), &args.inline)?;
+    args.timeouts.apply(&mut target);
     let name =
         tool.ok_or_else(|| anyhow!("which tool? aquaregia mcp call <SERVER> <TOOL> [ARGS]"))?;
     let arguments = match arguments {
@@ -286,4 +341,22 @@ fn descriptor_json(tool: &Tool) -> Value {
         "input_schema": descriptor.input_schema,
         "annotations": annotations,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_take_a_unit_or_mean_seconds() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("5h").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::{anyhow, bail};
-use aquaregia::mcp::{McpConnection, McpError, McpServerSpec, McpToolset};
+use aquaregia::mcp::{McpConnection, McpError, McpServerSpec, McpServerTimeouts, McpToolset};
 use clap::Args;
 
 use crate::config::Config;
@@ -59,6 +59,8 @@ pub(crate) struct Target {
     spec: McpServerSpec,
     /// Given on the command line rather than named from the config.
     inline: bool,
+    /// From the config, and the command line over it.
+    timeouts: McpServerTimeouts,
 }
 
 impl Target {
@@ -70,6 +72,11 @@ impl Target {
     /// How to reach it.
     pub(crate) fn spec(&self) -> &McpServerSpec {
         &self.spec
+    }
+
+    /// Timeouts given on the command line, over those of the config.
+    pub(crate) fn override_timeouts(&mut self, timeouts: McpServerTimeouts) {
+        self.timeouts = timeouts.or(self.timeouts);
     }
 
     /// The URL of an HTTP or SSE server.
@@ -112,6 +119,7 @@ pub(crate) fn select(
                 name: name.clone(),
                 spec: spec.clone(),
                 inline: false,
+                timeouts: config.timeouts(name),
             }));
         }
         return Ok(targets);
@@ -125,6 +133,7 @@ pub(crate) fn select(
                     name: name.clone(),
                     spec,
                     inline: false,
+                    timeouts: config.timeouts(name),
                 });
             }
         }
@@ -135,6 +144,7 @@ pub(crate) fn select(
             name,
             spec,
             inline: true,
+            timeouts: McpServerTimeouts::default(),
         });
     }
     Ok(targets)
@@ -163,12 +173,14 @@ pub(crate) fn select_one(
                 name: name.to_owned(),
                 spec: config.server(name)?.clone(),
                 inline: false,
+                timeouts: config.timeouts(name),
             })
         }
         (None, Some(spec)) => Ok(Target {
             name: base_name(&spec),
             spec,
             inline: true,
+            timeouts: McpServerTimeouts::default(),
         }),
         (None, None) => {
             bail!("name a server from the config, or give one with --stdio, --http or --sse")
@@ -286,6 +298,9 @@ pub(crate) async fn toolset(targets: Vec<Target>) -> anyhow::Result<McpToolset> 
         .iter()
         .filter_map(|target| Some((target.url()?.to_owned(), target.login_command())))
         .collect();
+    for target in &targets {
+        builder = builder.server_timeouts(target.name.clone(), target.timeouts);
+    }
     let toolset = builder
         .servers(targets.into_iter().map(|target| (target.name, target.spec)))
         .connect()
@@ -373,11 +388,13 @@ mod tests {
                 name: "a".into(),
                 spec: stdio("a"),
                 inline: true,
+                timeouts: McpServerTimeouts::default(),
             },
             Target {
                 name: "a-2".into(),
                 spec: stdio("a"),
                 inline: true,
+                timeouts: McpServerTimeouts::default(),
             },
         ];
         assert_eq!(unique_name("a", &taken), "a-3");

@@ -91,7 +91,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use tokio::process::Command;
 
-pub use config::{ConfigError, McpServerSpec, McpServersConfig};
+pub use config::{ConfigError, McpServerSpec, McpServerTimeouts, McpServersConfig};
 pub use connection::{McpConnection, McpServerInfo};
 pub use error::{ErrorSource, McpError};
 use handshake::{Handshake, HandshakeError, HttpTarget, establish};

@@ -1,6 +1,6 @@
 //! [`McpToolset`]: several MCP servers connected in parallel, their tools as one list.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use futures::future::{BoxFuture, join_all};
 
-use super::{Connector, DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerSpec};
+use super::{
+    Connector, DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerSpec, McpServerTimeouts,
+};
 use crate::agent::{StepContext, StepOverrides};
 use crate::tool::Tool;
 
@@ -84,6 +86,7 @@ pub struct McpToolsetBuilder {
     strict: bool,
     always_prefix: bool,
     disabled: Vec<String>,
+    timeouts: HashMap<String, McpServerTimeouts>,
     #[cfg(feature = "mcp-oauth")]
     oauth: Option<super::OAuth>,
 }
@@ -103,7 +106,8 @@ impl fmt::Debug for McpToolsetBuilder {
             .field("strict", &self.strict)
             .field("always_prefix", &self.always_prefix)
             .field("disabled", &self.disabled)
-            .finish()
+            .field("timeouts", &self.timeouts)
+            .finish_non_exhaustive()
     }
 }
 
@@ -149,6 +153,15 @@ impl McpToolsetBuilder {
     /// connect in parallel, so this also bounds the whole [`connect`](Self::connect).
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Timeouts for the server called `name`, over [`startup_timeout`](Self::startup_timeout)
+    /// and the default call timeout (from a config file: [`McpServersConfig::timeouts`]).
+    ///
+    /// [`McpServersConfig::timeouts`]: super::McpServersConfig::timeouts
+    pub fn server_timeouts(mut self, name: impl Into<String>, timeouts: McpServerTimeouts) -> Self {
+        self.timeouts.insert(name.into(), timeouts);
         self
     }
 
@@ -207,8 +220,12 @@ impl McpToolsetBuilder {
             }
             None => (connector, outer_timeout),
         };
+        let timeouts = self.timeouts;
         let attempts = join_all(self.servers.into_iter().map(|(name, source)| {
-            let connector = connector.clone().name(name.clone());
+            let limits = timeouts.get(&name).copied().unwrap_or_default();
+            let startup = limits.connect.unwrap_or(timeout);
+            let outer_timeout = outer_timeout.map(|_| startup);
+            let connector = connector.clone().name(name.clone()).timeout(startup);
             async move {
                 let attempt: ConnectFuture = match source {
                     Source::Connected(connection) => return (name, Ok(connection)),
@@ -227,6 +244,10 @@ impl McpToolsetBuilder {
                                 ))
                             }),
                     };
+                let result = match limits.call {
+                    Some(call) => result.map(|connection| connection.with_call_timeout(call)),
+                    None => result,
+                };
                 (name, result)
             }
         }))
@@ -309,6 +330,7 @@ impl McpToolset {
             strict: false,
             always_prefix: false,
             disabled: Vec::new(),
+            timeouts: HashMap::new(),
             #[cfg(feature = "mcp-oauth")]
             oauth: None,
         }
