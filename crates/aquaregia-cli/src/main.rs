@@ -5,6 +5,7 @@
 
 mod acp;
 mod config;
+mod elicit;
 mod mcp_cmd;
 mod oauth;
 mod output;

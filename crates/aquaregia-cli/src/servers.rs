@@ -1,6 +1,7 @@
 //! Which MCP servers a command uses (names from the config, inline specs), and connecting to
 //! them in parallel through [`McpToolset`].
 
+use std::io::IsTerminal;
 use std::path::Path;
 
 use anyhow::{anyhow, bail};
@@ -8,7 +9,7 @@ use aquaregia::mcp::{McpConnection, McpError, McpServerSpec, McpServerTimeouts, 
 use clap::Args;
 
 use crate::config::Config;
-use crate::oauth;
+use crate::{elicit, oauth};
 
 /// Servers given on the command line (`run`: any number).
 #[derive(Debug, Args)]
@@ -291,6 +292,9 @@ fn unique_name(base: &str, taken: &[Target]) -> String {
 /// named `<server>__<tool>`.
 pub(crate) async fn toolset(targets: Vec<Target>) -> anyhow::Result<McpToolset> {
     let mut builder = McpToolset::builder().strict(true);
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        builder = builder.on_elicitation(elicit::ask);
+    }
     if targets.iter().any(|target| target.url().is_some()) {
         builder = builder.oauth(oauth::settings().await?);
     }

@@ -4,16 +4,20 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::ErrorData;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, RequestMetaObject,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProtocolVersion, RequestMetaObject,
+    UrlElicitationCapability,
 };
-use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::call::{CallContext, McpToolExecutor};
+use super::elicitation::{ElicitationHandler, answer};
 use super::error::McpError;
 use super::fault::LocalFault;
 use super::listing::McpTool;
@@ -118,6 +122,7 @@ pub(crate) struct Handler {
     pub(crate) server: String,
     /// Filled by the session's transport (see `HandshakeGuard`), read by tool calls.
     pub(crate) progress: Arc<ProgressRoutes>,
+    pub(crate) elicitation: Option<ElicitationHandler>,
 }
 
 impl ClientHandler for Handler {
@@ -127,7 +132,22 @@ impl ClientHandler for Handler {
             Implementation::new("aquaregia", env!("CARGO_PKG_VERSION")),
         );
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        if self.elicitation.is_some() {
+            info.capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new())
+                    .with_url(UrlElicitationCapability::new()),
+            );
+        }
         info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(answer(self.elicitation.as_ref(), &self.server, request).await)
     }
 
     fn on_tool_list_changed(

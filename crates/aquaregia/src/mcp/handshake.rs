@@ -17,6 +17,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpError;
 use rmcp::transport::{IntoTransport, Transport};
 
 use super::connection::{Changes, Handler, McpConnection};
+use super::elicitation::ElicitationHandler;
 use super::error::{ErrorSource, McpError};
 use super::fault::LocalFault;
 use super::http::parse_challenge;
@@ -68,6 +69,7 @@ pub(crate) async fn establish<T, E, A>(
     process: Option<StdioProcess>,
     handshake: Handshake,
     http: Option<HttpTarget>,
+    elicitation: Option<ElicitationHandler>,
 ) -> Result<McpConnection, HandshakeError>
 where
     T: IntoTransport<RoleClient, E, A>,
@@ -79,6 +81,7 @@ where
         changes: changes.clone(),
         server: name.clone(),
         progress: progress.clone(),
+        elicitation,
     };
     let lifecycle = match handshake {
         Handshake::Auto => ClientLifecycleMode::Auto {

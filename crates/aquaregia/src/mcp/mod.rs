@@ -63,6 +63,7 @@ mod call;
 mod config;
 mod connection;
 mod content;
+mod elicitation;
 mod error;
 mod fault;
 mod handshake;
@@ -82,6 +83,7 @@ mod toolset;
 /// resources, custom transports), so both sides use the same types.
 pub use rmcp;
 
+use std::fmt;
 use std::time::Duration;
 
 use rmcp::RoleClient;
@@ -93,6 +95,7 @@ use tokio::process::Command;
 
 pub use config::{ConfigError, McpServerSpec, McpServerTimeouts, McpServersConfig};
 pub use connection::{McpConnection, McpServerInfo};
+pub use elicitation::{ElicitationRequest, ElicitationResponse};
 pub use error::{ErrorSource, McpError};
 use handshake::{Handshake, HandshakeError, HttpTarget, establish};
 pub use http::HttpOptions;
@@ -157,14 +160,31 @@ where
 ///     .await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[must_use]
 pub struct Connector {
     name: Option<String>,
     timeout: Duration,
     inherit_env: bool,
+    elicitation: Option<elicitation::ElicitationHandler>,
     #[cfg(feature = "mcp-oauth")]
     oauth: Option<OAuth>,
+}
+
+impl fmt::Debug for Connector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut f = f.debug_struct("Connector");
+        f.field("name", &self.name)
+            .field("timeout", &self.timeout)
+            .field("inherit_env", &self.inherit_env)
+            .field(
+                "elicitation",
+                &self.elicitation.as_ref().map(|_| "<handler>"),
+            );
+        #[cfg(feature = "mcp-oauth")]
+        f.field("oauth", &self.oauth);
+        f.finish()
+    }
 }
 
 impl Default for Connector {
@@ -181,6 +201,7 @@ impl Connector {
             name: None,
             timeout: DEFAULT_CONNECT_TIMEOUT,
             inherit_env: false,
+            elicitation: None,
             #[cfg(feature = "mcp-oauth")]
             oauth: None,
         }
@@ -207,6 +228,30 @@ impl Connector {
     /// server the variables it needs.
     pub fn inherit_env(mut self, inherit: bool) -> Self {
         self.inherit_env = inherit;
+        self
+    }
+
+    /// Answers the server's questions to the user (MCP elicitation, form and URL modes); the
+    /// client then advertises the `elicitation` capability. Without it, questions are
+    /// declined.
+    ///
+    /// ```
+    /// use aquaregia::mcp::{Connector, ElicitationRequest, ElicitationResponse};
+    /// let connector = Connector::new().on_elicitation(|request| async move {
+    ///     match request {
+    ///         ElicitationRequest::Form { .. } => {
+    ///             ElicitationResponse::Accept(Some(serde_json::json!({"name": "Ann"})))
+    ///         }
+    ///         _ => ElicitationResponse::Decline,
+    ///     }
+    /// });
+    /// ```
+    pub fn on_elicitation<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ElicitationResponse> + Send + 'static,
+    {
+        self.elicitation = Some(elicitation::handler(answer));
         self
     }
 
@@ -250,6 +295,7 @@ impl Connector {
             Some(process),
             Handshake::Auto,
             None,
+            self.elicitation.clone(),
         )
         .await;
         match first {
@@ -265,6 +311,7 @@ impl Connector {
                     Some(process),
                     Handshake::Initialize,
                     None,
+                    self.elicitation.clone(),
                 )
                 .await
                 .map_err(|failed| failed.error)
@@ -293,10 +340,25 @@ impl Connector {
             .filter(|_| !options.has_credentials())
         {
             // OAuth servers speak Streamable HTTP: no legacy fallback.
-            return oauth::connect_with_oauth(&url, &name, &options, oauth, self.timeout).await;
+            let session = oauth::Session {
+                url: &url,
+                name: &name,
+                options: &options,
+                timeout: self.timeout,
+                elicitation: self.elicitation.as_ref(),
+            };
+            return oauth::connect_with_oauth(&session, oauth).await;
         }
         let client = http::RepairingClient(options.client());
-        let error = match streamable_http(client, &url, &name, &options, self.timeout).await {
+        let session = streamable_http(
+            client,
+            &url,
+            &name,
+            &options,
+            self.timeout,
+            self.elicitation.as_ref(),
+        );
+        let error = match session.await {
             Ok(connection) => return Ok(connection),
             Err(failed) => failed.error,
         };
@@ -363,6 +425,7 @@ impl Connector {
             None,
             Handshake::Initialize,
             Some(target),
+            self.elicitation,
         )
         .await
         .map_err(|failed| failed.error)
@@ -375,9 +438,17 @@ impl Connector {
         E: std::error::Error + Send + Sync + 'static,
     {
         let name = self.name.unwrap_or_else(|| "mcp".to_owned());
-        establish(transport, name, self.timeout, None, Handshake::Auto, None)
-            .await
-            .map_err(|failed| failed.error)
+        establish(
+            transport,
+            name,
+            self.timeout,
+            None,
+            Handshake::Auto,
+            None,
+            self.elicitation,
+        )
+        .await
+        .map_err(|failed| failed.error)
     }
 }
 
@@ -389,6 +460,7 @@ pub(crate) async fn streamable_http<C>(
     name: &str,
     options: &HttpOptions,
     timeout: Duration,
+    elicitation: Option<&elicitation::ElicitationHandler>,
 ) -> Result<McpConnection, HandshakeError>
 where
     C: StreamableHttpClient + Clone + Send + Sync + 'static,
@@ -422,6 +494,7 @@ where
             None,
             handshake,
             Some(target.clone()),
+            elicitation.cloned(),
         )
     };
     match attempt(Handshake::Auto).await {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use futures::future::{BoxFuture, join_all};
 
+use super::elicitation::{ElicitationHandler, ElicitationRequest, ElicitationResponse};
 use super::{
     Connector, DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerSpec, McpServerTimeouts,
 };
@@ -87,6 +88,7 @@ pub struct McpToolsetBuilder {
     always_prefix: bool,
     disabled: Vec<String>,
     timeouts: HashMap<String, McpServerTimeouts>,
+    elicitation: Option<ElicitationHandler>,
     #[cfg(feature = "mcp-oauth")]
     oauth: Option<super::OAuth>,
 }
@@ -165,6 +167,17 @@ impl McpToolsetBuilder {
         self
     }
 
+    /// Answers every server's questions to the user (see [`Connector::on_elicitation`]);
+    /// without it they are declined.
+    pub fn on_elicitation<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ElicitationResponse> + Send + 'static,
+    {
+        self.elicitation = Some(super::elicitation::handler(answer));
+        self
+    }
+
     /// All or nothing: when a server fails, the others are closed and `connect` returns the
     /// first failure. Off by default.
     pub fn strict(mut self, strict: bool) -> Self {
@@ -206,7 +219,8 @@ impl McpToolsetBuilder {
     pub async fn connect(self) -> Result<McpToolset, McpError> {
         let prefix = self.always_prefix || self.servers.len() > 1;
         let timeout = self.timeout;
-        let connector = Connector::new().timeout(timeout);
+        let mut connector = Connector::new().timeout(timeout);
+        connector.elicitation = self.elicitation;
         let outer_timeout = Some(timeout);
         #[cfg(feature = "mcp-oauth")]
         // Asking the user takes as long as it takes.
@@ -331,6 +345,7 @@ impl McpToolset {
             always_prefix: false,
             disabled: Vec::new(),
             timeouts: HashMap::new(),
+            elicitation: None,
             #[cfg(feature = "mcp-oauth")]
             oauth: None,
         }

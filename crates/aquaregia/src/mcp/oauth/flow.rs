@@ -11,6 +11,7 @@ use rmcp::transport::auth::{
 use super::step_up::StepUpClient;
 use super::store::ServerSlot;
 use super::{AuthorizationPrompt, OAuth};
+use crate::mcp::elicitation::ElicitationHandler;
 use crate::mcp::error::McpError;
 use crate::mcp::handshake::HandshakeError;
 use crate::mcp::http::{HttpOptions, RepairingClient, parse_challenge};
@@ -20,14 +21,27 @@ use crate::mcp::{McpConnection, streamable_http};
 /// authorization, say) before giving up.
 const MAX_AUTHORIZATIONS: usize = 2;
 
+/// The server being connected, and how.
+pub(crate) struct Session<'a> {
+    pub(crate) url: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) options: &'a HttpOptions,
+    pub(crate) timeout: Duration,
+    pub(crate) elicitation: Option<&'a ElicitationHandler>,
+}
+
 /// Connects to a Streamable HTTP server, authorizing with `oauth` when it asks.
 pub(crate) async fn connect_with_oauth(
-    url: &str,
-    name: &str,
-    options: &HttpOptions,
+    session: &Session<'_>,
     oauth: &OAuth,
-    timeout: Duration,
 ) -> Result<McpConnection, McpError> {
+    let Session {
+        url,
+        name,
+        options,
+        timeout,
+        elicitation,
+    } = *session;
     let mut manager = manager(url, name, oauth).await?;
     if let Err(error) = manager.initialize_from_store().await {
         // Unusable stored credentials (an unreachable issuer, a corrupt entry): authorize anew.
@@ -44,7 +58,7 @@ pub(crate) async fn connect_with_oauth(
         let connected = client.connected();
         let HandshakeError {
             error, challenge, ..
-        } = match streamable_http(client, url, name, options, timeout).await {
+        } = match streamable_http(client, url, name, options, timeout, elicitation).await {
             Ok(connection) => {
                 connected.store(true, std::sync::atomic::Ordering::SeqCst);
                 return Ok(connection);

@@ -43,7 +43,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-pub(crate) use flow::connect_with_oauth;
+pub(crate) use flow::{Session, connect_with_oauth};
 pub use store::{FileTokenStore, MemoryTokenStore, TokenStore, TokenStoreError};
 
 /// What the authorization callback is given: where to send the user.
