@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
-use aquaregia::mcp::{ConfigError, McpServerSpec, McpServersConfig};
+use aquaregia::mcp::{ConfigError, McpServerSpec, McpServerTimeouts, McpServersConfig};
 use serde_json::{Map, Value};
 
 use crate::jsonc;
@@ -24,6 +24,8 @@ pub(crate) struct Config {
     servers: Vec<(String, McpServerSpec, PathBuf)>,
     /// Servers switched off (`"disabled": true`), and where.
     disabled: Vec<(String, PathBuf)>,
+    /// Each server's `"timeout"` / `"startupTimeoutMs"`.
+    timeouts: Vec<(String, McpServerTimeouts)>,
     /// Tool globs allowed without asking.
     pub(crate) allow: Vec<String>,
     /// Tool globs never run.
@@ -76,9 +78,10 @@ impl Config {
             eprintln!("warning: {}: {warning}", path.display());
         }
         tracing::debug!(path = %path.display(), servers = servers.servers.len(), "loaded config");
-        for (name, spec) in servers.servers {
-            self.remove(&name);
-            self.servers.push((name, spec, path.clone()));
+        for (name, spec) in &servers.servers {
+            self.remove(name);
+            self.timeouts.push((name.clone(), servers.timeouts(name)));
+            self.servers.push((name.clone(), spec.clone(), path.clone()));
         }
         for name in servers.disabled {
             self.remove(&name);
@@ -93,6 +96,7 @@ impl Config {
     fn remove(&mut self, name: &str) {
         self.servers.retain(|(server, _, _)| server != name);
         self.disabled.retain(|(server, _)| server != name);
+        self.timeouts.retain(|(server, _)| server != name);
     }
 
     /// Like [`load`](Self::load), but a missing config is an error saying where it was looked for.
@@ -135,6 +139,15 @@ impl Config {
     /// The files read, lowest precedence first.
     pub(crate) fn files(&self) -> &[PathBuf] {
         &self.files
+    }
+
+    /// The `"timeout"` / `"startupTimeoutMs"` of the server called `name`.
+    pub(crate) fn timeouts(&self, name: &str) -> McpServerTimeouts {
+        self.timeouts
+            .iter()
+            .find(|(server, _)| server == name)
+            .map(|(_, timeouts)| *timeouts)
+            .unwrap_or_default()
     }
 
     /// The server called `name`, or an error listing the known ones.

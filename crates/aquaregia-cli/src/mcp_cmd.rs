@@ -1,14 +1,18 @@
 //! `aquaregia mcp tools` and `aquaregia mcp call`: one server, no model.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::Tool;
-use aquaregia::mcp::McpConnection;
+use aquaregia::mcp::{
+    Connector, McpConnection, McpServerSpec, McpServerTimeouts, MemoryTokenStore, TokenStore,
+};
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 
 use crate::call_args;
+use crate::oauth;
 use crate::output::{self, Styles};
 use crate::servers::{self, InlineServer, Target};
 
@@ -26,6 +30,28 @@ pub(crate) enum McpCommand {
                                 aquaregia mcp call [OPTIONS] (--stdio <COMMAND> | --http <URL> | --sse <URL>) <TOOL> [ARGS]"
     )]
     Call(CallArgs),
+    /// Authorize with an HTTP server (OAuth 2.1) and store its token for later commands.
+    ///
+    /// Opens the authorization URL in a browser (and prints it) and waits for the redirect
+    /// on 127.0.0.1. Tokens are kept in the data directory (AQUAREGIA_DATA_DIR overrides it),
+    /// readable only by you. Headless, with an authorization server that approves without a
+    /// user: AQUAREGIA_OAUTH_AUTOMATIC=1 fetches the URL instead of opening a browser.
+    #[command(override_usage = "aquaregia mcp login <SERVER>\n       \
+                                aquaregia mcp login (--http <URL>)")]
+    Login(AuthArgs),
+    /// Forget the token stored for an HTTP server.
+    #[command(override_usage = "aquaregia mcp logout <SERVER>\n       \
+                                aquaregia mcp logout (--http <URL>)")]
+    Logout(AuthArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AuthArgs {
+    /// A server name from the config file.
+    #[arg(value_name = "SERVER")]
+    server: Option<String>,
+    #[command(flatten)]
+    inline: InlineServer,
 }
 
 #[derive(Debug, Args)]
@@ -35,10 +61,58 @@ pub(crate) struct ToolsArgs {
     server: Option<String>,
     #[command(flatten)]
     inline: InlineServer,
+    #[command(flatten)]
+    timeouts: TimeoutArgs,
     /// Print the tools as JSON, with MCP's field names (name, description, inputSchema,
     /// annotations with readOnlyHint...).
     #[arg(long)]
     json: bool,
+}
+
+/// `--connect-timeout` and `--call-timeout`, over the config's `startupTimeoutMs` and
+/// `timeout`.
+#[derive(Debug, Args)]
+pub(crate) struct TimeoutArgs {
+    /// How long the server gets to start and finish its handshake (`30s`, `500ms`, `2m`;
+    /// a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    connect_timeout: Option<Duration>,
+    /// How long a tool call may go without an answer or progress (same format).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    call_timeout: Option<Duration>,
+}
+
+impl TimeoutArgs {
+    fn apply(&self, target: &mut Target) {
+        target.override_timeouts(
+            McpServerTimeouts::new()
+                .connect(self.connect_timeout)
+                .call(self.call_timeout),
+        );
+    }
+}
+
+/// `30s`, `500ms`, `2m`, `1.5` (seconds).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (like 30s, 500ms, 2m)"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("`{text}`: the unit must be ms, s or m")),
+    };
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|duration| !duration.is_zero())
+        .ok_or_else(|| format!("`{text}` must be a positive duration"))
 }
 
 #[derive(Debug, Args)]
@@ -55,6 +129,8 @@ pub(crate) struct CallArgs {
     rest: Vec<String>,
     #[command(flatten)]
     inline: InlineServer,
+    #[command(flatten)]
+    timeouts: TimeoutArgs,
     /// Print the result as the JSON value the agent would get.
     #[arg(long)]
     json: bool,
@@ -67,11 +143,77 @@ pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> anyhow::R
     match command {
         McpCommand::Tools(args) => list_tools(args, config).await,
         McpCommand::Call(args) => call_tool(args, config).await,
+        McpCommand::Login(args) => login(args, config).await,
+        McpCommand::Logout(args) => logout(args, config).await,
     }
 }
 
-async fn list_tools(args: ToolsArgs, config: Option<&Path>) -> anyhow::Result<()> {
+/// The URL of the one HTTP server of `args`.
+fn http_target(args: &AuthArgs, config: Option<&Path>) -> anyhow::Result<(Target, String)> {
     let target = servers::select_one(config, args.server.as_deref(), &args.inline)?;
+    let Some(url) = target.url().map(str::to_owned) else {
+        bail!(
+            "`{}` is a stdio server: only HTTP servers use OAuth",
+            target.name()
+        );
+    };
+    Ok((target, url))
+}
+
+async fn login(args: AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
+    let (target, url) = http_target(&args, config)?;
+    if let McpServerSpec::Http { headers, .. } | McpServerSpec::Sse { headers, .. } = target.spec()
+        && headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+    {
+        bail!(
+            "`{}` is configured with an Authorization header: remove it to use OAuth",
+            target.name()
+        );
+    }
+    let store = oauth::store()?;
+    // A fresh authorization, kept aside until it worked: a failed login leaves the stored
+    // token as it was.
+    let fresh = MemoryTokenStore::new();
+    let loopback = oauth::Loopback::bind().await?;
+    let connector = Connector::new()
+        .name(target.name())
+        .oauth(loopback.oauth().store(fresh.clone()));
+    let connection = target.spec().connect(connector).await?;
+    let tools = connection.tools().await.map(|tools| tools.len());
+    connection.close().await;
+    let Some(credentials) = fresh.load(&url).await? else {
+        eprintln!(
+            "server `{}` did not ask for authorization: nothing to store",
+            target.name()
+        );
+        return Ok(());
+    };
+    store.save(&url, credentials).await?;
+    match tools {
+        Ok(count) => eprintln!("logged in to `{}` ({count} tools)", target.name()),
+        Err(error) => eprintln!(
+            "logged in to `{}` (listing its tools failed: {error})",
+            target.name()
+        ),
+    }
+    Ok(())
+}
+
+async fn logout(args: AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
+    let (target, url) = http_target(&args, config)?;
+    if oauth::store()?.remove(&url).await? {
+        eprintln!("logged out of `{}`", target.name());
+    } else {
+        eprintln!("no stored token for `{}`", target.name());
+    }
+    Ok(())
+}
+
+async fn list_tools(args: ToolsArgs, config: Option<&Path>) -> anyhow::Result<()> {
+    let mut target = servers::select_one(config, args.server.as_deref(), &args.inline)?;
+    args.timeouts.apply(&mut target);
     let (server, tools) = with_server(target, |connection| async move {
         Ok((connection.name().to_owned(), connection.tools().await?))
     })
@@ -114,7 +256,8 @@ async fn call_tool(args: CallArgs, config: Option<&Path>) -> anyhow::Result<()> 
     } else {
         (args.first, args.second, args.rest)
     };
-    let target = servers::select_one(config, server.as_deref(), &args.inline)?;
+    let mut target = servers::select_one(config, server.as_deref(), &args.inline)?;
+    args.timeouts.apply(&mut target);
     let name =
         tool.ok_or_else(|| anyhow!("which tool? aquaregia mcp call <SERVER> <TOOL> [ARGS]"))?;
     let result = with_server(target, |connection| async move {
@@ -214,4 +357,22 @@ fn descriptor_json(tool: &Tool) -> Value {
         "inputSchema": descriptor.input_schema,
         "annotations": annotations,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_take_a_unit_or_mean_seconds() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("5h").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
 }

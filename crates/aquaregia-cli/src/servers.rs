@@ -1,16 +1,19 @@
 //! Which MCP servers a command uses (names from the config, inline specs), and connecting to
 //! them in parallel through [`McpToolset`].
 
+use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
-use aquaregia::mcp::{McpConnection, McpServerSpec, McpToolset};
+use aquaregia::mcp::{McpConnection, McpError, McpServerSpec, McpServerTimeouts, McpToolset};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::config::Config;
 use crate::output::{self, Styles};
+use crate::{elicit, oauth};
 
 /// Servers given on the command line (`run`: any number).
 #[derive(Debug, Args)]
@@ -59,6 +62,43 @@ enum Transport {
 pub(crate) struct Target {
     name: String,
     spec: McpServerSpec,
+    /// Given on the command line rather than named from the config.
+    inline: bool,
+    /// From the config, and the command line over it.
+    timeouts: McpServerTimeouts,
+}
+
+impl Target {
+    /// The server's name in errors and logs.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How to reach it.
+    pub(crate) fn spec(&self) -> &McpServerSpec {
+        &self.spec
+    }
+
+    /// Timeouts given on the command line, over those of the config.
+    pub(crate) fn override_timeouts(&mut self, timeouts: McpServerTimeouts) {
+        self.timeouts = timeouts.or(self.timeouts);
+    }
+
+    /// The URL of an HTTP or SSE server.
+    pub(crate) fn url(&self) -> Option<&str> {
+        match &self.spec {
+            McpServerSpec::Http { url, .. } | McpServerSpec::Sse { url, .. } => Some(url),
+            _ => None,
+        }
+    }
+
+    /// The command that authorizes this server: by name if it comes from the config.
+    fn login_command(&self) -> String {
+        match self.url() {
+            Some(url) if self.inline => format!("aquaregia mcp login --http {url}"),
+            _ => format!("aquaregia mcp login {}", self.name),
+        }
+    }
 }
 
 /// The servers of a `run` or `chat`, and the permission rules of the config they came from.
@@ -94,6 +134,8 @@ pub(crate) fn select(
             targets.extend(config.servers().map(|(name, spec)| Target {
                 name: name.clone(),
                 spec: spec.clone(),
+                inline: false,
+                timeouts: config.timeouts(name),
             }));
             selection.allow = config.allow;
             selection.deny = config.deny;
@@ -111,13 +153,20 @@ pub(crate) fn select(
                 targets.push(Target {
                     name: name.clone(),
                     spec,
+                    inline: false,
+                    timeouts: config.timeouts(name),
                 });
             }
         }
     }
     for spec in inline_specs {
         let name = unique_name(&base_name(&spec), &selection.targets);
-        selection.targets.push(Target { name, spec });
+        selection.targets.push(Target {
+            name,
+            spec,
+            inline: true,
+            timeouts: McpServerTimeouts::default(),
+        });
     }
     Ok(selection)
 }
@@ -144,11 +193,15 @@ pub(crate) fn select_one(
             Ok(Target {
                 name: name.to_owned(),
                 spec: config.server(name)?.clone(),
+                inline: false,
+                timeouts: config.timeouts(name),
             })
         }
         (None, Some(spec)) => Ok(Target {
             name: base_name(&spec),
             spec,
+            inline: true,
+            timeouts: McpServerTimeouts::default(),
         }),
         (None, None) => {
             bail!("name a server from the config, or give one with --stdio, --http or --sse")
@@ -259,9 +312,9 @@ fn unique_name(base: &str, taken: &[Target]) -> String {
 pub(crate) struct ConnectOptions {
     /// All or nothing: one failure fails the whole connect.
     pub(crate) strict: bool,
-    /// Each server's startup bound (the SDK's default when `None`).
+    /// The startup bound of servers whose config sets none (the SDK's default when `None`).
     pub(crate) startup_timeout: Option<Duration>,
-    /// Each tool call's bound (the SDK's default when `None`).
+    /// Each tool call's bound, over the config's (the config's or the SDK's when `None`).
     pub(crate) call_timeout: Option<Duration>,
     /// Globs of tools to hide.
     pub(crate) disabled_tools: Vec<String>,
@@ -269,7 +322,9 @@ pub(crate) struct ConnectOptions {
 
 /// Connects to every target at once through an [`McpToolset`]. Servers that fail are
 /// reported on stderr and left out, unless `strict`: then the others are closed and the first
-/// failure is returned. With several servers, tools are named `<server>__<tool>`.
+/// failure is returned. With several servers, tools are named `<server>__<tool>`. On a
+/// terminal, servers' questions (elicitation) are asked there; HTTP servers use stored OAuth
+/// tokens, and one that needs authorizing says which `aquaregia mcp login` to run.
 pub(crate) async fn toolset(
     targets: Vec<Target>,
     options: &ConnectOptions,
@@ -280,12 +335,28 @@ pub(crate) async fn toolset(
     if let Some(timeout) = options.startup_timeout {
         builder = builder.startup_timeout(timeout);
     }
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        builder = builder.on_elicitation(elicit::ask);
+    }
+    if targets.iter().any(|target| target.url().is_some()) {
+        builder = builder.oauth(oauth::settings().await?);
+    }
+    let hints: Arc<LoginHints> = Arc::new(
+        targets
+            .iter()
+            .filter_map(|target| Some((target.url()?.to_owned(), target.login_command())))
+            .collect(),
+    );
     // One spinner per server on a terminal, replaced by how it went; nothing when piped.
     let progress = MultiProgress::new();
     let styles = Styles::stderr();
     for target in targets {
+        let mut timeouts = target.timeouts;
+        if let Some(call) = options.call_timeout {
+            timeouts.call = Some(call);
+        }
+        builder = builder.server_timeouts(target.name.clone(), timeouts);
         let spec = target.spec;
-        let call_timeout = options.call_timeout;
         let bar = progress.add(ProgressBar::new_spinner());
         bar.set_style(
             ProgressStyle::with_template("{spinner} {msg} {elapsed}")
@@ -294,6 +365,7 @@ pub(crate) async fn toolset(
         bar.set_message(format!("starting {}", target.name));
         bar.enable_steady_tick(Duration::from_millis(100));
         let name = target.name.clone();
+        let hints = hints.clone();
         builder = builder.connect_with(target.name, move |connector| async move {
             let started = Instant::now();
             let result = spec.connect(connector).await;
@@ -312,27 +384,43 @@ pub(crate) async fn toolset(
                 Err(error) => bar.finish_with_message(format!(
                     "{} {name}: {}",
                     styles.red("✗"),
-                    output::first_line(&error.to_string(), 200)
+                    output::first_line(&describe(error, &hints), 200)
                 )),
             }
-            let connection = result?;
-            Ok(match call_timeout {
-                Some(timeout) => connection.with_call_timeout(timeout),
-                None => connection,
-            })
+            result
         });
     }
-    let toolset = builder.connect().await?;
+    let toolset = builder
+        .connect()
+        .await
+        .map_err(|error| match &error {
+            McpError::AuthRequired { .. } => anyhow!(describe(&error, &hints)),
+            _ => error.into(),
+        })?;
     if progress.is_hidden() {
         for (name, error) in toolset.failures() {
             eprintln!(
                 "{} server `{name}` is unavailable: {}",
                 styles.red("✗"),
-                output::first_line(&error.to_string(), 300)
+                output::first_line(&describe(error, &hints), 300)
             );
         }
     }
     Ok(toolset)
+}
+
+/// Each HTTP server's URL and the command that authorizes it.
+type LoginHints = Vec<(String, String)>;
+
+/// An error, with the `aquaregia mcp login` to run when a server needs authorizing.
+fn describe(error: &McpError, hints: &LoginHints) -> String {
+    match error {
+        McpError::AuthRequired { url, .. } => match hints.iter().find(|(target, _)| target == url) {
+            Some((_, login)) => format!("{error}: run `{login}`"),
+            None => error.to_string(),
+        },
+        _ => error.to_string(),
+    }
 }
 
 /// Connects to one target.
@@ -409,10 +497,14 @@ mod tests {
             Target {
                 name: "a".into(),
                 spec: stdio("a"),
+                inline: true,
+                timeouts: McpServerTimeouts::default(),
             },
             Target {
                 name: "a-2".into(),
                 spec: stdio("a"),
+                inline: true,
+                timeouts: McpServerTimeouts::default(),
             },
         ];
         assert_eq!(unique_name("a", &taken), "a-3");

@@ -2,12 +2,21 @@
 //! (`conformance client --command "<this binary>" --scenario <name>`).
 //!
 //! The runner appends the server URL as the last argument and names the scenario in
-//! `MCP_CONFORMANCE_SCENARIO`. Exit status 0 means the client did its part.
+//! `MCP_CONFORMANCE_SCENARIO` (and, for some, gives client credentials in
+//! `MCP_CONFORMANCE_CONTEXT`). Exit status 0 means the client did its part.
+//!
+//! Servers behind OAuth are authorized as a headless client would: the authorization URL is
+//! requested directly (the suite's authorization server approves without a user) and the
+//! redirect it answers with is handed back to the SDK.
 
 use std::process::ExitCode;
 
-use aquaregia::mcp;
-use serde_json::json;
+use aquaregia::mcp::{Connector, HttpOptions, OAuth};
+use serde_json::{Value, json};
+
+/// This client's metadata document URL (a client ID metadata document), as the suite's
+/// reference client uses.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -25,7 +34,12 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .next_back()
         .ok_or("usage: mcp_conformance_client <server-url>")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let connection = mcp::connect_http(&url).await?;
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    let options = HttpOptions::new().oauth(oauth(&scenario, &context));
+    let connection = Connector::new().http(&url, options).await?;
     let tools = connection.tools().await?;
     eprintln!(
         "connected ({}), {} tools",
@@ -49,8 +63,45 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         "sse-retry" => {
             call("test_reconnection", json!({})).await?;
         }
+        // Authorization scenarios protect tool calls too (step-up, for one).
+        auth if auth.starts_with("auth/") && tools.iter().any(|t| t.name() == "test-tool") => {
+            call("test-tool", json!({})).await?;
+        }
         _ => {}
     }
     connection.close().await;
     Ok(())
+}
+
+/// Client credentials when the scenario is about them, else the authorization-code flow
+/// (with the pre-registered client the context may give).
+fn oauth(scenario: &str, context: &Value) -> OAuth {
+    let client_id = context["client_id"].as_str();
+    let secret = context["client_secret"].as_str();
+    if scenario.starts_with("auth/client-credentials")
+        && let (Some(id), Some(secret)) = (client_id, secret)
+    {
+        return OAuth::client_credentials(id, secret);
+    }
+    let mut oauth = OAuth::new("http://127.0.0.1:3000/callback")
+        .client_metadata_url(CLIENT_METADATA_URL)
+        .on_authorize(|prompt| async move {
+            let client = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()?;
+            let response = client.get(&prompt.url).send().await?;
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|value| value.to_str().ok())
+                .ok_or_else(|| format!("the authorization URL answered {}", response.status()))?;
+            Ok(location.to_owned())
+        });
+    if let Some(id) = client_id {
+        oauth = oauth.client_id(id);
+        if let Some(secret) = secret {
+            oauth = oauth.client_secret(secret);
+        }
+    }
+    oauth
 }

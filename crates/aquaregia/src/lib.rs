@@ -100,6 +100,7 @@ pub use tool::{
     ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry, TypedToolBuilder,
     is_valid_tool_name, tool,
 };
+pub use tool::{ProgressReporter, ToolProgress};
 
 /// The README's examples, compiled as doctests so they cannot rot.
 #[cfg(doctest)]

@@ -373,6 +373,18 @@ pub enum AgentEvent {
         /// How many older messages were replaced by a model-written summary.
         summarized_messages: usize,
     },
+    /// A running tool call reported progress (MCP `notifications/progress`, or a tool using
+    /// [`ProgressReporter`](crate::ProgressReporter)).
+    ToolProgress {
+        /// The call id.
+        id: String,
+        /// The progress so far.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// What is happening.
+        message: Option<String>,
+    },
     /// A step finished.
     StepFinish(StepResult),
     /// The run finished; always the last event of a successful stream.

@@ -19,7 +19,9 @@ use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 use crate::model::{FinishReason, ModelRequest, ModelResponse, StreamEvent, Usage};
 use crate::pricing::Cost;
 use crate::provider::RequestCache;
-use crate::tool::{Tool, ToolDescriptor, ToolExecError, ToolOutput, ToolRegistry};
+use crate::tool::{
+    ProgressReporter, Tool, ToolDescriptor, ToolExecError, ToolOutput, ToolProgress, ToolRegistry,
+};
 
 type Events<'a> = Option<&'a UnboundedSender<AgentEvent>>;
 
@@ -450,8 +452,15 @@ async fn run_tool(
         let Some(tool) = tool else {
             return Err(ToolExecError::UnknownTool(call.name.clone()));
         };
-        tool.execute(arguments.unwrap_or_else(|| call.arguments.clone()))
-            .await
+        let execution = tool.execute(arguments.unwrap_or_else(|| call.arguments.clone()));
+        match events {
+            Some(sender) => {
+                progress_reporter(sender.clone(), call.id.clone())
+                    .scope(execution)
+                    .await
+            }
+            None => execution.await,
+        }
     }
     .instrument(span.clone())
     .await;
@@ -468,6 +477,18 @@ async fn run_tool(
         result: result.clone(),
     });
     result
+}
+
+/// Turns a tool call's progress reports into [`AgentEvent::ToolProgress`].
+fn progress_reporter(sender: UnboundedSender<AgentEvent>, id: String) -> ProgressReporter {
+    ProgressReporter::new(move |progress: ToolProgress| {
+        let _ = sender.send(AgentEvent::ToolProgress {
+            id: id.clone(),
+            progress: progress.progress,
+            total: progress.total,
+            message: progress.message,
+        });
+    })
 }
 
 /// Calls the model: streamed when events are wanted, so text arrives as it is generated.

@@ -16,7 +16,8 @@ use tokio_util::sync::CancellationToken;
 use super::connection::Shared;
 use super::content::{map_raw_result, map_result};
 use super::error::McpError;
-use crate::tool::{ToolExecError, ToolExecutor, ToolOutput};
+use super::progress::ProgressRoutes;
+use crate::tool::{ProgressReporter, ToolExecError, ToolExecutor, ToolOutput, ToolProgress};
 
 /// What every tool of one `tools()` call shares: the session's sink and the call settings.
 pub(crate) struct CallContext {
@@ -26,6 +27,7 @@ pub(crate) struct CallContext {
     pub(crate) meta: Option<RequestMetaObject>,
     /// Only to explain a dead server; tools never keep the session alive.
     pub(crate) shared: Weak<Shared>,
+    pub(crate) progress: Arc<ProgressRoutes>,
 }
 
 /// Calls one tool by its server-side name.
@@ -89,24 +91,44 @@ impl CallContext {
             peer: &self.peer,
             id: Some(handle.id.clone()),
         };
-        let timeout = async {
-            match self.timeout {
-                Some(timeout) => tokio::time::sleep(timeout).await,
-                None => std::future::pending().await,
-            }
-        };
-        let response = tokio::select! {
-            biased;
-            response = &mut handle.rx => response,
-            () = self.closed.cancelled() => {
-                guard.id = None;
-                return Err(McpError::Disconnected.into());
-            }
-            () = timeout => {
-                if let Some(id) = guard.id.take() {
-                    let _ = self.peer.send_notification(cancelled(id, "request timeout")).await;
+        let reporter = ProgressReporter::current();
+        let (_route, mut progress) = self.progress.register(handle.progress_token.clone());
+        // An inactivity timer: every progress notification restarts it.
+        let mut idle = self
+            .timeout
+            .map(|timeout| (timeout, Box::pin(tokio::time::sleep(timeout))));
+        let response = loop {
+            tokio::select! {
+                biased;
+                // Progress read before the answer is reported before it.
+                Some(update) = progress.recv() => {
+                    if let Some((timeout, sleep)) = &mut idle {
+                        sleep.as_mut().reset(tokio::time::Instant::now() + *timeout);
+                    }
+                    if let Some(reporter) = &reporter {
+                        reporter.report(
+                            ToolProgress::new(update.progress)
+                                .total(update.total)
+                                .message(update.message),
+                        );
+                    }
                 }
-                return Err(McpError::CallTimeout.into());
+                response = &mut handle.rx => break response,
+                () = self.closed.cancelled() => {
+                    guard.id = None;
+                    return Err(McpError::Disconnected.into());
+                }
+                () = async {
+                    match &mut idle {
+                        Some((_, sleep)) => sleep.as_mut().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if let Some(id) = guard.id.take() {
+                        let _ = self.peer.send_notification(cancelled(id, "request timeout")).await;
+                    }
+                    return Err(McpError::CallTimeout.into());
+                }
             }
         };
         guard.id = None;

@@ -4,20 +4,25 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::ErrorData;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, RequestMetaObject,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProtocolVersion, RequestMetaObject,
+    UrlElicitationCapability,
 };
-use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::call::{CallContext, McpToolExecutor};
+use super::elicitation::{ElicitationHandler, answer};
 use super::error::McpError;
 use super::fault::LocalFault;
 use super::listing::McpTool;
 use super::naming::{prefixed_name, sanitized_name};
+use super::progress::ProgressRoutes;
 use super::stdio::StdioProcess;
 use crate::tool::{Tool, ToolDescriptor};
 
@@ -73,6 +78,7 @@ pub(crate) struct Shared {
     listing: tokio::sync::Mutex<Option<Listing>>,
     process: Mutex<Option<Arc<StdioProcess>>>,
     info: McpServerInfo,
+    pub(crate) progress: Arc<ProgressRoutes>,
 }
 
 impl Drop for Shared {
@@ -114,6 +120,9 @@ impl Changes {
 pub(crate) struct Handler {
     pub(crate) changes: Arc<Changes>,
     pub(crate) server: String,
+    /// Filled by the session's transport (see `HandshakeGuard`), read by tool calls.
+    pub(crate) progress: Arc<ProgressRoutes>,
+    pub(crate) elicitation: Option<ElicitationHandler>,
 }
 
 impl ClientHandler for Handler {
@@ -123,7 +132,22 @@ impl ClientHandler for Handler {
             Implementation::new("aquaregia", env!("CARGO_PKG_VERSION")),
         );
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        if self.elicitation.is_some() {
+            info.capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new())
+                    .with_url(UrlElicitationCapability::new()),
+            );
+        }
         info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(answer(self.elicitation.as_ref(), &self.server, request).await)
     }
 
     fn on_tool_list_changed(
@@ -161,6 +185,7 @@ impl McpConnection {
         process: Option<StdioProcess>,
     ) -> Self {
         let peer = service.peer().clone();
+        let progress = service.service().progress.clone();
         let info = peer
             .peer_info()
             .map(|info| McpServerInfo {
@@ -182,6 +207,7 @@ impl McpConnection {
                 listing: tokio::sync::Mutex::new(None),
                 process: Mutex::new(process.map(Arc::new)),
                 info,
+                progress,
             }),
             view: Arc::new(View {
                 call_timeout: Some(DEFAULT_CALL_TIMEOUT),
@@ -244,6 +270,7 @@ impl McpConnection {
             timeout: self.view.call_timeout,
             meta: self.view.meta.clone(),
             shared: Arc::downgrade(&self.shared),
+            progress: self.shared.progress.clone(),
         });
         tools
             .iter()
@@ -272,9 +299,11 @@ impl McpConnection {
             .collect()
     }
 
-    /// Per-call time limit for tools made from this connection (default 300 s; `None` for no
-    /// limit). On expiry the call fails with [`McpError::CallTimeout`] and the server is sent
-    /// `notifications/cancelled`; the connection stays usable.
+    /// Per-call inactivity limit for tools made from this connection (default 300 s; `None`
+    /// for no limit): each `notifications/progress` for the call starts it again, so a long
+    /// call that keeps reporting progress is not cut off. On expiry the call fails with
+    /// [`McpError::CallTimeout`] and the server is sent `notifications/cancelled`; the
+    /// connection stays usable.
     #[must_use]
     pub fn with_call_timeout(self, timeout: impl Into<Option<Duration>>) -> Self {
         let timeout = timeout.into();

@@ -41,6 +41,15 @@ pub enum McpError {
         /// The `scope` the challenge asks for.
         scope: Option<String>,
     },
+    /// Authorizing with the server failed: discovery, registration, the user's answer, the
+    /// token exchange. The message names the step; it never contains a token or secret.
+    #[error("authorizing with MCP server at {url} failed: {message}")]
+    Authorization {
+        /// The server URL.
+        url: String,
+        /// Which step failed, and why.
+        message: String,
+    },
     /// The server answered an HTTP request with an error status: credentials that were sent
     /// and refused (401, 403), or a failure such as a 500. A failed tool call leaves the
     /// session usable.

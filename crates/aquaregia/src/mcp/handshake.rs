@@ -17,9 +17,11 @@ use rmcp::transport::streamable_http_client::StreamableHttpError;
 use rmcp::transport::{IntoTransport, Transport};
 
 use super::connection::{Changes, Handler, McpConnection};
+use super::elicitation::ElicitationHandler;
 use super::error::{ErrorSource, McpError};
 use super::fault::LocalFault;
 use super::http::parse_challenge;
+use super::progress::ProgressRoutes;
 use super::stdio::StdioProcess;
 
 /// Which handshake to run.
@@ -48,6 +50,10 @@ pub(crate) struct HandshakeError {
     /// result nor an error (some servers answer unknown methods with `{}`): a fresh
     /// transport with [`Handshake::Initialize`] will likely work.
     pub(crate) discover_confused: bool,
+    /// The server asked for authorization: its `WWW-Authenticate` challenge (`Bearer` when
+    /// it sent none).
+    #[cfg_attr(not(feature = "mcp-oauth"), allow(dead_code))]
+    pub(crate) challenge: Option<String>,
 }
 
 /// Runs the MCP handshake over `transport` and starts watching for list changes.
@@ -63,15 +69,19 @@ pub(crate) async fn establish<T, E, A>(
     process: Option<StdioProcess>,
     handshake: Handshake,
     http: Option<HttpTarget>,
+    elicitation: Option<ElicitationHandler>,
 ) -> Result<McpConnection, HandshakeError>
 where
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
     let changes = Arc::new(Changes::new());
+    let progress = Arc::<ProgressRoutes>::default();
     let handler = Handler {
         changes: changes.clone(),
         server: name.clone(),
+        progress: progress.clone(),
+        elicitation,
     };
     let lifecycle = match handshake {
         Handshake::Auto => ClientLifecycleMode::Auto {
@@ -80,8 +90,9 @@ where
         },
         Handshake::Initialize => ClientLifecycleMode::Initialize,
     };
-    let transport = HandshakeGuard::new(transport.into_transport());
+    let transport = HandshakeGuard::new(transport.into_transport(), progress);
     let started = tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle));
+    let mut challenge = None;
     let (error, discover_confused) = match started.await {
         Ok(Ok(service)) => {
             let connection = McpConnection::new(service, name, changes, process);
@@ -96,7 +107,12 @@ where
                         | ClientInitializeError::ExpectedInitResponse(_)
                         | ClientInitializeError::LegacyFallbackFailed { .. }
                 );
-            (init_error(&name, error, http.as_ref()), confused)
+            challenge = auth_challenge(&error);
+            let error = init_error(&name, error, http.as_ref());
+            if challenge.is_none() && matches!(error, McpError::AuthRequired { .. }) {
+                challenge = Some("Bearer".to_owned());
+            }
+            (error, confused)
         }
         Err(_) => (
             McpError::connect(
@@ -132,7 +148,29 @@ where
     Err(HandshakeError {
         error,
         discover_confused,
+        challenge,
     })
+}
+
+/// The `WWW-Authenticate` header of a 401 or 403 that ended the handshake.
+fn auth_challenge(error: &ClientInitializeError) -> Option<String> {
+    match error {
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => auth_challenge(fallback),
+        ClientInitializeError::TransportError { error, .. } => match error
+            .error
+            .downcast_ref::<StreamableHttpError<
+            reqwest::Error,
+        >>()? {
+            StreamableHttpError::AuthRequired(challenge) => {
+                Some(challenge.www_authenticate_header.clone())
+            }
+            StreamableHttpError::InsufficientScope(challenge) => {
+                Some(challenge.www_authenticate_header.clone())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The typed error for a failed handshake.
@@ -292,9 +330,12 @@ async fn listen(peer: &Peer<RoleClient>, name: &str, changes: &Changes) {
 
 /// The transport under every session. It drops the answer to a `server/discover` that rmcp
 /// gave up on (it sent `initialize` instead), which would otherwise fail the `initialize`
-/// as an uncorrelated response.
+/// as an uncorrelated response. It also hands `notifications/progress` to the waiting call
+/// as they are read, so a call sees its progress before its answer (rmcp's handler runs
+/// notifications on tasks of their own, in no particular order).
 pub(crate) struct HandshakeGuard<T> {
     inner: T,
+    progress: Arc<ProgressRoutes>,
     /// A `server/discover` not answered yet.
     discover: Option<RequestId>,
     /// A `server/discover` rmcp stopped waiting for.
@@ -302,9 +343,10 @@ pub(crate) struct HandshakeGuard<T> {
 }
 
 impl<T> HandshakeGuard<T> {
-    fn new(inner: T) -> Self {
+    fn new(inner: T, progress: Arc<ProgressRoutes>) -> Self {
         Self {
             inner,
+            progress,
             discover: None,
             abandoned: None,
         }
@@ -339,6 +381,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for HandshakeGuard<T> {
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
             let message = self.inner.receive().await?;
+            if let JsonRpcMessage::Notification(notification) = &message
+                && let ServerNotification::ProgressNotification(progress) =
+                    &notification.notification
+            {
+                self.progress.deliver(progress.params.clone());
+            }
             if self.discover.is_none() && self.abandoned.is_none() {
                 return Some(message);
             }

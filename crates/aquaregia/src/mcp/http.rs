@@ -47,6 +47,8 @@ pub struct HttpOptions {
     pub(crate) bearer_token: Option<String>,
     pub(crate) max_response_bytes: usize,
     pub(crate) http_client: Option<reqwest::Client>,
+    #[cfg(feature = "mcp-oauth")]
+    pub(crate) oauth: Option<super::OAuth>,
 }
 
 impl Default for HttpOptions {
@@ -56,6 +58,8 @@ impl Default for HttpOptions {
             bearer_token: None,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             http_client: None,
+            #[cfg(feature = "mcp-oauth")]
+            oauth: None,
         }
     }
 }
@@ -63,21 +67,23 @@ impl Default for HttpOptions {
 impl fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Header values are often credentials too: show only their names.
-        f.debug_struct("HttpOptions")
-            .field(
-                "headers",
-                &self
-                    .headers
-                    .iter()
-                    .map(|(name, _)| name)
-                    .collect::<Vec<_>>(),
-            )
-            .field(
-                "bearer_token",
-                &self.bearer_token.as_ref().map(|_| "<redacted>"),
-            )
-            .field("max_response_bytes", &self.max_response_bytes)
-            .finish_non_exhaustive()
+        let mut f = f.debug_struct("HttpOptions");
+        f.field(
+            "headers",
+            &self
+                .headers
+                .iter()
+                .map(|(name, _)| name)
+                .collect::<Vec<_>>(),
+        )
+        .field(
+            "bearer_token",
+            &self.bearer_token.as_ref().map(|_| "<redacted>"),
+        )
+        .field("max_response_bytes", &self.max_response_bytes);
+        #[cfg(feature = "mcp-oauth")]
+        f.field("oauth", &self.oauth);
+        f.finish_non_exhaustive()
     }
 }
 
@@ -102,6 +108,14 @@ impl HttpOptions {
     /// The largest response body (or SSE event) accepted, in bytes (default 16 MiB).
     pub fn max_response_size(mut self, bytes: usize) -> Self {
         self.max_response_bytes = bytes;
+        self
+    }
+
+    /// Authorizes with OAuth 2.1 when the server asks (feature `mcp-oauth`; Streamable HTTP
+    /// only). Ignored when a bearer token or `Authorization` header is set.
+    #[cfg(feature = "mcp-oauth")]
+    pub fn oauth(mut self, oauth: super::OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 

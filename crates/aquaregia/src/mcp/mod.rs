@@ -63,6 +63,7 @@ mod call;
 mod config;
 mod connection;
 mod content;
+mod elicitation;
 mod error;
 mod fault;
 mod handshake;
@@ -70,6 +71,9 @@ mod http;
 mod lines;
 mod listing;
 mod naming;
+#[cfg(feature = "mcp-oauth")]
+mod oauth;
+mod progress;
 mod sse;
 mod stdio;
 mod toolset;
@@ -79,21 +83,28 @@ mod toolset;
 /// resources, custom transports), so both sides use the same types.
 pub use rmcp;
 
+use std::fmt;
 use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::transport::IntoTransport;
 use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+    StreamableHttpClient, StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
 };
 use tokio::process::Command;
 
-pub use config::{ConfigError, McpServerSpec, McpServersConfig};
+pub use config::{ConfigError, McpServerSpec, McpServerTimeouts, McpServersConfig};
 pub use connection::{McpConnection, McpServerInfo};
+pub use elicitation::{ElicitationRequest, ElicitationResponse};
 pub use error::{ErrorSource, McpError};
 use handshake::{Handshake, HandshakeError, HttpTarget, establish};
 pub use http::HttpOptions;
 pub use naming::prefixed_name;
+#[cfg(feature = "mcp-oauth")]
+pub use oauth::{
+    AuthorizationPrompt, AuthorizeError, FileTokenStore, MemoryTokenStore, OAuth, TokenStore,
+    TokenStoreError,
+};
 pub use stdio::DEFAULT_INHERITED_ENV_VARS;
 pub use toolset::{McpToolset, McpToolsetBuilder, glob_match};
 
@@ -149,12 +160,31 @@ where
 ///     .await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[must_use]
 pub struct Connector {
     name: Option<String>,
     timeout: Duration,
     inherit_env: bool,
+    elicitation: Option<elicitation::ElicitationHandler>,
+    #[cfg(feature = "mcp-oauth")]
+    oauth: Option<OAuth>,
+}
+
+impl fmt::Debug for Connector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut f = f.debug_struct("Connector");
+        f.field("name", &self.name)
+            .field("timeout", &self.timeout)
+            .field("inherit_env", &self.inherit_env)
+            .field(
+                "elicitation",
+                &self.elicitation.as_ref().map(|_| "<handler>"),
+            );
+        #[cfg(feature = "mcp-oauth")]
+        f.field("oauth", &self.oauth);
+        f.finish()
+    }
 }
 
 impl Default for Connector {
@@ -171,6 +201,9 @@ impl Connector {
             name: None,
             timeout: DEFAULT_CONNECT_TIMEOUT,
             inherit_env: false,
+            elicitation: None,
+            #[cfg(feature = "mcp-oauth")]
+            oauth: None,
         }
     }
 
@@ -195,6 +228,38 @@ impl Connector {
     /// server the variables it needs.
     pub fn inherit_env(mut self, inherit: bool) -> Self {
         self.inherit_env = inherit;
+        self
+    }
+
+    /// Answers the server's questions to the user (MCP elicitation, form and URL modes); the
+    /// client then advertises the `elicitation` capability. Without it, questions are
+    /// declined.
+    ///
+    /// ```
+    /// use aquaregia::mcp::{Connector, ElicitationRequest, ElicitationResponse};
+    /// let connector = Connector::new().on_elicitation(|request| async move {
+    ///     match request {
+    ///         ElicitationRequest::Form { .. } => {
+    ///             ElicitationResponse::Accept(Some(serde_json::json!({"name": "Ann"})))
+    ///         }
+    ///         _ => ElicitationResponse::Decline,
+    ///     }
+    /// });
+    /// ```
+    pub fn on_elicitation<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ElicitationResponse> + Send + 'static,
+    {
+        self.elicitation = Some(elicitation::handler(answer));
+        self
+    }
+
+    /// OAuth for HTTP servers whose [`HttpOptions`] set none and that are given no
+    /// `Authorization` header (feature `mcp-oauth`).
+    #[cfg(feature = "mcp-oauth")]
+    pub fn oauth(mut self, oauth: OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 
@@ -230,6 +295,7 @@ impl Connector {
             Some(process),
             Handshake::Auto,
             None,
+            self.elicitation.clone(),
         )
         .await;
         match first {
@@ -245,6 +311,7 @@ impl Connector {
                     Some(process),
                     Handshake::Initialize,
                     None,
+                    self.elicitation.clone(),
                 )
                 .await
                 .map_err(|failed| failed.error)
@@ -261,43 +328,38 @@ impl Connector {
     ) -> Result<McpConnection, McpError> {
         let url = url.into();
         let name = self.name.clone().unwrap_or_else(|| name_from_url(&url));
-        let streamable = |handshake| {
-            let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
-                .max_json_response_size(options.max_response_bytes)
-                .max_sse_event_size(options.max_response_bytes)
-                .reinit_on_expired_session(true);
-            let headers = options.header_map();
-            let (client, name, timeout) = (options.client(), name.clone(), self.timeout);
-            let target = HttpTarget {
-                url: url.clone(),
-                credentials: options.has_credentials(),
-            };
-            async move {
-                let headers = headers.map_err(|error| HandshakeError {
-                    error,
-                    discover_confused: false,
-                })?;
-                let config = config.custom_headers(
-                    headers
-                        .into_iter()
-                        .filter_map(|(name, value)| Some((name?, value)))
-                        .collect(),
-                );
-                let transport = StreamableHttpClientTransport::with_client(
-                    http::RepairingClient(client),
-                    config,
-                );
-                establish(transport, name, timeout, None, handshake, Some(target)).await
-            }
+        #[cfg(feature = "mcp-oauth")]
+        let options = match (&options.oauth, &self.oauth) {
+            (None, Some(oauth)) => options.oauth(oauth.clone()),
+            _ => options,
         };
-        let error = match streamable(Handshake::Auto).await {
+        #[cfg(feature = "mcp-oauth")]
+        if let Some(oauth) = options
+            .oauth
+            .as_ref()
+            .filter(|_| !options.has_credentials())
+        {
+            // OAuth servers speak Streamable HTTP: no legacy fallback.
+            let session = oauth::Session {
+                url: &url,
+                name: &name,
+                options: &options,
+                timeout: self.timeout,
+                elicitation: self.elicitation.as_ref(),
+            };
+            return oauth::connect_with_oauth(&session, oauth).await;
+        }
+        let client = http::RepairingClient(options.client());
+        let session = streamable_http(
+            client,
+            &url,
+            &name,
+            &options,
+            self.timeout,
+            self.elicitation.as_ref(),
+        );
+        let error = match session.await {
             Ok(connection) => return Ok(connection),
-            Err(failed) if failed.discover_confused => {
-                match streamable(Handshake::Initialize).await {
-                    Ok(connection) => return Ok(connection),
-                    Err(failed) => failed.error,
-                }
-            }
             Err(failed) => failed.error,
         };
         // Authorization does not depend on the transport: the legacy one would not do better.
@@ -363,6 +425,7 @@ impl Connector {
             None,
             Handshake::Initialize,
             Some(target),
+            self.elicitation,
         )
         .await
         .map_err(|failed| failed.error)
@@ -375,9 +438,68 @@ impl Connector {
         E: std::error::Error + Send + Sync + 'static,
     {
         let name = self.name.unwrap_or_else(|| "mcp".to_owned());
-        establish(transport, name, self.timeout, None, Handshake::Auto, None)
-            .await
-            .map_err(|failed| failed.error)
+        establish(
+            transport,
+            name,
+            self.timeout,
+            None,
+            Handshake::Auto,
+            None,
+            self.elicitation,
+        )
+        .await
+        .map_err(|failed| failed.error)
+    }
+}
+
+/// Connects over Streamable HTTP with `client`: the `server/discover` handshake, then
+/// `initialize` on a fresh transport when the server misunderstood it.
+pub(crate) async fn streamable_http<C>(
+    client: C,
+    url: &str,
+    name: &str,
+    options: &HttpOptions,
+    timeout: Duration,
+    elicitation: Option<&elicitation::ElicitationHandler>,
+) -> Result<McpConnection, HandshakeError>
+where
+    C: StreamableHttpClient + Clone + Send + Sync + 'static,
+{
+    let headers = options.header_map().map_err(|error| HandshakeError {
+        error,
+        discover_confused: false,
+        challenge: None,
+    })?;
+    let target = HttpTarget {
+        url: url.to_owned(),
+        credentials: options.has_credentials(),
+    };
+    let attempt = |handshake| {
+        let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
+            .max_json_response_size(options.max_response_bytes)
+            .max_sse_event_size(options.max_response_bytes)
+            .reinit_on_expired_session(true)
+            .custom_headers(
+                headers
+                    .clone()
+                    .into_iter()
+                    .filter_map(|(name, value)| Some((name?, value)))
+                    .collect(),
+            );
+        let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
+        establish(
+            transport,
+            name.to_owned(),
+            timeout,
+            None,
+            handshake,
+            Some(target.clone()),
+            elicitation.cloned(),
+        )
+    };
+    match attempt(Handshake::Auto).await {
+        Err(failed) if failed.discover_confused => attempt(Handshake::Initialize).await,
+        result => result,
     }
 }
 

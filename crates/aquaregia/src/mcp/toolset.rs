@@ -1,6 +1,6 @@
 //! [`McpToolset`]: several MCP servers connected in parallel, their tools as one list.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use futures::future::{BoxFuture, join_all};
 
-use super::{Connector, DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerSpec};
+use super::elicitation::{ElicitationHandler, ElicitationRequest, ElicitationResponse};
+use super::{
+    Connector, DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerSpec, McpServerTimeouts,
+};
 use crate::agent::{StepContext, StepOverrides};
 use crate::context::OutputBudget;
 use crate::tool::Tool;
@@ -88,6 +91,10 @@ pub struct McpToolsetBuilder {
     always_prefix: bool,
     disabled: Vec<String>,
     budgets: Vec<(String, OutputBudget)>,
+    timeouts: HashMap<String, McpServerTimeouts>,
+    elicitation: Option<ElicitationHandler>,
+    #[cfg(feature = "mcp-oauth")]
+    oauth: Option<super::OAuth>,
 }
 
 impl fmt::Debug for McpToolsetBuilder {
@@ -106,7 +113,8 @@ impl fmt::Debug for McpToolsetBuilder {
             .field("always_prefix", &self.always_prefix)
             .field("disabled", &self.disabled)
             .field("budgets", &self.budgets)
-            .finish()
+            .field("timeouts", &self.timeouts)
+            .finish_non_exhaustive()
     }
 }
 
@@ -155,6 +163,26 @@ impl McpToolsetBuilder {
         self
     }
 
+    /// Timeouts for the server called `name`, over [`startup_timeout`](Self::startup_timeout)
+    /// and the default call timeout (from a config file: [`McpServersConfig::timeouts`]).
+    ///
+    /// [`McpServersConfig::timeouts`]: super::McpServersConfig::timeouts
+    pub fn server_timeouts(mut self, name: impl Into<String>, timeouts: McpServerTimeouts) -> Self {
+        self.timeouts.insert(name.into(), timeouts);
+        self
+    }
+
+    /// Answers every server's questions to the user (see [`Connector::on_elicitation`]);
+    /// without it they are declined.
+    pub fn on_elicitation<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ElicitationResponse> + Send + 'static,
+    {
+        self.elicitation = Some(super::elicitation::handler(answer));
+        self
+    }
+
     /// All or nothing: when a server fails, the others are closed and `connect` returns the
     /// first failure. Off by default.
     pub fn strict(mut self, strict: bool) -> Self {
@@ -190,6 +218,15 @@ impl McpToolsetBuilder {
         self
     }
 
+    /// OAuth for the HTTP servers that are given no `Authorization` header (feature
+    /// `mcp-oauth`). With an authorization callback, a server waiting for the user is not cut
+    /// off by the startup timeout (each handshake still is): the callback bounds the wait.
+    #[cfg(feature = "mcp-oauth")]
+    pub fn oauth(mut self, oauth: super::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
     /// Connects every server in parallel. A server that fails is in
     /// [`McpToolset::failures`]; in [`strict`](Self::strict) mode the first failure is
     /// returned instead (and the servers that did connect are closed). Dropping the future
@@ -197,21 +234,51 @@ impl McpToolsetBuilder {
     pub async fn connect(self) -> Result<McpToolset, McpError> {
         let prefix = self.always_prefix || self.servers.len() > 1;
         let timeout = self.timeout;
-        let attempts = join_all(self.servers.into_iter().map(|(name, source)| async move {
-            let connector = Connector::new().name(name.clone()).timeout(timeout);
-            let attempt: ConnectFuture = match source {
-                Source::Connected(connection) => return (name, Ok(connection)),
-                Source::Spec(spec) => Box::pin(async move { spec.connect(connector).await }),
-                Source::Custom(connect) => connect(connector),
-            };
-            let result = match tokio::time::timeout(timeout, attempt).await {
-                Ok(result) => result,
-                Err(_) => Err(McpError::connect(
-                    &name,
-                    format!("did not start within {} s", timeout.as_secs_f64()),
-                )),
-            };
-            (name, result)
+        let mut connector = Connector::new().timeout(timeout);
+        connector.elicitation = self.elicitation;
+        let outer_timeout = Some(timeout);
+        #[cfg(feature = "mcp-oauth")]
+        // Asking the user takes as long as it takes.
+        let (connector, outer_timeout) = match self.oauth {
+            Some(oauth) => {
+                let interactive = oauth.authorize.is_some();
+                (
+                    connector.oauth(oauth),
+                    outer_timeout.filter(|_| !interactive),
+                )
+            }
+            None => (connector, outer_timeout),
+        };
+        let timeouts = self.timeouts;
+        let attempts = join_all(self.servers.into_iter().map(|(name, source)| {
+            let limits = timeouts.get(&name).copied().unwrap_or_default();
+            let startup = limits.connect.unwrap_or(timeout);
+            let outer_timeout = outer_timeout.map(|_| startup);
+            let connector = connector.clone().name(name.clone()).timeout(startup);
+            async move {
+                let attempt: ConnectFuture = match source {
+                    Source::Connected(connection) => return (name, Ok(connection)),
+                    Source::Spec(spec) => Box::pin(async move { spec.connect(connector).await }),
+                    Source::Custom(connect) => connect(connector),
+                };
+                let result =
+                    match outer_timeout {
+                        None => attempt.await,
+                        Some(timeout) => tokio::time::timeout(timeout, attempt)
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(McpError::connect(
+                                    &name,
+                                    format!("did not start within {} s", timeout.as_secs_f64()),
+                                ))
+                            }),
+                    };
+                let result = match limits.call {
+                    Some(call) => result.map(|connection| connection.with_call_timeout(call)),
+                    None => result,
+                };
+                (name, result)
+            }
         }))
         .await;
         let disabled: Arc<[String]> = self.disabled.into();
@@ -294,6 +361,10 @@ impl McpToolset {
             always_prefix: false,
             disabled: Vec::new(),
             budgets: Vec::new(),
+            timeouts: HashMap::new(),
+            elicitation: None,
+            #[cfg(feature = "mcp-oauth")]
+            oauth: None,
         }
     }
 

@@ -2,6 +2,7 @@
 
 mod builder;
 mod output;
+mod progress;
 mod registry;
 
 use std::fmt;
@@ -14,6 +15,7 @@ use crate::error::Error;
 
 pub use builder::{ToolBuilder, TypedToolBuilder, tool};
 pub use output::{ContentBlock, IntoToolOutput, Json, ToolOutput};
+pub use progress::{ProgressReporter, ToolProgress};
 pub use registry::{ToolRegistry, is_valid_tool_name};
 
 /// The longest tool name providers accept.

@@ -1,11 +1,15 @@
 //! Server specs and the common `mcpServers` JSON config (Claude Desktop, Cursor and others).
 
+mod timeouts;
+
 use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 use tokio::process::Command;
 
 use super::{Connector, HttpOptions, McpConnection, McpError};
+
+pub use timeouts::McpServerTimeouts;
 
 /// How to reach one MCP server.
 ///
@@ -163,6 +167,8 @@ pub struct McpServersConfig {
     pub disabled: Vec<String>,
     /// Keys that were ignored, as human-readable warnings.
     pub warnings: Vec<String>,
+    /// The servers' `"startupTimeoutMs"` and `"timeout"`, for those that set one.
+    pub timeouts: Vec<(String, McpServerTimeouts)>,
 }
 
 /// Why a config file was rejected.
@@ -201,7 +207,8 @@ pub enum ConfigError {
 impl McpServersConfig {
     /// Parses the `mcpServers` format: `{"name": {"command", "args", "env", "cwd",
     /// "inheritEnv"?}}` for stdio servers, `{"url", "headers", "type"?}` for HTTP ones
-    /// (`"type": "sse"` for legacy SSE). Unknown keys are kept as warnings, not errors, so
+    /// (`"type": "sse"` for legacy SSE), with `"timeout"` (per call) and `"startupTimeoutMs"`
+    /// in milliseconds for either ([`timeouts`](Self::timeouts)). Unknown keys are kept as warnings, not errors, so
     /// files written for other tools load.
     ///
     /// A stdio server gets [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS)
@@ -225,7 +232,8 @@ impl McpServersConfig {
     /// assert_eq!(config.servers.len(), 2);
     /// assert!(matches!(config.servers[1].1, McpServerSpec::Http { .. }));
     /// assert_eq!(config.disabled, ["old"]);
-    /// assert_eq!(config.warnings.len(), 1); // "timeout" is not understood
+    /// assert_eq!(config.timeouts("remote").call, Some(std::time::Duration::from_millis(60)));
+    /// assert!(config.warnings.is_empty());
     /// ```
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
         Self::from_json_with_env(text, |name| std::env::var(name).ok())
@@ -301,7 +309,11 @@ impl McpServersConfig {
                     )));
                 }
             };
+            let timeouts = timeouts::take_timeouts(&name, &mut entry)?;
             let spec = parse_entry(&name, entry, &mut config.warnings)?;
+            if !disabled && !timeouts.is_empty() {
+                config.timeouts.push((name.clone(), timeouts));
+            }
             if disabled {
                 config.disabled.push(name);
             } else {
@@ -310,6 +322,15 @@ impl McpServersConfig {
             }
         }
         Ok(config)
+    }
+
+    /// The timeouts of the server called `name` (none set when it has none).
+    pub fn timeouts(&self, name: &str) -> McpServerTimeouts {
+        self.timeouts
+            .iter()
+            .find(|(server, _)| server == name)
+            .map(|(_, timeouts)| *timeouts)
+            .unwrap_or_default()
     }
 
     /// The server called `name`.

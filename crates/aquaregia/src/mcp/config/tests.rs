@@ -213,3 +213,36 @@ fn stdio_and_sse_entries() {
         ["ignoring unknown top-level key `globalShortcut`"]
     );
 }
+
+#[test]
+fn timeouts_are_read_in_milliseconds() {
+    use std::time::Duration;
+    let config = McpServersConfig::from_json(
+        r#"{"mcpServers": {
+            "slow": {"command": "x", "timeout": 120000, "startupTimeoutMs": 5000},
+            "quick": {"url": "http://127.0.0.1:1/mcp", "timeout": 250},
+            "plain": {"command": "y"}
+        }}"#,
+    )
+    .unwrap();
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    assert_eq!(
+        config.timeouts("slow"),
+        McpServerTimeouts::new()
+            .call(Duration::from_secs(120))
+            .connect(Duration::from_secs(5))
+    );
+    assert_eq!(
+        config.timeouts("quick"),
+        McpServerTimeouts::new().call(Duration::from_millis(250))
+    );
+    assert!(config.timeouts("plain").is_empty());
+    for bad in [
+        r#"{"mcpServers": {"a": {"command": "x", "timeout": "60s"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "timeout": 0}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "startupTimeoutMs": -5}}}"#,
+    ] {
+        let error = McpServersConfig::from_json(bad).unwrap_err();
+        assert!(matches!(error, ConfigError::Invalid(_)), "{bad}: {error}");
+    }
+}

@@ -1,0 +1,187 @@
+//! Connecting with OAuth: stored tokens first, then, on a challenge, an authorization (the
+//! code flow through the callback, or client credentials), then the connect again.
+
+use std::time::Duration;
+
+use rmcp::transport::auth::{
+    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
+    AuthorizationSession, ClientCredentialsConfig,
+};
+
+use super::step_up::StepUpClient;
+use super::store::ServerSlot;
+use super::{AuthorizationPrompt, OAuth};
+use crate::mcp::elicitation::ElicitationHandler;
+use crate::mcp::error::McpError;
+use crate::mcp::handshake::HandshakeError;
+use crate::mcp::http::{HttpOptions, RepairingClient, parse_challenge};
+use crate::mcp::{McpConnection, streamable_http};
+
+/// How many times a connect may be answered with a new challenge (a step-up after the first
+/// authorization, say) before giving up.
+const MAX_AUTHORIZATIONS: usize = 2;
+
+/// The server being connected, and how.
+pub(crate) struct Session<'a> {
+    pub(crate) url: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) options: &'a HttpOptions,
+    pub(crate) timeout: Duration,
+    pub(crate) elicitation: Option<&'a ElicitationHandler>,
+}
+
+/// Connects to a Streamable HTTP server, authorizing with `oauth` when it asks.
+pub(crate) async fn connect_with_oauth(
+    session: &Session<'_>,
+    oauth: &OAuth,
+) -> Result<McpConnection, McpError> {
+    let Session {
+        url,
+        name,
+        options,
+        timeout,
+        elicitation,
+    } = *session;
+    let mut manager = manager(url, name, oauth).await?;
+    if let Err(error) = manager.initialize_from_store().await {
+        // Unusable stored credentials (an unreachable issuer, a corrupt entry): authorize anew.
+        tracing::warn!(server = %name, %error, "stored OAuth credentials are unusable");
+    }
+    let mut authorizations = 0;
+    loop {
+        let client = StepUpClient::new(
+            AuthClient::new(RepairingClient(options.client()), manager),
+            url,
+            name,
+            oauth,
+        );
+        let connected = client.connected();
+        let HandshakeError {
+            error, challenge, ..
+        } = match streamable_http(client, url, name, options, timeout, elicitation).await {
+            Ok(connection) => {
+                connected.store(true, std::sync::atomic::Ordering::SeqCst);
+                return Ok(connection);
+            }
+            Err(failed) => failed,
+        };
+        let Some(challenge) = challenge else {
+            return Err(error);
+        };
+        if authorizations == MAX_AUTHORIZATIONS {
+            return Err(error);
+        }
+        authorizations += 1;
+        manager = match authorize(url, name, oauth, &challenge).await? {
+            Some(manager) => manager,
+            None => return Err(error),
+        };
+    }
+}
+
+/// A manager for `url` whose credentials live in `oauth`'s store.
+async fn manager(url: &str, name: &str, oauth: &OAuth) -> Result<AuthorizationManager, McpError> {
+    let mut manager = AuthorizationManager::new(url)
+        .await
+        .map_err(|error| failed(name, url, "setting up OAuth", &error))?;
+    manager.set_credential_store(ServerSlot {
+        store: oauth.store.clone(),
+        server: url.to_owned(),
+    });
+    Ok(manager)
+}
+
+/// Gets new credentials after `challenge`: client credentials, or the user through the
+/// callback. `None` when neither is configured.
+pub(super) async fn authorize(
+    url: &str,
+    name: &str,
+    oauth: &OAuth,
+    challenge: &str,
+) -> Result<Option<AuthorizationManager>, McpError> {
+    if !oauth.client_credentials && oauth.authorize.is_none() {
+        return Ok(None);
+    }
+    let mut manager = manager(url, name, oauth).await?;
+    let resolution = manager
+        .resolve_metadata_from_challenge(Some(challenge))
+        .await
+        .map_err(|error| failed(name, url, "discovering the authorization server", &error))?;
+    manager.set_metadata(resolution.metadata);
+    if oauth.client_credentials {
+        let scopes = if oauth.scopes.is_empty() {
+            parse_challenge(challenge)
+                .scope
+                .map(|scope| scope.split_whitespace().map(str::to_owned).collect())
+                .unwrap_or_default()
+        } else {
+            oauth.scopes.clone()
+        };
+        let config = ClientCredentialsConfig::ClientSecret {
+            client_id: oauth.client_id.clone().unwrap_or_default(),
+            client_secret: oauth.client_secret.clone().unwrap_or_default(),
+            scopes,
+            resource: Some(url.to_owned()),
+        };
+        manager
+            .configure_client_credentials(&config)
+            .map_err(|error| failed(name, url, "configuring client credentials", &error))?;
+        manager
+            .exchange_client_credentials(&config)
+            .await
+            .map_err(|error| failed(name, url, "the client credentials grant", &error))?;
+        tracing::info!(server = %name, "authorized with client credentials");
+        return Ok(Some(manager));
+    }
+    let Some(callback) = &oauth.authorize else {
+        return Ok(None);
+    };
+    let mut request = AuthorizationRequest::new(oauth.redirect_uri.clone())
+        .with_client_name(oauth.client_name.clone())
+        .with_challenge(challenge);
+    if !oauth.scopes.is_empty() {
+        request = request.with_scopes(oauth.scopes.clone());
+    }
+    if let Some(client_id) = &oauth.client_id {
+        request = request.with_preregistered_client(client_id.clone());
+        if let Some(secret) = &oauth.client_secret {
+            request = request.with_client_secret(secret.clone());
+        }
+    }
+    if let Some(metadata_url) = &oauth.client_metadata_url {
+        request = request.with_client_metadata_url(metadata_url.clone());
+    }
+    let session = AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, error)| failed(name, url, "starting the authorization", &error))?;
+    tracing::info!(server = %name, "authorization required; asking the user");
+    let prompt = AuthorizationPrompt {
+        server: name.to_owned(),
+        server_url: url.to_owned(),
+        url: session.get_authorization_url().to_owned(),
+        redirect_uri: oauth.redirect_uri.clone(),
+    };
+    let redirect = callback(prompt)
+        .await
+        .map_err(|error| McpError::Authorization {
+            url: url.to_owned(),
+            message: format!("no authorization: {error}"),
+        })?;
+    let answer = AuthorizationCallback::from_redirect_url(&redirect)
+        .map_err(|error| failed(name, url, "reading the redirect", &error))?;
+    session
+        .handle_callback_with_issuer(&answer.code, &answer.csrf_token, answer.issuer.as_deref())
+        .await
+        .map_err(|error| failed(name, url, "exchanging the authorization code", &error))?;
+    tracing::info!(server = %name, "authorized");
+    Ok(Some(session.auth_manager))
+}
+
+/// An OAuth step that failed. rmcp's messages name URLs and OAuth error codes, never tokens.
+fn failed(name: &str, url: &str, step: &str, error: &AuthError) -> McpError {
+    tracing::debug!(server = %name, step, %error, "OAuth failed");
+    McpError::Authorization {
+        url: url.to_owned(),
+        message: format!("{step}: {error}"),
+    }
+}

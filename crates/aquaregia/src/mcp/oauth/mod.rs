@@ -1,0 +1,202 @@
+//! OAuth 2.1 for HTTP MCP servers (feature `mcp-oauth`), on rmcp's `auth` module.
+//!
+//! Give [`HttpOptions::oauth`](super::HttpOptions::oauth) an [`OAuth`] and a server that
+//! answers `401` with a `WWW-Authenticate: Bearer` challenge is authorized during the
+//! connect:
+//! - discovery: the challenge's `resource_metadata` (RFC 9728), else the path-based and root
+//!   `/.well-known/oauth-protected-resource`; then RFC 8414 and OpenID Connect metadata with
+//!   the path-insertion variants; the `issuer` is checked;
+//! - the client: a pre-registered id (and secret), else a client ID metadata document when
+//!   the server supports them, else dynamic client registration;
+//! - authorization code with PKCE S256 and the `resource` parameter, scopes from the
+//!   challenge, the redirect's `iss` checked (RFC 9207); or client credentials for
+//!   machine-to-machine use;
+//! - tokens are refreshed shortly before they expire and when the server rejects one; a
+//!   `403 insufficient_scope` at connect time authorizes again with the scopes it names.
+//!
+//! Tokens are kept in a [`TokenStore`] per server URL (with the issuer that minted them);
+//! they never appear in errors, logs or `Debug` output.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), aquaregia::mcp::McpError> {
+//! use aquaregia::mcp::{Connector, FileTokenStore, HttpOptions, OAuth};
+//!
+//! let oauth = OAuth::new("http://127.0.0.1:8765/callback")
+//!     .store(FileTokenStore::new("/var/lib/my-agent"))
+//!     .on_authorize(|prompt| async move {
+//!         println!("open {}", prompt.url);
+//!         // ... wait for the browser to reach the redirect URI, return the URL it was sent to
+//!         Ok("http://127.0.0.1:8765/callback?code=...&state=...".to_owned())
+//!     });
+//! let linear = Connector::new()
+//!     .http("https://mcp.linear.app/mcp", HttpOptions::new().oauth(oauth))
+//!     .await?;
+//! # Ok(()) }
+//! ```
+
+mod flow;
+mod step_up;
+mod store;
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+pub(crate) use flow::{Session, connect_with_oauth};
+pub use store::{FileTokenStore, MemoryTokenStore, TokenStore, TokenStoreError};
+
+/// What the authorization callback is given: where to send the user.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationPrompt {
+    /// The server's name (as in errors and logs).
+    pub server: String,
+    /// The MCP server URL.
+    pub server_url: String,
+    /// The authorization URL to open in a browser.
+    pub url: String,
+    /// The redirect URI the authorization server will send the browser to.
+    pub redirect_uri: String,
+}
+
+/// Why the authorization callback gave no redirect (the user gave up, a listener failed...).
+pub type AuthorizeError = Box<dyn std::error::Error + Send + Sync>;
+
+type Authorize = Arc<
+    dyn Fn(AuthorizationPrompt) -> BoxFuture<'static, Result<String, AuthorizeError>> + Send + Sync,
+>;
+
+/// OAuth settings for one or more HTTP MCP servers.
+///
+/// `Debug` never shows the client secret:
+///
+/// ```
+/// use aquaregia::mcp::OAuth;
+/// let oauth = OAuth::client_credentials("agent-7", "s3cret");
+/// assert!(!format!("{oauth:?}").contains("s3cret"));
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct OAuth {
+    pub(crate) redirect_uri: String,
+    pub(crate) authorize: Option<Authorize>,
+    pub(crate) store: Arc<dyn TokenStore>,
+    pub(crate) client_name: String,
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret: Option<String>,
+    pub(crate) client_metadata_url: Option<String>,
+    pub(crate) scopes: Vec<String>,
+    pub(crate) client_credentials: bool,
+}
+
+impl fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuth")
+            .field("redirect_uri", &self.redirect_uri)
+            .field("authorize", &self.authorize.as_ref().map(|_| "<callback>"))
+            .field("client_name", &self.client_name)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
+            .field("client_credentials", &self.client_credentials)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuth {
+    /// The authorization-code flow with `redirect_uri` (registered with the authorization
+    /// server), tokens in memory, and no callback: stored tokens are used and refreshed, and
+    /// a server that needs a new authorization fails the connect with
+    /// [`McpError::AuthRequired`](super::McpError::AuthRequired).
+    pub fn new(redirect_uri: impl Into<String>) -> Self {
+        Self {
+            redirect_uri: redirect_uri.into(),
+            authorize: None,
+            store: Arc::new(MemoryTokenStore::new()),
+            client_name: "aquaregia".to_owned(),
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            scopes: Vec::new(),
+            client_credentials: false,
+        }
+    }
+
+    /// Machine-to-machine: the client credentials grant with a pre-registered client.
+    pub fn client_credentials(client_id: impl Into<String>, secret: impl Into<String>) -> Self {
+        let mut oauth = Self::new("http://127.0.0.1/unused");
+        oauth.client_id = Some(client_id.into());
+        oauth.client_secret = Some(secret.into());
+        oauth.client_credentials = true;
+        oauth
+    }
+
+    /// Called with the authorization URL when the user has to authorize; returns the URL the
+    /// authorization server redirected the browser to (with `code` and `state`).
+    pub fn on_authorize<F, Fut>(mut self, authorize: F) -> Self
+    where
+        F: Fn(AuthorizationPrompt) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, AuthorizeError>> + Send + 'static,
+    {
+        self.authorize = Some(Arc::new(move |prompt| Box::pin(authorize(prompt))));
+        self
+    }
+
+    /// Where tokens are kept (default: in memory). [`FileTokenStore::in_data_dir`] keeps
+    /// them across runs.
+    pub fn store(mut self, store: impl TokenStore + 'static) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// A store shared with other code (to log out, list servers...).
+    pub fn shared_store(mut self, store: Arc<dyn TokenStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// The client name sent with dynamic client registration (default `aquaregia`).
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self
+    }
+
+    /// A client id registered with the authorization server beforehand (no registration).
+    pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.client_id = Some(client_id.into());
+        self
+    }
+
+    /// The secret of the pre-registered [`client_id`](Self::client_id).
+    pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.client_secret = Some(secret.into());
+        self
+    }
+
+    /// The HTTPS URL of this client's metadata document, used as its client id by servers
+    /// that support client ID metadata documents.
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// Scopes to ask for (default: those of the challenge, else the server's).
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The token store.
+    pub fn token_store(&self) -> &Arc<dyn TokenStore> {
+        &self.store
+    }
+}
