@@ -42,6 +42,7 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `mcp` | off | `aquaregia::mcp`: MCP servers' tools as [`Tool`]s (rmcp) |
+//! | `mcp-oauth` | off | OAuth 2.1 for HTTP MCP servers (`mcp::OAuth`, token stores; rmcp's `auth`) |
 
 mod agent;
 mod client;

@@ -68,6 +68,7 @@ mod error;
 mod fault;
 mod handshake;
 mod http;
+mod http_options;
 mod lines;
 mod listing;
 mod naming;
@@ -99,7 +100,7 @@ pub use connection::{McpConnection, McpServerInfo};
 pub use elicitation::{ElicitationRequest, ElicitationResponse};
 pub use error::{ErrorSource, McpError};
 use handshake::{Handshake, HandshakeError, HttpTarget, establish};
-pub use http::HttpOptions;
+pub use http_options::HttpOptions;
 pub use naming::prefixed_name;
 #[cfg(feature = "mcp-oauth")]
 pub use oauth::{
