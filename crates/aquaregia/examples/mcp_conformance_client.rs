@@ -11,7 +11,7 @@
 
 use std::process::ExitCode;
 
-use aquaregia::mcp::{Connector, HttpOptions, OAuth};
+use aquaregia::mcp::{Connector, ElicitationRequest, ElicitationResponse, HttpOptions, OAuth};
 use serde_json::{Value, json};
 
 /// This client's metadata document URL (a client ID metadata document), as the suite's
@@ -39,7 +39,26 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default();
     let options = HttpOptions::new().oauth(oauth(&scenario, &context));
-    let connection = Connector::new().http(&url, options).await?;
+    // A client without a user: every form is accepted with its fields' defaults.
+    let connection = Connector::new()
+        .on_elicitation(|request| async move {
+            match request {
+                ElicitationRequest::Form { schema, .. } => {
+                    let defaults: serde_json::Map<String, Value> = schema["properties"]
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|(name, field)| {
+                            Some((name.clone(), field.get("default")?.clone()))
+                        })
+                        .collect();
+                    ElicitationResponse::Accept(Some(Value::Object(defaults)))
+                }
+                _ => ElicitationResponse::Decline,
+            }
+        })
+        .http(&url, options)
+        .await?;
     let tools = connection.tools().await?;
     eprintln!(
         "connected ({}), {} tools",
@@ -62,6 +81,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
         "sse-retry" => {
             call("test_reconnection", json!({})).await?;
+        }
+        "elicitation-sep1034-client-defaults" => {
+            call("test_client_elicitation_defaults", json!({})).await?;
         }
         // Authorization scenarios protect tool calls too (step-up, for one).
         auth if auth.starts_with("auth/") && tools.iter().any(|t| t.name() == "test-tool") => {

@@ -49,6 +49,7 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `mcp` | off | `aquaregia::mcp`: MCP servers' tools as [`Tool`]s (rmcp) |
+//! | `mcp-oauth` | off | OAuth 2.1 for HTTP MCP servers (`mcp::OAuth`, token stores; rmcp's `auth`) |
 //!
 //! ## Sessions
 //!

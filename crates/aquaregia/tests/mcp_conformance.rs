@@ -41,6 +41,11 @@ fn sse_retry() {
 }
 
 #[test]
+fn elicitation_defaults() {
+    run_scenario("elicitation-sep1034-client-defaults");
+}
+
+#[test]
 fn auth_metadata_default() {
     run_scenario("auth/metadata-default");
 }

@@ -51,7 +51,12 @@ fn crashing_server(args: &[&str]) -> Command {
 
 #[tokio::test]
 async fn a_server_that_dies_mid_call_fails_the_call_quickly() {
-    let connection = mcp::connect_stdio(crashing_server(&[])).await.unwrap();
+    // Restarts off: later calls fail (mcp_stdio_restart.rs covers the restart).
+    let connection = mcp::Connector::new()
+        .max_restarts(0)
+        .stdio(crashing_server(&[]))
+        .await
+        .unwrap();
     let tools = connection.tools().await.unwrap();
     let boom = tools.iter().find(|t| t.name() == "boom").unwrap().clone();
     let started = Instant::now();

@@ -62,8 +62,8 @@ impl From<McpError> for CallError {
 
 impl CallContext {
     async fn call(&self, name: &str, args: Value) -> Result<ToolOutput, CallError> {
-        if self.closed.is_cancelled() {
-            return Err(McpError::Disconnected.into());
+        if self.closed.is_cancelled() || self.peer.is_transport_closed() {
+            return self.call_restarted(name, args).await;
         }
         let arguments = match args {
             Value::Object(arguments) => Some(arguments),
@@ -149,6 +149,32 @@ impl CallContext {
                 .await
                 .into()),
         }
+    }
+
+    /// The session is gone: runs the call on a restarted server when this one is restarted,
+    /// else fails.
+    async fn call_restarted(&self, name: &str, args: Value) -> Result<ToolOutput, CallError> {
+        let Some(shared) = self.shared.upgrade() else {
+            return Err(McpError::Disconnected.into());
+        };
+        // Only a server that died is restarted, not one that was closed.
+        let Some(restart) = shared.restart() else {
+            return Err(McpError::Disconnected.into());
+        };
+        if !shared.exited().await {
+            return Err(McpError::Disconnected.into());
+        }
+        let session = restart.session().await?;
+        let replacement = session.shared();
+        let context = CallContext {
+            peer: replacement.peer.clone(),
+            closed: replacement.closed.clone(),
+            timeout: self.timeout,
+            meta: self.meta.clone(),
+            shared: Arc::downgrade(&session.shared_arc()),
+            progress: replacement.progress.clone(),
+        };
+        Box::pin(context.call(name, args)).await
     }
 
     async fn session_error(&self, error: ServiceError) -> McpError {

@@ -1,7 +1,7 @@
 //! [`McpConnection`]: one running MCP client session, and the tools it hands out.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::ErrorData;
@@ -23,6 +23,7 @@ use super::fault::LocalFault;
 use super::listing::McpTool;
 use super::naming::{prefixed_name, sanitized_name};
 use super::progress::ProgressRoutes;
+use super::restart::Restart;
 use super::stdio::StdioProcess;
 use crate::tool::{Tool, ToolDescriptor};
 
@@ -79,6 +80,8 @@ pub(crate) struct Shared {
     process: Mutex<Option<Arc<StdioProcess>>>,
     info: McpServerInfo,
     pub(crate) progress: Arc<ProgressRoutes>,
+    /// Set for stdio servers that are restarted when they die.
+    restart: OnceLock<Restart>,
 }
 
 impl Drop for Shared {
@@ -208,6 +211,7 @@ impl McpConnection {
                 process: Mutex::new(process.map(Arc::new)),
                 info,
                 progress,
+                restart: OnceLock::new(),
             }),
             view: Arc::new(View {
                 call_timeout: Some(DEFAULT_CALL_TIMEOUT),
@@ -221,6 +225,10 @@ impl McpConnection {
 
     pub(crate) fn shared(&self) -> &Shared {
         &self.shared
+    }
+
+    pub(crate) fn shared_arc(&self) -> Arc<Shared> {
+        self.shared.clone()
     }
 }
 
@@ -387,10 +395,34 @@ impl McpConnection {
         if let Some(process) = process {
             process.shutdown().await;
         }
+        if let Some(restart) = shared.restart.get() {
+            restart.close().await;
+        }
     }
 }
 
 impl Shared {
+    pub(crate) fn set_restart(&self, restart: Restart) {
+        let _ = self.restart.set(restart);
+    }
+
+    /// Whether the server process exited (on its own: a closed connection has no process).
+    pub(crate) async fn exited(&self) -> bool {
+        let process = lock(&self.process).clone();
+        match process {
+            Some(process) => process
+                .wait_exit(Duration::from_millis(500))
+                .await
+                .is_some(),
+            None => false,
+        }
+    }
+
+    /// How a dead session is replaced, if it can be.
+    pub(crate) fn restart(&self) -> Option<&Restart> {
+        self.restart.get()
+    }
+
     /// The current listing: cached unless a change came in since it was fetched.
     async fn listing(&self) -> Result<Listing, McpError> {
         let mut cached = tokio::select! {

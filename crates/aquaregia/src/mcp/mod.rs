@@ -68,12 +68,14 @@ mod error;
 mod fault;
 mod handshake;
 mod http;
+mod http_options;
 mod lines;
 mod listing;
 mod naming;
 #[cfg(feature = "mcp-oauth")]
 mod oauth;
 mod progress;
+mod restart;
 mod sse;
 mod stdio;
 mod toolset;
@@ -98,7 +100,7 @@ pub use connection::{McpConnection, McpServerInfo};
 pub use elicitation::{ElicitationRequest, ElicitationResponse};
 pub use error::{ErrorSource, McpError};
 use handshake::{Handshake, HandshakeError, HttpTarget, establish};
-pub use http::HttpOptions;
+pub use http_options::HttpOptions;
 pub use naming::prefixed_name;
 #[cfg(feature = "mcp-oauth")]
 pub use oauth::{
@@ -107,6 +109,9 @@ pub use oauth::{
 };
 pub use stdio::DEFAULT_INHERITED_ENV_VARS;
 pub use toolset::{McpToolset, McpToolsetBuilder, glob_match};
+
+/// How many times a stdio server that died is started again, by default.
+pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 
 /// How long a server gets to finish the handshake by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -166,6 +171,7 @@ pub struct Connector {
     name: Option<String>,
     timeout: Duration,
     inherit_env: bool,
+    max_restarts: u32,
     elicitation: Option<elicitation::ElicitationHandler>,
     #[cfg(feature = "mcp-oauth")]
     oauth: Option<OAuth>,
@@ -177,6 +183,7 @@ impl fmt::Debug for Connector {
         f.field("name", &self.name)
             .field("timeout", &self.timeout)
             .field("inherit_env", &self.inherit_env)
+            .field("max_restarts", &self.max_restarts)
             .field(
                 "elicitation",
                 &self.elicitation.as_ref().map(|_| "<handler>"),
@@ -201,6 +208,7 @@ impl Connector {
             name: None,
             timeout: DEFAULT_CONNECT_TIMEOUT,
             inherit_env: false,
+            max_restarts: DEFAULT_MAX_RESTARTS,
             elicitation: None,
             #[cfg(feature = "mcp-oauth")]
             oauth: None,
@@ -228,6 +236,15 @@ impl Connector {
     /// server the variables it needs.
     pub fn inherit_env(mut self, inherit: bool) -> Self {
         self.inherit_env = inherit;
+        self
+    }
+
+    /// How many times a stdio server that died is started again (default
+    /// [`DEFAULT_MAX_RESTARTS`]; 0: never). The restart happens on the next tool call, which
+    /// then runs on the new session (a call in flight when the server died fails: it may have
+    /// had effects). Each restart is logged, and tried three times with backoff.
+    pub fn max_restarts(mut self, restarts: u32) -> Self {
+        self.max_restarts = restarts;
         self
     }
 
@@ -287,6 +304,8 @@ impl Connector {
             stdio::restrict_env(&mut command);
             stdio::restrict_env(&mut retry);
         }
+        let restart = (self.max_restarts > 0)
+            .then(|| restart::Restart::stdio(&self, &command, &name, self.max_restarts));
         let (process, stdout, stdin) = stdio::spawn(command, &name)?;
         let first = establish(
             lines::StdioTransport::new(stdout, stdin),
@@ -298,7 +317,7 @@ impl Connector {
             self.elicitation.clone(),
         )
         .await;
-        match first {
+        let connection = match first {
             Ok(connection) => Ok(connection),
             Err(failed) if failed.discover_confused => {
                 // The server misunderstood `server/discover`; start it again for `initialize`.
@@ -317,7 +336,11 @@ impl Connector {
                 .map_err(|failed| failed.error)
             }
             Err(failed) => Err(failed.error),
+        }?;
+        if let Some(restart) = restart {
+            connection.shared().set_restart(restart);
         }
+        Ok(connection)
     }
 
     /// Connects to a Streamable HTTP server, falling back to legacy HTTP+SSE.

@@ -11,10 +11,11 @@ use rmcp::transport::auth::{
 use super::step_up::StepUpClient;
 use super::store::ServerSlot;
 use super::{AuthorizationPrompt, OAuth};
+use crate::mcp::HttpOptions;
 use crate::mcp::elicitation::ElicitationHandler;
 use crate::mcp::error::McpError;
 use crate::mcp::handshake::HandshakeError;
-use crate::mcp::http::{HttpOptions, RepairingClient, parse_challenge};
+use crate::mcp::http::{RepairingClient, parse_challenge};
 use crate::mcp::{McpConnection, streamable_http};
 
 /// How many times a connect may be answered with a new challenge (a step-up after the first

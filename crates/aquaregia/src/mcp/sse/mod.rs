@@ -21,8 +21,8 @@ use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::HttpOptions;
 use super::error::McpError;
-use super::http::HttpOptions;
 use crate::http::sse::{SseDecoder, SseEvent};
 use crate::http::{reqwest_message, truncate};
 
