@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use crate::context::{
-    Compaction, CompactionReport, DEFAULT_RESERVED_OUTPUT_TOKENS, OutputBudget, READ_TOOL_OUTPUT,
-    context_window_for, estimate_descriptor_tokens, estimate_messages_tokens, estimate_tokens,
-    fit_output,
+    Compaction, CompactionReport, DEFAULT_RESERVED_OUTPUT_TOKENS, MIN_BUDGET_TOKENS, OutputBudget,
+    READ_TOOL_OUTPUT, context_window_for, estimate_descriptor_tokens, estimate_messages_tokens,
+    estimate_tokens, fit_output,
 };
 use crate::error::Error;
-use crate::message::{Message, ToolResult};
+use crate::message::ToolResult;
 use crate::model::{ModelRequest, Usage};
 use crate::tool::{Tool, ToolRegistry};
 
@@ -96,6 +96,8 @@ pub(super) async fn fit_result(
     let Some(budget) = budget else {
         return;
     };
+    // A tool's own budget is not validated like the agent's: never below the minimum.
+    let budget = OutputBudget::tokens(budget.max_tokens().max(MIN_BUDGET_TOKENS));
     let Some(fitted) = fit_output(
         &result.output,
         &result.call_id,
@@ -164,9 +166,8 @@ pub(super) async fn fit_window(
         reserve,
         store: config.output_store.as_ref(),
     };
-    let mut messages: Vec<Message> = std::mem::take(&mut request.messages);
-    let outcome = compaction.run(&mut messages, false).await;
-    request.messages = messages;
+    // Changed in place step by step, so a cancelled compaction leaves a valid conversation.
+    let outcome = compaction.run(&mut request.messages, false).await;
     estimates.reset_messages();
     let (report, usage) = outcome?;
     tracing::info!(
