@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use crate::context::{
-    Compaction, CompactionReport, DEFAULT_RESERVED_OUTPUT_TOKENS, MIN_BUDGET_TOKENS, OutputBudget,
-    READ_TOOL_OUTPUT, context_window_for, estimate_descriptor_tokens, estimate_messages_tokens,
-    estimate_tokens, fit_output,
+    Compaction, CompactionReport, DEFAULT_RESERVED_OUTPUT_TOKENS, Deferral, MIN_BUDGET_TOKENS,
+    OutputBudget, READ_TOOL_OUTPUT, context_window_for, estimate_descriptor_tokens,
+    estimate_messages_tokens, estimate_tokens, fit_output,
 };
 use crate::error::Error;
-use crate::message::ToolResult;
+use crate::message::{Message, ToolResult};
 use crate::model::{ModelRequest, Usage};
 use crate::tool::{Tool, ToolRegistry};
 
@@ -127,6 +127,28 @@ pub(super) fn window_and_reserve(config: &AgentConfig, model: &str) -> (u64, u64
         .max_output_tokens
         .map_or_else(|| DEFAULT_RESERVED_OUTPUT_TOKENS.min(window / 4), u64::from);
     (window, reserve)
+}
+
+/// [`Agent::compact`](super::Agent::compact): a forced compaction of `messages`.
+pub(super) async fn compact(
+    config: &AgentConfig,
+    messages: &[Message],
+) -> Result<(Vec<Message>, CompactionReport), Error> {
+    let (window, reserve) = window_and_reserve(config, &config.model);
+    let (advertised, _) = Deferral::new(&config.deferral, messages).select(&config.tools)?;
+    let fixed = config.instructions.as_deref().map_or(0, estimate_tokens)
+        + tools_tokens(advertised.tools());
+    let compaction = Compaction {
+        client: &config.client,
+        model: &config.model,
+        fixed_tokens: fixed,
+        target: window.saturating_sub(reserve),
+        reserve,
+        store: config.output_store.as_ref(),
+    };
+    let mut messages = messages.to_vec();
+    let (report, _) = compaction.run(&mut messages, true).await?;
+    Ok((messages, report))
 }
 
 /// Compacts `request.messages` if the request would not fit the window minus the reserved
