@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
 
-use crate::tool::{Tool, ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput};
+use crate::tool::{Tool, ToolAnnotations, ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput};
 
 use super::budget::{ceil_char_boundary, floor_char_boundary};
 
@@ -242,8 +242,13 @@ impl ToolOutputStore {
                 "additionalProperties": false
             }),
         };
-        Tool::new(
+        // Read-only: agents that ask before running tools need not ask for this one.
+        let annotations = ToolAnnotations::new()
+            .title("Read a kept tool output")
+            .read_only(true);
+        Tool::with_parts(
             descriptor,
+            annotations,
             Arc::new(ReadToolOutput {
                 store: self.clone(),
                 max_length,
