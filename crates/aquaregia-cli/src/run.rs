@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow, bail};
 use aquaregia::mcp::McpToolset;
 use aquaregia::{
-    AgentEvent, AgentHooks, AgentOutput, CancellationToken, Client, OutputBudget, StopReason, Tool,
-    ToolCall, ToolCallDecision, ToolExecError, ToolOutput,
+    AgentEvent, AgentHooks, AgentOutput, CancellationToken, Client, OutputBudget, READ_TOOL_OUTPUT,
+    SEARCH_TOOLS, StopReason, Tool, ToolCall, ToolCallDecision, ToolExecError, ToolOutput,
 };
 use clap::Args;
 use futures::StreamExt;
@@ -316,7 +316,9 @@ impl AgentHooks for Console {
             call.name,
             output::arguments_summary(&call.arguments)
         );
-        if self.ask {
+        // The agent's own built-ins (reading a kept output, searching tools) touch nothing.
+        let builtin = [READ_TOOL_OUTPUT, SEARCH_TOOLS].contains(&call.name.as_str());
+        if self.ask && !builtin {
             let decision = self.permission(call, &label).await;
             if decision != ToolCallDecision::Allow {
                 return decision;
