@@ -55,6 +55,14 @@ async fn long_results_are_cut_and_readable_for_the_whole_session() {
     let (id, read) = results.last().unwrap();
     assert_eq!(id, "call-2");
     assert!(read.starts_with("0012500 0012501 \n\n[bytes"), "{read}");
+    // The built-in tool is read-only: only the echo needed the user's permission.
+    let asked: Vec<_> = client
+        .log()
+        .into_iter()
+        .filter(|message| message["method"] == "session/request_permission")
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["params"]["toolCall"]["toolCallId"], "call-1");
 
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;

@@ -1,7 +1,7 @@
 //! Which tool calls run without asking: read-only tools, `--allow`/`--deny` globs, `--yes`.
 
-use aquaregia::Tool;
 use aquaregia::mcp::glob_match;
+use aquaregia::{READ_TOOL_OUTPUT, SEARCH_TOOLS, Tool};
 
 /// The permission rules of a run or chat.
 #[derive(Debug, Clone, Default)]
@@ -31,7 +31,10 @@ impl Permissions {
             return Verdict::Deny(format!("blocked by the deny rule `{glob}`"));
         }
         let read_only = tool.annotations().read_only == Some(true);
+        // The agent's own built-ins (reading a kept output, searching tools) touch nothing.
+        let builtin = [READ_TOOL_OUTPUT, SEARCH_TOOLS].contains(&name);
         if self.yes
+            || builtin
             || self.allow.iter().any(|glob| glob_match(glob, name))
             || (read_only && !self.ask_all)
         {

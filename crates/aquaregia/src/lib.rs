@@ -44,6 +44,15 @@
 //! [`PromptCaching`] asks providers to cache the prompt prefix. [`Agent::run_typed`] and
 //! [`Client::generate_object`] return a value of a `schemars` type ([`OutputSchema`]).
 //!
+//! ## Staying within the context
+//!
+//! [`AgentBuilder::tool_output_budget`] cuts long tool results to head and tail (the built-in
+//! `read_tool_output` tool reads the rest from a [`ToolOutputStore`]); before each model call
+//! a request over the model's window ([`context_window_for`],
+//! [`AgentBuilder::context_window`]) is compacted ([`AgentEvent::Compacted`],
+//! [`Agent::compact`]); above 64 tools the model finds tools with `search_tools`
+//! ([`ToolDeferral`]). Token counts come from one estimator, [`estimate_tokens`].
+//!
 //! ## Cargo features
 //!
 //! | feature | default | what it adds |

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use crate::context::{
-    Compaction, CompactionReport, DEFAULT_RESERVED_OUTPUT_TOKENS, OutputBudget, READ_TOOL_OUTPUT,
-    context_window_for, estimate_descriptor_tokens, estimate_messages_tokens, estimate_tokens,
-    fit_output,
+    Compaction, CompactionReport, DEFAULT_RESERVED_OUTPUT_TOKENS, Deferral, MIN_BUDGET_TOKENS,
+    OutputBudget, READ_TOOL_OUTPUT, context_window_for, estimate_descriptor_tokens,
+    estimate_messages_tokens, estimate_tokens, fit_output,
 };
 use crate::error::Error;
 use crate::message::{Message, ToolResult};
@@ -96,6 +96,8 @@ pub(super) async fn fit_result(
     let Some(budget) = budget else {
         return;
     };
+    // A tool's own budget is not validated like the agent's: never below the minimum.
+    let budget = OutputBudget::tokens(budget.max_tokens().max(MIN_BUDGET_TOKENS));
     let Some(fitted) = fit_output(
         &result.output,
         &result.call_id,
@@ -125,6 +127,28 @@ pub(super) fn window_and_reserve(config: &AgentConfig, model: &str) -> (u64, u64
         .max_output_tokens
         .map_or_else(|| DEFAULT_RESERVED_OUTPUT_TOKENS.min(window / 4), u64::from);
     (window, reserve)
+}
+
+/// [`Agent::compact`](super::Agent::compact): a forced compaction of `messages`.
+pub(super) async fn compact(
+    config: &AgentConfig,
+    messages: &[Message],
+) -> Result<(Vec<Message>, CompactionReport), Error> {
+    let (window, reserve) = window_and_reserve(config, &config.model);
+    let (advertised, _) = Deferral::new(&config.deferral, messages).select(&config.tools)?;
+    let fixed = config.instructions.as_deref().map_or(0, estimate_tokens)
+        + tools_tokens(advertised.tools());
+    let compaction = Compaction {
+        client: &config.client,
+        model: &config.model,
+        fixed_tokens: fixed,
+        target: window.saturating_sub(reserve),
+        reserve,
+        store: config.output_store.as_ref(),
+    };
+    let mut messages = messages.to_vec();
+    let (report, _) = compaction.run(&mut messages, true).await?;
+    Ok((messages, report))
 }
 
 /// Compacts `request.messages` if the request would not fit the window minus the reserved
@@ -164,9 +188,8 @@ pub(super) async fn fit_window(
         reserve,
         store: config.output_store.as_ref(),
     };
-    let mut messages: Vec<Message> = std::mem::take(&mut request.messages);
-    let outcome = compaction.run(&mut messages, false).await;
-    request.messages = messages;
+    // Changed in place step by step, so a cancelled compaction leaves a valid conversation.
+    let outcome = compaction.run(&mut request.messages, false).await;
     estimates.reset_messages();
     let (report, usage) = outcome?;
     tracing::info!(

@@ -19,9 +19,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::context::{
-    Compaction, CompactionReport, Deferral, OutputBudget, ToolDeferral, ToolOutputStore,
-};
+use crate::context::{CompactionReport, OutputBudget, ToolDeferral, ToolOutputStore};
 use crate::error::Error;
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ToolChoice, Usage};
@@ -119,25 +117,7 @@ impl Agent {
         &self,
         messages: &[Message],
     ) -> Result<(Vec<Message>, CompactionReport), Error> {
-        let config = &*self.inner;
-        let (window, reserve) = context::window_and_reserve(config, &config.model);
-        let (advertised, _) = Deferral::new(&config.deferral, messages).select(&config.tools)?;
-        let fixed = config
-            .instructions
-            .as_deref()
-            .map_or(0, crate::context::estimate_tokens)
-            + context::tools_tokens(advertised.tools());
-        let compaction = Compaction {
-            client: &config.client,
-            model: &config.model,
-            fixed_tokens: fixed,
-            target: window.saturating_sub(reserve),
-            reserve,
-            store: config.output_store.as_ref(),
-        };
-        let mut messages = messages.to_vec();
-        let (report, _) = compaction.run(&mut messages, true).await?;
-        Ok((messages, report))
+        context::compact(&self.inner, messages).await
     }
 
     /// Runs to the end and returns the output.

@@ -202,4 +202,32 @@ mod tests {
             .is_none()
         );
     }
+
+    #[test]
+    fn images_count_by_their_cost_and_stay_while_they_use_half_the_budget() {
+        // A 1x1 PNG: 255 tokens for OpenAI, 1 for Anthropic.
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGMwTjsDAAI1AWaKkkQyAAAAAElFTkSuQmCC";
+        let output = ToolOutput::Content(vec![
+            ContentBlock::text("x".repeat(3_000)),
+            ContentBlock::image("image/png", png),
+            ContentBlock::image("image/png", png),
+        ]);
+        let budget = OutputBudget::tokens(1_000);
+        // Anthropic: 750 + 2 tokens fit.
+        assert!(fit_output(&output, "c", budget, ProviderKind::Anthropic).is_none());
+        // OpenAI: 750 + 510 do not; one image (255 <= 500) stays, the text is cut.
+        let fitted = fit_output(&output, "c", budget, ProviderKind::OpenAiChat).unwrap();
+        let ToolOutput::Content(blocks) = &fitted.output else {
+            panic!("{:?}", fitted.output);
+        };
+        assert_eq!(blocks.len(), 2);
+        assert!(matches!(&blocks[1], ContentBlock::Image { .. }));
+        let text = blocks[0].to_text();
+        assert!(text.len() <= 4_000 - 255 * 4, "{}", text.len());
+        assert!(
+            fitted
+                .full_text
+                .ends_with("[image/png image]\n[image/png image]")
+        );
+    }
 }

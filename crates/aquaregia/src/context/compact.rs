@@ -155,9 +155,11 @@ impl Compaction<'_> {
         messages: &mut Vec<Message>,
         split: usize,
     ) -> Result<(usize, Usage), Error> {
-        let old: Vec<Message> = messages.drain(..split).collect();
-        let (system, rest): (Vec<Message>, Vec<Message>) =
-            old.into_iter().partition(|m| m.role == Role::System);
+        // The conversation is only changed once the summary is there: a failed or cancelled
+        // call leaves it as it was.
+        let old = messages.get(..split).unwrap_or_default();
+        let (system, rest): (Vec<&Message>, Vec<&Message>) =
+            old.iter().partition(|m| m.role == Role::System);
         let prompt_tokens = estimate_tokens(SUMMARY_INSTRUCTIONS) + 64;
         let room = self
             .target
@@ -173,23 +175,13 @@ impl Compaction<'_> {
         .instructions(SUMMARY_INSTRUCTIONS)
         .max_output_tokens(u32::try_from(self.reserve).unwrap_or(u32::MAX));
         let summarized = rest.len();
-        let response = match self.client.generate(&request).await {
-            Ok(response) => response,
-            Err(error) => {
-                // Put the conversation back as it was.
-                let mut restored = system;
-                restored.extend(rest);
-                restored.append(messages);
-                *messages = restored;
-                return Err(error);
-            }
-        };
-        let mut compacted = system;
+        let mut compacted: Vec<Message> = system.into_iter().cloned().collect();
+        let response = self.client.generate(&request).await?;
         compacted.push(Message::user(format!(
             "{SUMMARY_HEADER}\n{}",
             response.text()
         )));
-        compacted.append(messages);
+        compacted.extend(messages.drain(split..));
         *messages = compacted;
         Ok((summarized, response.usage))
     }
@@ -235,7 +227,7 @@ fn latest_turn(messages: &[Message]) -> Option<usize> {
 }
 
 /// The conversation as plain text for the summarising call, cut to `max_bytes`.
-fn transcript(messages: &[Message], max_bytes: usize) -> String {
+fn transcript(messages: &[&Message], max_bytes: usize) -> String {
     let mut out = String::new();
     for message in messages {
         let role = match message.role {

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use crate::error::Error;
 use crate::message::Message;
-use crate::tool::{Tool, ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry};
+use crate::tool::{
+    Tool, ToolAnnotations, ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry,
+};
 
 use super::store::READ_TOOL_OUTPUT;
 use super::tokens::estimate_descriptor_tokens;
@@ -364,7 +366,12 @@ fn search_tool(shared: Arc<Mutex<Shared>>, results: usize) -> Tool {
             "additionalProperties": false
         }),
     };
-    Tool::new(descriptor, Arc::new(SearchTools { shared, results }))
+    let annotations = ToolAnnotations::new().title("Search tools").read_only(true);
+    Tool::with_parts(
+        descriptor,
+        annotations,
+        Arc::new(SearchTools { shared, results }),
+    )
 }
 
 struct SearchTools {

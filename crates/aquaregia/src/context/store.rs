@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
 
-use crate::tool::{Tool, ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput};
+use crate::tool::{Tool, ToolAnnotations, ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput};
 
 use super::budget::{ceil_char_boundary, floor_char_boundary};
 
@@ -242,8 +242,13 @@ impl ToolOutputStore {
                 "additionalProperties": false
             }),
         };
-        Tool::new(
+        // Read-only: agents that ask before running tools need not ask for this one.
+        let annotations = ToolAnnotations::new()
+            .title("Read a kept tool output")
+            .read_only(true);
+        Tool::with_parts(
             descriptor,
+            annotations,
             Arc::new(ReadToolOutput {
                 store: self.clone(),
                 max_length,
@@ -308,4 +313,44 @@ fn lock(memory: &Mutex<Memory>) -> MutexGuard<'_, Memory> {
     memory
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_directory_store_keeps_outputs_as_files_and_reads_them_back() {
+        let directory = std::env::temp_dir().join(format!(
+            "aquaregia-store-test-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        let store = ToolOutputStore::directory(&directory);
+        store.put("call/1", "héllo world".into()).await;
+        // Kept as `<hex of the id>.txt`, whatever the id's characters.
+        assert!(directory.join("63616c6c2f31.txt").exists());
+        // Byte offsets are moved to character boundaries.
+        let slice = store.read("call/1", 2, 4).await.unwrap();
+        assert_eq!(
+            (slice.text.as_str(), slice.offset, slice.total),
+            ("éll", 1, 12)
+        );
+        store.keep("call/1", "other".into()).await;
+        assert_eq!(
+            store.read("call/1", 0, 100).await.unwrap().text,
+            "héllo world"
+        );
+        assert!(store.read("missing", 0, 1).await.is_err());
+        std::fs::remove_dir_all(&directory).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_memory_store_drops_the_oldest_outputs_past_its_limit() {
+        let store = ToolOutputStore::in_memory_with_limit(10);
+        store.put("a", "123456".into()).await;
+        store.put("b", "123456".into()).await;
+        assert!(store.read("a", 0, 1).await.is_err());
+        assert_eq!(store.read("b", 0, 6).await.unwrap().text, "123456");
+    }
 }
