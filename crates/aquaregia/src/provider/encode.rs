@@ -1,13 +1,18 @@
 //! Request bodies: [`encode_request`] and the [`RequestCache`] that makes each step encode only
 //! what is new.
+//!
+//! Providers write their wire items straight to bytes from borrowed, typed wire structs (no
+//! `serde_json::Value` in between). Wire APIs that merge consecutive messages of one role
+//! (Anthropic, Gemini) group messages with [`encode_merged`]: every group that nothing can merge
+//! into any more is encoded once and kept; the last, open, group is written anew each step.
 
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::WireApi;
 use crate::error::Error;
+use crate::message::Message;
 use crate::model::ModelRequest;
 use crate::tool::ToolDescriptor;
 
@@ -18,12 +23,12 @@ use crate::tool::ToolDescriptor;
 #[derive(Debug, Default)]
 pub(crate) struct RequestCache {
     provider: &'static str,
-    /// Messages encoded so far.
-    messages: usize,
-    /// Serialized wire items, comma-separated, except the last one.
+    /// Messages whose wire items are final and in `history`.
+    sealed: usize,
+    /// Serialized final wire items, comma-separated.
     history: Vec<u8>,
-    /// The last wire item, kept open because the next message may merge into it.
-    tail: Option<Value>,
+    /// Scratch buffer for the open wire item, kept to reuse its allocation.
+    open: Vec<u8>,
     /// The tools `tools_json` was made from.
     tools: Vec<Arc<ToolDescriptor>>,
     tools_json: Vec<u8>,
@@ -46,18 +51,8 @@ pub(crate) fn encode_request<P: WireApi>(
     stream: bool,
     cache: &mut RequestCache,
 ) -> Result<Vec<u8>, Error> {
-    if cache.provider != P::NAME || cache.messages > request.messages.len() {
+    if cache.provider != P::NAME || cache.sealed > request.messages.len() {
         cache.reset(P::NAME);
-    }
-    if cache.messages < request.messages.len() {
-        let mut items: Vec<Value> = cache.tail.take().into_iter().collect();
-        P::push_messages(request, &request.messages[cache.messages..], &mut items);
-        cache.tail = items.pop();
-        for mut item in items {
-            P::seal_item(&mut item);
-            append_item(&mut cache.history, &item)?;
-        }
-        cache.messages = request.messages.len();
     }
     let same_tools = cache.tools.len() == request.tools.len()
         && cache
@@ -75,29 +70,22 @@ pub(crate) fn encode_request<P: WireApi>(
 
     let extra = request.extra_body.as_ref();
     let overridden = |key: &str| extra.is_some_and(|extra| extra.contains_key(key));
-    let mut out = Vec::with_capacity(cache.history.len() + cache.tools_json.len() + 512);
+    let mut out = Vec::with_capacity(cache.history.len() + cache.tools_json.len() + 1024);
     out.push(b'{');
     if !overridden(P::HISTORY_FIELD) {
+        cache.open.clear();
+        let unsealed = request.messages.get(cache.sealed..).unwrap_or_default();
+        cache.sealed += P::encode_messages(request, unsealed, &mut cache.history, &mut cache.open)?;
         write_key(&mut out, P::HISTORY_FIELD)?;
         out.push(b'[');
-        let mut items = Vec::new();
-        if let Some(leading) = P::leading_item(request) {
-            append_item(&mut items, &leading)?;
-        }
-        out.extend_from_slice(&items);
-        if !cache.history.is_empty() {
+        P::write_leading_item(request, &mut out)?;
+        for items in [&cache.history, &cache.open] {
             if !items.is_empty() {
-                out.push(b',');
+                if out.last() != Some(&b'[') {
+                    out.push(b',');
+                }
+                out.extend_from_slice(items);
             }
-            out.extend_from_slice(&cache.history);
-        }
-        if let Some(tail) = &cache.tail {
-            if out.last() != Some(&b'[') {
-                out.push(b',');
-            }
-            let mut tail = tail.clone();
-            P::seal_item(&mut tail);
-            write_json(&mut out, &tail)?;
         }
         out.push(b']');
     }
@@ -121,6 +109,53 @@ pub(crate) fn encode_request<P: WireApi>(
     Ok(out)
 }
 
+/// The wire item of a run of consecutive messages of one wire role, for wire APIs that merge
+/// such messages into one item.
+pub(crate) trait MergeGroup {
+    /// The wire role; consecutive groups of one role merge.
+    fn role(&self) -> &'static str;
+
+    /// Appends `later`, a group of the same role that follows this one.
+    fn merge(&mut self, later: Self);
+
+    /// Appends this group's wire item to `out` (comma-separated).
+    fn write(self, out: &mut Vec<u8>) -> Result<(), Error>;
+}
+
+/// Encodes `messages` for a wire API that merges consecutive messages of one role: the groups
+/// that a later message can no longer merge into go to `sealed`, the last one to `open`.
+/// `group` gives a message's own group, or `None` for a message that sends nothing (those are
+/// transparent: the messages around them still merge). Returns how many messages the sealed
+/// groups cover.
+pub(crate) fn encode_merged<'m, G: MergeGroup>(
+    messages: &'m [Message],
+    mut group: impl FnMut(&'m Message) -> Option<G>,
+    sealed: &mut Vec<u8>,
+    open: &mut Vec<u8>,
+) -> Result<usize, Error> {
+    let mut current: Option<(usize, G)> = None;
+    for (index, message) in messages.iter().enumerate() {
+        let Some(next) = group(message) else {
+            continue;
+        };
+        match &mut current {
+            Some((_, last)) if last.role() == next.role() => last.merge(next),
+            _ => {
+                if let Some((_, done)) = current.replace((index, next)) {
+                    done.write(sealed)?;
+                }
+            }
+        }
+    }
+    match current {
+        Some((start, last)) => {
+            last.write(open)?;
+            Ok(start)
+        }
+        None => Ok(messages.len()),
+    }
+}
+
 /// Writes `"key":`, preceded by a comma unless it is the object's first key.
 fn write_key(out: &mut Vec<u8>, key: &str) -> Result<(), Error> {
     if out.last() != Some(&b'{') {
@@ -131,9 +166,9 @@ fn write_key(out: &mut Vec<u8>, key: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Appends a comma-separated item.
-fn append_item(out: &mut Vec<u8>, item: &Value) -> Result<(), Error> {
-    if !out.is_empty() {
+/// Appends an item to a comma-separated list (`out` is empty or ends in `[` or an item).
+pub(crate) fn append_item<T: Serialize + ?Sized>(out: &mut Vec<u8>, item: &T) -> Result<(), Error> {
+    if !out.is_empty() && out.last() != Some(&b'[') {
         out.push(b',');
     }
     write_json(out, item)
@@ -146,8 +181,10 @@ fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(),
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
-    use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
+    use crate::message::{ContentPart, Message, Reasoning, Role, ToolCall, ToolResult};
     use crate::provider::{anthropic, gemini, openai_chat, openai_responses};
     use crate::tool::{ContentBlock, ToolOutput};
 
@@ -186,23 +223,103 @@ mod tests {
         ]
     }
 
-    /// Encoding step by step with the cache gives exactly the body a fresh encode gives.
+    /// Every kind of part and the merging edge cases: system messages and messages that send
+    /// nothing between messages of one wire role, several tool results with images and
+    /// errors, signed and unsigned reasoning.
+    fn rich_conversation() -> Vec<Message> {
+        let reasoning = |text: &str, id: Option<&str>, signature: Option<&str>| {
+            ContentPart::Reasoning(Reasoning {
+                text: text.into(),
+                id: id.map(Into::into),
+                signature: signature.map(Into::into),
+                encrypted_content: id.map(|_| "ENC".into()),
+            })
+        };
+        let result = |id: &str, output: ToolOutput, is_error: bool| {
+            ContentPart::ToolResult(ToolResult {
+                call_id: id.into(),
+                name: "t".into(),
+                output,
+                is_error,
+            })
+        };
+        let call = |id: &str, arguments: Value| {
+            ContentPart::ToolCall(ToolCall {
+                id: id.into(),
+                name: "t".into(),
+                arguments,
+            })
+        };
+        vec![
+            Message::system("sys one"),
+            Message::new(
+                Role::User,
+                vec![
+                    ContentPart::text("look"),
+                    ContentPart::image("image/png", "AA=="),
+                    ContentPart::image_url("https://x.example/a.png"),
+                ],
+            ),
+            Message::system("sys two"),
+            Message::user("more"),
+            Message::new(
+                Role::Assistant,
+                vec![
+                    reasoning("thinking", Some("rs_1"), Some("SIG")),
+                    reasoning("", None, Some("S0")),
+                    ContentPart::text("one "),
+                    ContentPart::text("two"),
+                    call("a", serde_json::json!({"z": 1, "a": "\"q\""})),
+                    call("b", serde_json::json!("{\"k\": 2}")),
+                ],
+            ),
+            Message::new(Role::Assistant, vec![reasoning("unsigned", None, None)]),
+            Message::new(
+                Role::Tool,
+                vec![
+                    result("a", ToolOutput::Text("out".into()), false),
+                    result("b", ToolOutput::Json(serde_json::json!({"$ref": 1})), true),
+                    result(
+                        "c",
+                        ToolOutput::Content(vec![ContentBlock::image("image/gif", "DD==")]),
+                        true,
+                    ),
+                ],
+            ),
+            Message::user(""),
+            Message::system("sys three"),
+            Message::user("after tools"),
+            Message::assistant("answer"),
+            Message::new(Role::Tool, vec![]),
+            Message::assistant("more answer"),
+        ]
+    }
+
+    /// Encoding step by step with the cache gives exactly the body a fresh encode gives,
+    /// whether each step adds one message or several, and when a step adds none (a retry).
     fn incremental_equals_fresh<P: WireApi>() {
-        let all = conversation();
         let tool = crate::tool::tool("t").execute_raw(|_| async { Ok(()) });
-        let mut cache = RequestCache::default();
-        for n in 1..=all.len() {
-            let request = ModelRequest::new("m", all[..n].to_vec())
-                .instructions("be brief")
-                .tools([tool.shared_descriptor()]);
-            let incremental = encode_request::<P>(&request, false, &mut cache).unwrap();
-            let fresh = encode_request::<P>(&request, false, &mut RequestCache::default()).unwrap();
-            assert_eq!(
-                String::from_utf8(incremental).unwrap(),
-                String::from_utf8(fresh).unwrap(),
-                "{} after {n} messages",
-                P::NAME
-            );
+        for all in [conversation(), rich_conversation()] {
+            for stride in 1..=3 {
+                let mut cache = RequestCache::default();
+                for n in (stride..all.len() + stride).step_by(stride) {
+                    let n = n.min(all.len());
+                    let request = ModelRequest::new("m", all[..n].to_vec())
+                        .instructions("be brief")
+                        .tools([tool.shared_descriptor()]);
+                    let fresh =
+                        encode_request::<P>(&request, false, &mut RequestCache::default()).unwrap();
+                    for attempt in 0..2 {
+                        let incremental = encode_request::<P>(&request, false, &mut cache).unwrap();
+                        assert_eq!(
+                            String::from_utf8(incremental).unwrap(),
+                            String::from_utf8(fresh.clone()).unwrap(),
+                            "{} after {n} messages, stride {stride}, attempt {attempt}",
+                            P::NAME
+                        );
+                    }
+                }
+            }
         }
     }
 
@@ -212,6 +329,29 @@ mod tests {
         incremental_equals_fresh::<openai_responses::OpenAiResponses>();
         incremental_equals_fresh::<anthropic::Anthropic>();
         incremental_equals_fresh::<gemini::Gemini>();
+    }
+
+    /// Merging wire APIs keep every group but the last one encoded; the others keep all.
+    #[test]
+    fn only_the_open_group_is_encoded_again() {
+        let all = conversation();
+        let sealed_after = |n: usize, encode: fn(&ModelRequest, &mut RequestCache)| {
+            let mut cache = RequestCache::default();
+            encode(&ModelRequest::new("m", all[..n].to_vec()), &mut cache);
+            cache.sealed
+        };
+        let anthropic: fn(&ModelRequest, &mut RequestCache) = |request, cache| {
+            encode_request::<anthropic::Anthropic>(request, false, cache).unwrap();
+        };
+        let chat: fn(&ModelRequest, &mut RequestCache) = |request, cache| {
+            encode_request::<openai_chat::OpenAiChat>(request, false, cache).unwrap();
+        };
+        // user | assistant | tool + user (one wire message) | assistant: the last is open.
+        assert_eq!(sealed_after(5, anthropic), 4);
+        // ... | tool: the user turn the tool result opened stays open.
+        assert_eq!(sealed_after(3, anthropic), 2);
+        assert_eq!(sealed_after(4, anthropic), 2);
+        assert_eq!(sealed_after(5, chat), 5);
     }
 
     #[test]

@@ -171,8 +171,9 @@ pub(crate) trait StreamDecoder: Default + Send + 'static {
 
 /// One provider wire format.
 ///
-/// A request body is assembled by [`encode_request`](encode::encode_request) from these pieces, so the conversation
-/// and tool definitions can be encoded once and reused across the steps of a run.
+/// A request body is assembled by [`encode_request`](encode::encode_request) from these
+/// pieces, so the conversation and tool definitions can be encoded once and reused across the
+/// steps of a run.
 pub(crate) trait WireApi: Send + Sync + 'static {
     /// Name used in errors (`openai`, `openai-chat`, `anthropic`).
     const NAME: &'static str;
@@ -197,18 +198,22 @@ pub(crate) trait WireApi: Send + Sync + 'static {
         None
     }
 
-    /// A wire item that precedes the conversation (Chat Completions' system message).
-    fn leading_item(_request: &ModelRequest) -> Option<Value> {
-        None
+    /// Writes the wire item that precedes the conversation (Chat Completions' system message)
+    /// after the `[` of the history field.
+    fn write_leading_item(_request: &ModelRequest, _out: &mut Vec<u8>) -> Result<(), Error> {
+        Ok(())
     }
 
-    /// Appends the wire items for `messages`. May merge into the last item of `items` (whose
-    /// earlier items are already encoded): wire formats that forbid two messages of one role
-    /// in a row do that.
-    fn push_messages(request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>);
-
-    /// Final form of a wire item that nothing will merge into any more, as it is sent.
-    fn seal_item(_item: &mut Value) {}
+    /// Encodes `messages`, the conversation after the messages already sealed, as
+    /// comma-separated wire items: items nothing can merge into any more are appended to
+    /// `sealed`, the last item of a wire format that merges messages of one role to `open`.
+    /// Returns how many of `messages` the items appended to `sealed` cover.
+    fn encode_messages(
+        request: &ModelRequest,
+        messages: &[Message],
+        sealed: &mut Vec<u8>,
+        open: &mut Vec<u8>,
+    ) -> Result<usize, Error>;
 
     /// One tool definition.
     fn tool_definition(tool: &ToolDescriptor) -> Value;
@@ -313,6 +318,22 @@ pub(crate) fn object_schema(schema: &Value) -> Cow<'_, Value> {
             Cow::Owned(Value::Object(map))
         }
         _ => Cow::Owned(serde_json::json!({"type": "object", "properties": {}})),
+    }
+}
+
+/// Tool-call arguments as the JSON object Anthropic's `input` and Gemini's `args` require.
+///
+/// Arguments that are JSON text of an object are sent as that object; anything else (text that
+/// was not JSON, an array...) becomes `{}`: such a call already failed the tool's schema check
+/// and its tool result tells the model why.
+pub(crate) fn arguments_object(arguments: &Value) -> Cow<'_, Value> {
+    match arguments {
+        Value::Object(_) => Cow::Borrowed(arguments),
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(object @ Value::Object(_)) => Cow::Owned(object),
+            _ => Cow::Owned(Value::Object(Map::new())),
+        },
+        _ => Cow::Owned(Value::Object(Map::new())),
     }
 }
 

@@ -1,17 +1,17 @@
 //! OpenAI Responses (`POST /responses`), used statelessly: `store: false`, with the previous
 //! output items (reasoning included) sent back as input on every call.
 
+mod request;
 mod response;
 
 use serde_json::{Map, Value, json};
 
 use super::openai_chat::OPENAI_BASE_URL;
-use super::openai_chat::{arguments_text, image_url};
 use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth};
-use super::{OutputPart, WireApi, object_schema, output_text, system_text, tool_output_parts};
+use super::{WireApi, object_schema, system_text};
 use crate::client::ProviderKind;
 use crate::error::Error;
-use crate::message::{ContentPart, Message, Reasoning, Role};
+use crate::message::Message;
 use crate::model::{ModelRequest, ModelResponse, ToolChoice};
 use crate::tool::ToolDescriptor;
 use response::Decoder;
@@ -42,7 +42,12 @@ impl WireApi for OpenAiResponses {
 
     const HISTORY_FIELD: &'static str = "input";
 
-    fn push_messages(request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>) {
+    fn encode_messages(
+        request: &ModelRequest,
+        messages: &[Message],
+        sealed: &mut Vec<u8>,
+        _open: &mut Vec<u8>,
+    ) -> Result<usize, Error> {
         // Stored items can be referenced by id alone; with `store: false` (our default) a
         // reasoning item is only accepted back with its `encrypted_content`.
         let stored = request
@@ -52,8 +57,9 @@ impl WireApi for OpenAiResponses {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         for message in messages {
-            push_items(items, message, stored);
+            request::write_items(sealed, message, stored)?;
         }
+        Ok(messages.len())
     }
 
     fn tool_definition(d: &ToolDescriptor) -> Value {
@@ -121,108 +127,4 @@ fn tool_choice(choice: &ToolChoice) -> Value {
         ToolChoice::Required => json!("required"),
         ToolChoice::Tool(name) => json!({"type": "function", "name": name}),
     }
-}
-
-fn push_items(out: &mut Vec<Value>, message: &Message, stored: bool) {
-    match message.role {
-        Role::System => {} // part of `instructions`
-        Role::User => {
-            let content: Vec<Value> = message
-                .content
-                .iter()
-                .filter_map(|part| match part {
-                    ContentPart::Text { text } => Some(json!({"type": "input_text", "text": text})),
-                    ContentPart::Image { source } => Some(input_image(&image_url(source))),
-                    _ => None,
-                })
-                .collect();
-            if !content.is_empty() {
-                out.push(json!({"type": "message", "role": "user", "content": content}));
-            }
-        }
-        Role::Assistant => {
-            let mut text = String::new();
-            for part in &message.content {
-                match part {
-                    ContentPart::Text { text: t } => text.push_str(t),
-                    ContentPart::Reasoning(reasoning) => {
-                        flush_text(out, &mut text);
-                        if let Some(item) = reasoning_item(reasoning, stored) {
-                            out.push(item);
-                        }
-                    }
-                    ContentPart::ToolCall(call) => {
-                        flush_text(out, &mut text);
-                        out.push(json!({
-                            "type": "function_call",
-                            "call_id": call.id,
-                            "name": call.name,
-                            "arguments": arguments_text(&call.arguments),
-                        }));
-                    }
-                    _ => {}
-                }
-            }
-            flush_text(out, &mut text);
-        }
-        Role::Tool => {
-            for part in &message.content {
-                let ContentPart::ToolResult(result) = part else {
-                    continue;
-                };
-                let parts = tool_output_parts(&result.output);
-                let output = if parts.iter().any(|p| matches!(p, OutputPart::Image { .. })) {
-                    let items = parts
-                        .iter()
-                        .map(|part| match part {
-                            OutputPart::Text(text) => json!({"type": "input_text", "text": text}),
-                            OutputPart::Image { mime_type, data } => {
-                                input_image(&format!("data:{mime_type};base64,{data}"))
-                            }
-                        })
-                        .collect();
-                    Value::Array(items)
-                } else {
-                    Value::String(output_text(&parts))
-                };
-                out.push(json!({
-                    "type": "function_call_output",
-                    "call_id": result.call_id,
-                    "output": output,
-                }));
-            }
-        }
-    }
-}
-
-fn flush_text(out: &mut Vec<Value>, text: &mut String) {
-    if !text.is_empty() {
-        let text = std::mem::take(text);
-        out.push(json!({
-            "type": "message",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": text}],
-        }));
-    }
-}
-
-/// A reasoning item the API accepts back: it needs its `rs_` id and, unless stored, its
-/// encrypted content. Other providers' thinking has no id and is left out.
-fn reasoning_item(reasoning: &Reasoning, stored: bool) -> Option<Value> {
-    let id = reasoning.id.as_ref()?;
-    if reasoning.encrypted_content.is_none() && !stored {
-        return None;
-    }
-    let mut item = json!({"type": "reasoning", "id": id, "summary": []});
-    if !reasoning.text.is_empty() {
-        item["summary"] = json!([{"type": "summary_text", "text": reasoning.text}]);
-    }
-    if let Some(encrypted) = &reasoning.encrypted_content {
-        item["encrypted_content"] = json!(encrypted);
-    }
-    Some(item)
-}
-
-fn input_image(url: &str) -> Value {
-    json!({"type": "input_image", "image_url": url, "detail": "auto"})
 }
