@@ -4,7 +4,9 @@
 //! Providers write their wire items straight to bytes from borrowed, typed wire structs (no
 //! `serde_json::Value` in between). Wire APIs that merge consecutive messages of one role
 //! (Anthropic, Gemini) group messages with [`encode_merged`]: every group that nothing can merge
-//! into any more is encoded once and kept; the last, open, group is written anew each step.
+//! into any more is encoded once and kept; the last, open, group is kept as written and reused
+//! when the next message starts a group of its own (the common case in an agent loop: a tool
+//! result, then the model's turn), or written anew when a message merges into it.
 
 use std::sync::Arc;
 
@@ -27,8 +29,8 @@ pub(crate) struct RequestCache {
     sealed: usize,
     /// Serialized final wire items, comma-separated.
     history: Vec<u8>,
-    /// Scratch buffer for the open wire item, kept to reuse its allocation.
-    open: Vec<u8>,
+    /// The last wire item of a wire API that merges messages, still open.
+    open: OpenItem,
     /// The tools `tools_json` was made from.
     tools: Vec<Arc<ToolDescriptor>>,
     tools_json: Vec<u8>,
@@ -73,13 +75,18 @@ pub(crate) fn encode_request<P: WireApi>(
     let mut out = Vec::with_capacity(cache.history.len() + cache.tools_json.len() + 1024);
     out.push(b'{');
     if !overridden(P::HISTORY_FIELD) {
-        cache.open.clear();
         let unsealed = request.messages.get(cache.sealed..).unwrap_or_default();
-        cache.sealed += P::encode_messages(request, unsealed, &mut cache.history, &mut cache.open)?;
+        match P::encode_messages(request, unsealed, &mut cache.history, &mut cache.open) {
+            Ok(sealed) => cache.sealed += sealed,
+            Err(error) => {
+                cache.reset(P::NAME); // partly written
+                return Err(error);
+            }
+        }
         write_key(&mut out, P::HISTORY_FIELD)?;
         out.push(b'[');
         P::write_leading_item(request, &mut out)?;
-        for items in [&cache.history, &cache.open] {
+        for items in [&cache.history, &cache.open.bytes] {
             if !items.is_empty() {
                 if out.last() != Some(&b'[') {
                     out.push(b',');
@@ -122,6 +129,19 @@ pub(crate) trait MergeGroup {
     fn write(self, out: &mut Vec<u8>) -> Result<(), Error>;
 }
 
+/// The last wire item of a wire API that merges consecutive messages of one role: a message
+/// appended later may still merge into it.
+#[derive(Debug, Default)]
+pub(crate) struct OpenItem {
+    /// The item as it goes in the body; empty when there is none.
+    bytes: Vec<u8>,
+    /// The wire role of the item.
+    role: &'static str,
+    /// How many of the unsealed messages the item covers, when `bytes` is also its final
+    /// form (0: it has to be written again before it is sealed).
+    final_over: usize,
+}
+
 /// Encodes `messages` for a wire API that merges consecutive messages of one role: the groups
 /// that a later message can no longer merge into go to `sealed`, the last one to `open`.
 /// `group` gives a message's own group, or `None` for a message that sends nothing (those are
@@ -131,29 +151,67 @@ pub(crate) fn encode_merged<'m, G: MergeGroup>(
     messages: &'m [Message],
     mut group: impl FnMut(&'m Message) -> Option<G>,
     sealed: &mut Vec<u8>,
-    open: &mut Vec<u8>,
+    open: &mut OpenItem,
 ) -> Result<usize, Error> {
     let mut current: Option<(usize, G)> = None;
-    for (index, message) in messages.iter().enumerate() {
-        let Some(next) = group(message) else {
+    let mut next = 0;
+    // The open item of the last call covers the first messages: unless the first message of a
+    // group after them merges into it, it is final as written.
+    if let Some(added) = messages
+        .get(open.final_over..)
+        .filter(|_| open.final_over > 0)
+    {
+        let following = added
+            .iter()
+            .enumerate()
+            .find_map(|(index, message)| Some((open.final_over + index, group(message)?)));
+        match following {
+            None => {
+                open.final_over = messages.len();
+                return Ok(0);
+            }
+            Some((index, first)) if first.role() != open.role => {
+                append_raw(sealed, &open.bytes);
+                current = Some((index, first));
+                next = index + 1;
+            }
+            Some(_) => {} // it merges: every group is built again
+        }
+    }
+    for (index, message) in messages.iter().enumerate().skip(next) {
+        let Some(later) = group(message) else {
             continue;
         };
         match &mut current {
-            Some((_, last)) if last.role() == next.role() => last.merge(next),
+            Some((_, last)) if last.role() == later.role() => last.merge(later),
             _ => {
-                if let Some((_, done)) = current.replace((index, next)) {
+                if let Some((_, done)) = current.replace((index, later)) {
                     done.write(sealed)?;
                 }
             }
         }
     }
+    open.bytes.clear();
     match current {
         Some((start, last)) => {
-            last.write(open)?;
+            open.role = last.role();
+            open.final_over = messages.len() - start;
+            last.write(&mut open.bytes)?;
             Ok(start)
         }
-        None => Ok(messages.len()),
+        None => {
+            open.final_over = 0;
+            Ok(messages.len())
+        }
     }
+}
+
+/// Appends already serialized items to a comma-separated list.
+fn append_raw(out: &mut Vec<u8>, items: &[u8]) {
+    if !out.is_empty() {
+        out.push(b',');
+    }
+    out.extend_from_slice(items);
 }
 
 /// Writes `"key":`, preceded by a comma unless it is the object's first key.

@@ -30,6 +30,7 @@ use crate::http::{HttpConfig, Rejection, header_str, truncate};
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{ModelRequest, ModelResponse, ModelStream, StreamEvent};
 use crate::tool::{ContentBlock, ToolDescriptor, ToolOutput};
+use encode::OpenItem;
 pub(crate) use encode::RequestCache;
 
 /// Every provider, by the prefix of its `provider:model` specs. Adding a provider is one file
@@ -206,13 +207,14 @@ pub(crate) trait WireApi: Send + Sync + 'static {
 
     /// Encodes `messages`, the conversation after the messages already sealed, as
     /// comma-separated wire items: items nothing can merge into any more are appended to
-    /// `sealed`, the last item of a wire format that merges messages of one role to `open`.
-    /// Returns how many of `messages` the items appended to `sealed` cover.
+    /// `sealed`; a wire format that merges messages of one role keeps its last item in `open`
+    /// ([`encode_merged`](encode::encode_merged)). Returns how many of `messages` the items
+    /// appended to `sealed` cover.
     fn encode_messages(
         request: &ModelRequest,
         messages: &[Message],
         sealed: &mut Vec<u8>,
-        open: &mut Vec<u8>,
+        open: &mut OpenItem,
     ) -> Result<usize, Error>;
 
     /// One tool definition.

@@ -6,7 +6,7 @@ mod response;
 use reqwest::header::HeaderName;
 use serde_json::{Map, Value, json};
 
-use super::encode::encode_merged;
+use super::encode::{OpenItem, encode_merged};
 use super::{Api, KeyPolicy, ProviderInfo, WireApi, base_url_as_is, object_schema, system_text};
 use crate::client::ProviderKind;
 use crate::error::Error;
@@ -48,7 +48,7 @@ impl WireApi for Anthropic {
         _request: &ModelRequest,
         messages: &[Message],
         sealed: &mut Vec<u8>,
-        open: &mut Vec<u8>,
+        open: &mut OpenItem,
     ) -> Result<usize, Error> {
         encode_merged(messages, request::turn, sealed, open)
     }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use reqwest::header::HeaderName;
 use serde_json::{Map, Value, json};
 
-use super::encode::encode_merged;
+use super::encode::{OpenItem, encode_merged};
 use super::{Api, KeyPolicy, ProviderInfo, WireApi, object_schema, system_text};
 use crate::client::ProviderKind;
 use crate::error::Error;
@@ -77,7 +77,7 @@ impl WireApi for Gemini {
         _request: &ModelRequest,
         messages: &[Message],
         sealed: &mut Vec<u8>,
-        open: &mut Vec<u8>,
+        open: &mut OpenItem,
     ) -> Result<usize, Error> {
         encode_merged(messages, request::turn, sealed, open)
     }

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::encode::append_item;
+use super::encode::{OpenItem, append_item};
 use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth, new_call_id};
 use super::{
     AssistantBuilder, StreamDecoder, WireApi, object_schema, parse_arguments, parse_json,
@@ -65,7 +65,7 @@ impl WireApi for OpenAiChat {
         _request: &ModelRequest,
         messages: &[Message],
         sealed: &mut Vec<u8>,
-        _open: &mut Vec<u8>,
+        _open: &mut OpenItem,
     ) -> Result<usize, Error> {
         for message in messages {
             request::write_message(sealed, message)?;

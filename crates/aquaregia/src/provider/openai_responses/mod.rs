@@ -6,6 +6,7 @@ mod response;
 
 use serde_json::{Map, Value, json};
 
+use super::encode::OpenItem;
 use super::openai_chat::OPENAI_BASE_URL;
 use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth};
 use super::{WireApi, object_schema, system_text};
@@ -46,7 +47,7 @@ impl WireApi for OpenAiResponses {
         request: &ModelRequest,
         messages: &[Message],
         sealed: &mut Vec<u8>,
-        _open: &mut Vec<u8>,
+        _open: &mut OpenItem,
     ) -> Result<usize, Error> {
         // Stored items can be referenced by id alone; with `store: false` (our default) a
         // reasoning item is only accepted back with its `encrypted_content`.
