@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 use super::WireApi;
 use crate::error::Error;
@@ -102,12 +103,14 @@ pub(crate) fn encode_request<P: WireApi>(
         out.extend_from_slice(&cache.tools_json);
         out.extend_from_slice(P::TOOLS_CLOSE.as_bytes());
     }
-    for (key, value) in P::body_fields(request, stream) {
-        if !overridden(&key) {
-            write_key(&mut out, &key)?;
-            write_json(&mut out, &value)?;
-        }
-    }
+    P::body_fields(
+        request,
+        stream,
+        &mut BodyWriter {
+            out: &mut out,
+            extra,
+        },
+    )?;
     for (key, value) in extra.into_iter().flatten() {
         write_key(&mut out, key)?;
         write_json(&mut out, value)?;
@@ -214,6 +217,28 @@ fn append_raw(out: &mut Vec<u8>, items: &[u8]) {
     out.extend_from_slice(items);
 }
 
+/// Writes a request body's top-level fields, leaving out the ones `extra_body` overrides.
+pub(crate) struct BodyWriter<'a> {
+    out: &'a mut Vec<u8>,
+    extra: Option<&'a Map<String, Value>>,
+}
+
+impl BodyWriter<'_> {
+    /// Writes `"key":value` unless `extra_body` has `key`. Fields go in alphabetical order,
+    /// as `serde_json::Value` objects have them.
+    pub(crate) fn field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &str,
+        value: &T,
+    ) -> Result<(), Error> {
+        if self.extra.is_some_and(|extra| extra.contains_key(key)) {
+            return Ok(());
+        }
+        write_key(self.out, key)?;
+        write_json(self.out, value)
+    }
+}
+
 /// Writes `"key":`, preceded by a comma unless it is the object's first key.
 fn write_key(out: &mut Vec<u8>, key: &str) -> Result<(), Error> {
     if out.last() != Some(&b'{') {
@@ -239,8 +264,6 @@ fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(),
 
 #[cfg(test)]
 mod tests {
-    use serde_json::Value;
-
     use super::*;
     use crate::message::{ContentPart, Message, Reasoning, Role, ToolCall, ToolResult};
     use crate::provider::{anthropic, gemini, openai_chat, openai_responses};

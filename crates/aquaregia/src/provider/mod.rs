@@ -30,8 +30,8 @@ use crate::http::{HttpConfig, Rejection, header_str, truncate};
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{ModelRequest, ModelResponse, ModelStream, StreamEvent};
 use crate::tool::{ContentBlock, ToolDescriptor, ToolOutput};
-use encode::OpenItem;
 pub(crate) use encode::RequestCache;
+use encode::{BodyWriter, OpenItem};
 
 /// Every provider, by the prefix of its `provider:model` specs. Adding a provider is one file
 /// and one line here.
@@ -220,8 +220,12 @@ pub(crate) trait WireApi: Send + Sync + 'static {
     /// One tool definition.
     fn tool_definition(tool: &ToolDescriptor) -> Value;
 
-    /// Every other body field (model, options, tool choice...).
-    fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value>;
+    /// Writes every other body field (model, options, tool choice...), in alphabetical order.
+    fn body_fields(
+        request: &ModelRequest,
+        stream: bool,
+        body: &mut BodyWriter<'_>,
+    ) -> Result<(), Error>;
 
     /// Decodes a non-streaming response body.
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error>;
@@ -392,17 +396,29 @@ pub(crate) fn new_call_id() -> String {
     format!("call_{:016x}", fastrand::u64(..))
 }
 
-/// The instructions plus any system messages of the conversation, in order.
-pub(crate) fn system_text(request: &ModelRequest) -> Option<String> {
-    let mut parts: Vec<String> = request.instructions.iter().cloned().collect();
-    parts.extend(
-        request
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::System)
-            .map(Message::text),
-    );
-    (!parts.is_empty()).then(|| parts.join("\n\n"))
+/// The instructions plus any system messages of the conversation, in order, joined by blank
+/// lines (borrowed when there are only instructions).
+pub(crate) fn system_text(request: &ModelRequest) -> Option<Cow<'_, str>> {
+    let mut systems = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .peekable();
+    if systems.peek().is_none() {
+        return request.instructions.as_deref().map(Cow::Borrowed);
+    }
+    let mut text = request.instructions.clone();
+    for message in systems {
+        let more = message.text();
+        match &mut text {
+            Some(text) => {
+                text.push_str("\n\n");
+                text.push_str(&more);
+            }
+            None => text = Some(more),
+        }
+    }
+    text.map(Cow::Owned)
 }
 
 /// Assembles an assistant message from streamed or decoded pieces, keeping their order.

@@ -4,9 +4,10 @@ mod request;
 mod response;
 
 use reqwest::header::HeaderName;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 
-use super::encode::{OpenItem, encode_merged};
+use super::encode::{BodyWriter, OpenItem, encode_merged};
 use super::{Api, KeyPolicy, ProviderInfo, WireApi, base_url_as_is, object_schema, system_text};
 use crate::client::ProviderKind;
 use crate::error::Error;
@@ -61,26 +62,27 @@ impl WireApi for Anthropic {
         })
     }
 
-    fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value> {
-        let mut body = Map::new();
-        body.insert("model".into(), request.model.clone().into());
-        body.insert(
-            "max_tokens".into(),
-            json!(request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
-        );
-        if let Some(system) = system_text(request) {
-            body.insert("system".into(), Value::String(system));
+    fn body_fields(
+        request: &ModelRequest,
+        stream: bool,
+        body: &mut BodyWriter<'_>,
+    ) -> Result<(), Error> {
+        let max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        body.field("max_tokens", &max_tokens)?;
+        body.field("model", &request.model)?;
+        if stream {
+            body.field("stream", &true)?;
         }
-        if !request.tools.is_empty() {
-            body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
+        if let Some(system) = system_text(request) {
+            body.field("system", &system)?;
         }
         if let Some(temperature) = request.temperature {
-            body.insert("temperature".into(), json!(temperature));
+            body.field("temperature", &f64::from(temperature))?;
         }
-        if stream {
-            body.insert("stream".into(), Value::Bool(true));
+        if !request.tools.is_empty() {
+            body.field("tool_choice", &tool_choice(&request.tool_choice))?;
         }
-        body
+        Ok(())
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
@@ -88,11 +90,21 @@ impl WireApi for Anthropic {
     }
 }
 
-fn tool_choice(choice: &ToolChoice) -> Value {
-    match choice {
-        ToolChoice::Auto => json!({"type": "auto"}),
-        ToolChoice::None => json!({"type": "none"}),
-        ToolChoice::Required => json!({"type": "any"}),
-        ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
-    }
+/// `tool_choice`: `{"type": "auto" | "none" | "any"}` or `{"name", "type": "tool"}`.
+#[derive(Serialize)]
+struct WireToolChoice<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+fn tool_choice(choice: &ToolChoice) -> WireToolChoice<'_> {
+    let (kind, name) = match choice {
+        ToolChoice::Auto => ("auto", None),
+        ToolChoice::None => ("none", None),
+        ToolChoice::Required => ("any", None),
+        ToolChoice::Tool(name) => ("tool", Some(name.as_str())),
+    };
+    WireToolChoice { name, kind }
 }

@@ -15,9 +15,10 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use reqwest::header::HeaderName;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::encode::{OpenItem, encode_merged};
+use super::encode::{BodyWriter, OpenItem, encode_merged};
 use super::{Api, KeyPolicy, ProviderInfo, WireApi, object_schema, system_text};
 use crate::client::ProviderKind;
 use crate::error::Error;
@@ -96,31 +97,31 @@ impl WireApi for Gemini {
         Value::Object(declaration)
     }
 
-    fn body_fields(request: &ModelRequest, _stream: bool) -> Map<String, Value> {
-        let mut body = Map::new();
+    fn body_fields(
+        request: &ModelRequest,
+        _stream: bool,
+        body: &mut BodyWriter<'_>,
+    ) -> Result<(), Error> {
+        if request.temperature.is_some() || request.max_output_tokens.is_some() {
+            let config = GenerationConfig {
+                max_output_tokens: request.max_output_tokens,
+                temperature: request.temperature.map(f64::from),
+            };
+            body.field("generationConfig", &config)?;
+        }
         if let Some(system) = system_text(request) {
-            body.insert(
-                "systemInstruction".into(),
-                json!({"parts": [{"text": system}]}),
-            );
+            let instruction = SystemInstruction {
+                parts: [TextPart { text: &system }],
+            };
+            body.field("systemInstruction", &instruction)?;
         }
         if !request.tools.is_empty() {
-            body.insert(
-                "toolConfig".into(),
-                json!({"functionCallingConfig": function_calling_config(&request.tool_choice)}),
-            );
+            let config = ToolConfig {
+                function_calling_config: function_calling_config(&request.tool_choice),
+            };
+            body.field("toolConfig", &config)?;
         }
-        let mut config = Map::new();
-        if let Some(temperature) = request.temperature {
-            config.insert("temperature".into(), json!(temperature));
-        }
-        if let Some(max) = request.max_output_tokens {
-            config.insert("maxOutputTokens".into(), json!(max));
-        }
-        if !config.is_empty() {
-            body.insert("generationConfig".into(), Value::Object(config));
-        }
-        body
+        Ok(())
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
@@ -128,12 +129,49 @@ impl WireApi for Gemini {
     }
 }
 
-fn function_calling_config(choice: &ToolChoice) -> Value {
-    match choice {
-        ToolChoice::Auto => json!({"mode": "AUTO"}),
-        ToolChoice::None => json!({"mode": "NONE"}),
-        ToolChoice::Required => json!({"mode": "ANY"}),
-        ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GenerationConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct SystemInstruction<'a> {
+    parts: [TextPart<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct TextPart<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolConfig<'a> {
+    function_calling_config: FunctionCallingConfig<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FunctionCallingConfig<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowed_function_names: Option<[&'a str; 1]>,
+    mode: &'static str,
+}
+
+fn function_calling_config(choice: &ToolChoice) -> FunctionCallingConfig<'_> {
+    let (mode, name) = match choice {
+        ToolChoice::Auto => ("AUTO", None),
+        ToolChoice::None => ("NONE", None),
+        ToolChoice::Required => ("ANY", None),
+        ToolChoice::Tool(name) => ("ANY", Some([name.as_str()])),
+    };
+    FunctionCallingConfig {
+        allowed_function_names: name,
+        mode,
     }
 }
 

@@ -4,10 +4,10 @@ mod request;
 
 use std::collections::VecDeque;
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
-use super::encode::{OpenItem, append_item};
+use super::encode::{BodyWriter, OpenItem, append_item};
 use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth, new_call_id};
 use super::{
     AssistantBuilder, StreamDecoder, WireApi, object_schema, parse_arguments, parse_json,
@@ -55,7 +55,7 @@ impl WireApi for OpenAiChat {
         match system_text(request) {
             Some(system) => append_item(
                 out,
-                &request::WireMessage::new("system", request::Content::Text(system.into())),
+                &request::WireMessage::new("system", request::Content::Text(system)),
             ),
             None => Ok(()),
         }
@@ -81,23 +81,31 @@ impl WireApi for OpenAiChat {
         }})
     }
 
-    fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value> {
-        let mut body = Map::new();
-        body.insert("model".into(), request.model.clone().into());
-        if !request.tools.is_empty() {
-            body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
+    fn body_fields(
+        request: &ModelRequest,
+        stream: bool,
+        body: &mut BodyWriter<'_>,
+    ) -> Result<(), Error> {
+        if let Some(max) = request.max_output_tokens {
+            body.field("max_completion_tokens", &max)?;
+        }
+        body.field("model", &request.model)?;
+        if stream {
+            body.field("stream", &true)?;
+            body.field(
+                "stream_options",
+                &StreamOptions {
+                    include_usage: true,
+                },
+            )?;
         }
         if let Some(temperature) = request.temperature {
-            body.insert("temperature".into(), json!(temperature));
+            body.field("temperature", &f64::from(temperature))?;
         }
-        if let Some(max) = request.max_output_tokens {
-            body.insert("max_completion_tokens".into(), json!(max));
+        if !request.tools.is_empty() {
+            body.field("tool_choice", &tool_choice(&request.tool_choice))?;
         }
-        if stream {
-            body.insert("stream".into(), Value::Bool(true));
-            body.insert("stream_options".into(), json!({"include_usage": true}));
-        }
-        body
+        Ok(())
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
@@ -144,12 +152,37 @@ impl WireApi for OpenAiChat {
     }
 }
 
-fn tool_choice(choice: &ToolChoice) -> Value {
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// `tool_choice`: a mode, or `{"function": {"name"}, "type": "function"}`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireToolChoice<'a> {
+    Mode(&'static str),
+    Function {
+        function: FunctionName<'a>,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+}
+
+#[derive(Serialize)]
+struct FunctionName<'a> {
+    name: &'a str,
+}
+
+fn tool_choice(choice: &ToolChoice) -> WireToolChoice<'_> {
     match choice {
-        ToolChoice::Auto => json!("auto"),
-        ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
-        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+        ToolChoice::Auto => WireToolChoice::Mode("auto"),
+        ToolChoice::None => WireToolChoice::Mode("none"),
+        ToolChoice::Required => WireToolChoice::Mode("required"),
+        ToolChoice::Tool(name) => WireToolChoice::Function {
+            function: FunctionName { name },
+            kind: "function",
+        },
     }
 }
 

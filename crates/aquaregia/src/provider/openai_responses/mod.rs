@@ -4,9 +4,10 @@
 mod request;
 mod response;
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 
-use super::encode::OpenItem;
+use super::encode::{BodyWriter, OpenItem};
 use super::openai_chat::OPENAI_BASE_URL;
 use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth};
 use super::{WireApi, object_schema, system_text};
@@ -73,29 +74,32 @@ impl WireApi for OpenAiResponses {
         })
     }
 
-    fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value> {
-        let mut body = Map::new();
-        body.insert("model".into(), request.model.clone().into());
+    fn body_fields(
+        request: &ModelRequest,
+        stream: bool,
+        body: &mut BodyWriter<'_>,
+    ) -> Result<(), Error> {
+        if wants_encrypted_reasoning(request) {
+            body.field("include", &["reasoning.encrypted_content"])?;
+        }
         if let Some(system) = system_text(request) {
-            body.insert("instructions".into(), Value::String(system));
-        }
-        if !request.tools.is_empty() {
-            body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
-        }
-        if let Some(temperature) = request.temperature {
-            body.insert("temperature".into(), json!(temperature));
+            body.field("instructions", &system)?;
         }
         if let Some(max) = request.max_output_tokens {
-            body.insert("max_output_tokens".into(), json!(max));
+            body.field("max_output_tokens", &max)?;
         }
-        body.insert("store".into(), Value::Bool(false));
-        if wants_encrypted_reasoning(request) {
-            body.insert("include".into(), json!(["reasoning.encrypted_content"]));
-        }
+        body.field("model", &request.model)?;
+        body.field("store", &false)?;
         if stream {
-            body.insert("stream".into(), Value::Bool(true));
+            body.field("stream", &true)?;
         }
-        body
+        if let Some(temperature) = request.temperature {
+            body.field("temperature", &f64::from(temperature))?;
+        }
+        if !request.tools.is_empty() {
+            body.field("tool_choice", &tool_choice(&request.tool_choice))?;
+        }
+        Ok(())
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
@@ -121,11 +125,26 @@ fn wants_encrypted_reasoning(request: &ModelRequest) -> bool {
         && !model.contains("chat")
 }
 
-fn tool_choice(choice: &ToolChoice) -> Value {
+/// `tool_choice`: a mode, or `{"name", "type": "function"}`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireToolChoice<'a> {
+    Mode(&'static str),
+    Function {
+        name: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+}
+
+fn tool_choice(choice: &ToolChoice) -> WireToolChoice<'_> {
     match choice {
-        ToolChoice::Auto => json!("auto"),
-        ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
-        ToolChoice::Tool(name) => json!({"type": "function", "name": name}),
+        ToolChoice::Auto => WireToolChoice::Mode("auto"),
+        ToolChoice::None => WireToolChoice::Mode("none"),
+        ToolChoice::Required => WireToolChoice::Mode("required"),
+        ToolChoice::Tool(name) => WireToolChoice::Function {
+            name,
+            kind: "function",
+        },
     }
 }
