@@ -366,6 +366,16 @@ pub(crate) fn tool_output_parts(output: &ToolOutput) -> Vec<OutputPart<'_>> {
     }
 }
 
+/// The text of a tool output that has no parts to send apart: text as is, JSON as compact
+/// text; `None` for content blocks (see [`tool_output_parts`]).
+pub(crate) fn plain_output_text(output: &ToolOutput) -> Option<Cow<'_, str>> {
+    match output {
+        ToolOutput::Text(text) => Some(Cow::Borrowed(text)),
+        ToolOutput::Json(value) => Some(Cow::Owned(value.to_string())),
+        ToolOutput::Content(_) => None,
+    }
+}
+
 /// All text parts of a tool output joined by newlines; images are left out.
 pub(crate) fn output_text(parts: &[OutputPart<'_>]) -> String {
     let mut out = String::new();

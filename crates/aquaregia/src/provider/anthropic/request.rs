@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::super::encode::{MergeGroup, append_item};
 use super::super::{
-    EMPTY_ERROR_TEXT, OutputPart, arguments_object, output_text, split_data_url, tool_output_parts,
+    EMPTY_ERROR_TEXT, OutputPart, arguments_object, output_text, plain_output_text, split_data_url,
+    tool_output_parts,
 };
 use crate::error::Error;
 use crate::message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolResult};
@@ -37,18 +38,18 @@ impl MergeGroup for Turn<'_> {
 
     /// A message of one text block goes as a plain string, the form the API documents.
     fn write(self, out: &mut Vec<u8>) -> Result<(), Error> {
-        let mut blocks = self.results;
-        blocks.extend(self.blocks);
-        let content = match blocks.pop() {
-            Some(Block {
-                kind: "text",
-                text: Some(text),
-                ..
-            }) if blocks.is_empty() => Content::Text(text),
-            last => {
-                blocks.extend(last);
-                Content::Blocks(blocks)
-            }
+        let content = match (self.results.as_slice(), self.blocks.as_slice()) {
+            (
+                [],
+                [
+                    Block {
+                        kind: "text",
+                        text: Some(text),
+                        ..
+                    },
+                ],
+            ) => Content::Text(text),
+            (results, blocks) => Content::Blocks(Blocks { results, blocks }),
         };
         append_item(
             out,
@@ -79,16 +80,29 @@ pub(super) fn turn(message: &Message) -> Option<Turn<'_>> {
 }
 
 #[derive(Debug, Serialize)]
-struct WireMessage<'a> {
-    content: Content<'a>,
+struct WireMessage<'t, 'a> {
+    content: Content<'t, 'a>,
     role: &'static str,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-enum Content<'a> {
-    Text(Cow<'a, str>),
-    Blocks(Vec<Block<'a>>),
+enum Content<'t, 'a> {
+    Text(&'t str),
+    Blocks(Blocks<'t, 'a>),
+}
+
+/// A message's content blocks: its `tool_result` blocks first.
+#[derive(Debug)]
+struct Blocks<'t, 'a> {
+    results: &'t [Block<'a>],
+    blocks: &'t [Block<'a>],
+}
+
+impl Serialize for Blocks<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.results.iter().chain(self.blocks))
+    }
 }
 
 /// A content block; `kind` says which of the other fields are set.
@@ -242,10 +256,10 @@ fn image(source: Source<'_>) -> Block<'_> {
 
 /// Text-only output goes as a string; with images, as text and image blocks in order.
 fn tool_result_block(result: &ToolResult) -> Block<'_> {
-    let content = match &result.output {
-        crate::tool::ToolOutput::Text(text) => result_text(text.into(), result.is_error),
-        output => {
-            let parts = tool_output_parts(output);
+    let content = match plain_output_text(&result.output) {
+        Some(text) => result_text(text, result.is_error),
+        None => {
+            let parts = tool_output_parts(&result.output);
             if parts.iter().any(|p| matches!(p, OutputPart::Image { .. })) {
                 let blocks = parts
                     .into_iter()

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::super::encode::append_item;
-use super::super::{OutputPart, output_text, tool_output_parts};
+use super::super::{OutputPart, output_text, plain_output_text, tool_output_parts};
 use crate::error::Error;
 use crate::message::{ContentPart, ImageSource, Message, Role};
 
@@ -131,10 +131,12 @@ fn write_tool_results(out: &mut Vec<u8>, content: &[ContentPart]) -> Result<(), 
         let ContentPart::ToolResult(result) = part else {
             continue;
         };
-        let parts = tool_output_parts(&result.output);
-        let mut text = match &result.output {
-            crate::tool::ToolOutput::Text(text) => Cow::Borrowed(text.as_str()),
-            _ => Cow::Owned(output_text(&parts)),
+        let (mut text, parts) = match plain_output_text(&result.output) {
+            Some(text) => (text, Vec::new()),
+            None => {
+                let parts = tool_output_parts(&result.output);
+                (Cow::Owned(output_text(&parts)), parts)
+            }
         };
         let before = images.len();
         for part in &parts {

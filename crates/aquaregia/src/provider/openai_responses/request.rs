@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::super::encode::append_item;
 use super::super::openai_chat::{arguments_text, image_url};
-use super::super::{OutputPart, output_text, tool_output_parts};
+use super::super::{OutputPart, output_text, plain_output_text, tool_output_parts};
 use crate::error::Error;
 use crate::message::{ContentPart, Message, Reasoning, Role};
 use crate::tool::ToolOutput;
@@ -160,8 +160,8 @@ pub(super) fn write_items(out: &mut Vec<u8>, message: &Message, stored: bool) ->
 
 /// Text-only output goes as a string; with images, as input text and image parts in order.
 fn tool_output(output: &ToolOutput) -> Output<'_> {
-    if let ToolOutput::Text(text) = output {
-        return Output::Text(Cow::Borrowed(text));
+    if let Some(text) = plain_output_text(output) {
+        return Output::Text(text);
     }
     let parts = tool_output_parts(output);
     if !parts.iter().any(|p| matches!(p, OutputPart::Image { .. })) {
