@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::prompt_cache;
 use anyhow::Context;
 use aquaregia::Client;
 use aquaregia_acp::AcpServer;
@@ -40,8 +41,11 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
         Client::from_model_spec(&spec).with_context(|| format!("cannot use model `{spec}`"))?;
     tracing::info!(model = %spec, "aquaregia acp: serving ACP on stdio");
     let (max_steps, system) = (args.max_steps as usize, args.system);
-    AcpServer::new(move |_session| {
-        let agent = client.agent(model.clone()).max_steps(max_steps);
+    AcpServer::new(move |session| {
+        let agent = client
+            .agent(model.clone())
+            .max_steps(max_steps)
+            .prompt_caching(prompt_cache::for_session(&client, &session.session_id));
         match &system {
             Some(system) => agent.instructions(system.clone()),
             None => agent,

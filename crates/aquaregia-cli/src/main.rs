@@ -7,6 +7,7 @@ mod acp;
 mod config;
 mod mcp_cmd;
 mod output;
+mod prompt_cache;
 mod run;
 mod servers;
 

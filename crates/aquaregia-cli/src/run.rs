@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::Interrupted;
 use crate::output::{self, Styles};
+use crate::prompt_cache;
 use crate::servers::{self, InlineServers};
 
 /// What the model is told when the user says no.
@@ -37,6 +38,9 @@ the answer read from stdin: y runs the call, always allows that tool for the res
 anything else denies it (the model is told the user declined). While asking, calls run one at
 a time. When stdin is not a terminal, one line is read per question, so a script can answer;
 once stdin is closed every further call is denied. --yes allows every call without asking.
+
+Prompt caching: on Anthropic the system prompt, the tools and the latest turn are marked for
+caching; on OpenAI the run's requests share a prompt_cache_key.
 
 Ctrl-C stops the run and closes the servers; a second Ctrl-C quits at once.
 Exit status: 0 when the agent answered, 1 on an error or when it ran out of --max-steps,
@@ -69,6 +73,11 @@ pub(crate) struct RunArgs {
     /// Allow every tool call without asking.
     #[arg(long, short = 'y')]
     yes: bool,
+
+    /// When the run ends, print its token usage on stderr (input with cache reads and
+    /// writes, output with reasoning, model calls).
+    #[arg(long)]
+    usage: bool,
 }
 
 pub(crate) async fn run(
@@ -115,6 +124,7 @@ async fn run_agent(
         // Tools added or removed mid-run (`tools/list_changed`) reach the next step.
         .prepare_step(toolset.prepare_step())
         .max_steps(args.max_steps as usize)
+        .prompt_caching(prompt_cache::for_session(&client, &run_id()))
         .cancellation_token(cancel)
         .shared_hooks(console.clone());
     if let Some(system) = &args.system {
@@ -131,12 +141,23 @@ async fn run_agent(
             AgentEvent::ToolCallFinish { id, result, .. } => console.abandoned(&id, &result),
             AgentEvent::Finish(output) => {
                 console.answer.end()?;
+                if args.usage {
+                    eprintln!("{}", usage_line(&output));
+                }
                 return outcome(&output, args.max_steps);
             }
             _ => {}
         }
     }
     bail!("the agent stopped without an answer")
+}
+
+/// A key for this run's requests (`aquaregia-run-<pid>-<nanos>`), so its steps share a cache.
+fn run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    format!("aquaregia-run-{}-{nanos}", std::process::id())
 }
 
 /// A model nobody chose (the fallback to a local Ollama, usually) that cannot be reached gets
@@ -154,6 +175,23 @@ fn explain_unreachable_default(error: anyhow::Error, spec: &str, defaulted: bool
     } else {
         error
     }
+}
+
+/// `usage: 1200 input tokens (1000 cache reads, 0 cache writes), 35 output tokens (10
+/// reasoning), 2 model calls`.
+fn usage_line(output: &AgentOutput) -> String {
+    let usage = &output.usage;
+    let calls = output.steps.len();
+    format!(
+        "usage: {} input tokens ({} cache reads, {} cache writes), {} output tokens \
+         ({} reasoning), {calls} model call{}",
+        usage.input_tokens,
+        usage.cached_input_tokens,
+        usage.cache_write_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+        if calls == 1 { "" } else { "s" },
+    )
 }
 
 fn outcome(output: &AgentOutput, max_steps: u32) -> anyhow::Result<()> {

@@ -85,6 +85,16 @@ pub enum Error {
         #[source]
         source: ToolExecError,
     },
+    /// A structured answer ([`Client::generate_object`](crate::Client::generate_object),
+    /// [`Agent::run_typed`](crate::Agent::run_typed)) was still unusable after the repair
+    /// round: not JSON, not matching the schema, or not decoding into the type.
+    #[error("structured output failed: {message}")]
+    StructuredOutput {
+        /// What was wrong with the last answer.
+        message: String,
+        /// The last answer's text, as the model wrote it.
+        raw: String,
+    },
     /// The operation was cancelled through its cancellation token.
     #[error("cancelled")]
     Cancelled,

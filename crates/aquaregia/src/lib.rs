@@ -37,6 +37,13 @@
 //! | [`Client::gemini`] | Gemini `generateContent` | `GEMINI_API_KEY` or `GOOGLE_API_KEY`, `GOOGLE_GEMINI_BASE_URL` |
 //! | [`Client::ollama`] | Chat Completions at `OLLAMA_HOST` | no key |
 //!
+//! ## Usage, cost, caching, typed answers
+//!
+//! Every step reports a [`Usage`] normalised across providers, [`AgentEvent::Usage`] follows
+//! each model call, and a [`PriceTable`] ([`AgentBuilder::price_table`]) adds a [`Cost`].
+//! [`PromptCaching`] asks providers to cache the prompt prefix. [`Agent::run_typed`] and
+//! [`Client::generate_object`] return a value of a `schemars` type ([`OutputSchema`]).
+//!
 //! ## Cargo features
 //!
 //! | feature | default | what it adds |
@@ -51,12 +58,16 @@ mod http;
 pub mod mcp;
 mod message;
 mod model;
+mod pricing;
+mod prompt_cache;
 mod provider;
+mod structured;
 mod tool;
 
 pub use agent::{
     Agent, AgentBuilder, AgentEvent, AgentHooks, AgentInput, AgentOutput, AgentStream, StepContext,
     StepOverrides, StepResult, StopReason, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy,
+    TypedOutput,
 };
 pub use client::{Client, ClientBuilder, ProviderKind};
 pub use error::Error;
@@ -64,6 +75,9 @@ pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, 
 pub use model::{
     FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent, ToolChoice, Usage,
 };
+pub use pricing::{Cost, ModelPrice, PriceTable};
+pub use prompt_cache::PromptCaching;
+pub use structured::{GeneratedObject, OutputSchema};
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,
     ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry, TypedToolBuilder,

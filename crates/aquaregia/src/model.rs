@@ -9,6 +9,8 @@ use serde_json::{Map, Value};
 
 use crate::error::Error;
 use crate::message::Message;
+use crate::prompt_cache::PromptCaching;
+use crate::structured::OutputSchema;
 use crate::tool::ToolDescriptor;
 
 /// One call to a model: what the agent loop sends each step, also usable directly with
@@ -33,6 +35,11 @@ pub struct ModelRequest {
     /// Extra top-level fields merged into the request body (provider-specific options such as
     /// Anthropic `thinking` or OpenAI `reasoning`). They override fields aquaregia sets.
     pub extra_body: Option<Map<String, Value>>,
+    /// What the provider should cache (off by default).
+    pub prompt_caching: PromptCaching,
+    /// The JSON schema the answer must follow, if any; see
+    /// [`Client::generate_object`](crate::Client::generate_object).
+    pub output_schema: Option<OutputSchema>,
 }
 
 impl ModelRequest {
@@ -82,6 +89,20 @@ impl ModelRequest {
     #[must_use]
     pub fn max_output_tokens(mut self, max_output_tokens: u32) -> Self {
         self.max_output_tokens = Some(max_output_tokens);
+        self
+    }
+
+    /// Sets what the provider should cache.
+    #[must_use]
+    pub fn prompt_caching(mut self, prompt_caching: PromptCaching) -> Self {
+        self.prompt_caching = prompt_caching;
+        self
+    }
+
+    /// Asks for an answer that is a JSON value of `schema`.
+    #[must_use]
+    pub fn output_schema(mut self, schema: OutputSchema) -> Self {
+        self.output_schema = Some(schema);
         self
     }
 
@@ -149,17 +170,32 @@ pub enum FinishReason {
     Other(String),
 }
 
-/// Token counts. Adds up across steps with `+=`.
+/// Token counts of one model call or a whole run, normalised across providers. Adds up across
+/// steps with `+=` and `+`.
+///
+/// Every provider's numbers are mapped to the same meaning: `input_tokens` counts the whole
+/// prompt, cache reads and writes included (Anthropic reports them apart: they are added back),
+/// and `output_tokens` counts everything generated, reasoning included (Gemini reports thoughts
+/// apart: they are added back). Price a `Usage` with [`Usage::cost`](Usage::cost).
+///
+/// ```
+/// let usage = aquaregia::Usage::default();
+/// assert_eq!(usage + usage, usage);
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens, cached ones included.
+    /// Prompt tokens, cached ones (read or written) included.
     pub input_tokens: u64,
     /// Generated tokens, reasoning included.
     pub output_tokens: u64,
-    /// Prompt tokens served from the provider's cache.
+    /// Prompt tokens read from the provider's cache (part of `input_tokens`).
     pub cached_input_tokens: u64,
-    /// Generated tokens spent on reasoning.
+    /// Prompt tokens written to the provider's cache (part of `input_tokens`): Anthropic's
+    /// `cache_creation_input_tokens`, OpenAI's `cache_write_tokens`.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Generated tokens spent on reasoning (part of `output_tokens`).
     pub reasoning_tokens: u64,
 }
 
@@ -168,6 +204,13 @@ impl Usage {
     pub fn total_tokens(&self) -> u64 {
         self.input_tokens + self.output_tokens
     }
+
+    /// Prompt tokens that were neither read from nor written to a cache.
+    pub fn uncached_input_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cached_input_tokens)
+            .saturating_sub(self.cache_write_tokens)
+    }
 }
 
 impl std::ops::AddAssign for Usage {
@@ -175,7 +218,23 @@ impl std::ops::AddAssign for Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
+    }
+}
+
+impl std::ops::Add for Usage {
+    type Output = Self;
+
+    fn add(mut self, other: Self) -> Self {
+        self += other;
+        self
+    }
+}
+
+impl std::iter::Sum for Usage {
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Self::default(), |total, usage| total + usage)
     }
 }
 

@@ -300,6 +300,7 @@ async fn stream_emits_events_in_order() {
             AgentEvent::TextDelta(_) => "text",
             AgentEvent::ToolCallStart { .. } => "tool_start",
             AgentEvent::ToolCallFinish { .. } => "tool_finish",
+            AgentEvent::Usage { .. } => "usage",
             AgentEvent::StepFinish(_) => "step",
             AgentEvent::Finish(_) => "finish",
             _ => "other",
@@ -308,20 +309,22 @@ async fn stream_emits_events_in_order() {
     assert_eq!(
         kinds,
         [
+            "usage",
             "tool_start",
             "tool_finish",
             "step",
             "text",
             "text",
+            "usage",
             "step",
             "finish"
         ]
     );
-    let AgentEvent::ToolCallStart { arguments, .. } = &events[0] else {
+    let AgentEvent::ToolCallStart { arguments, .. } = &events[1] else {
         unreachable!()
     };
     assert_eq!(arguments, &json!({"a": 20, "b": 22}));
-    let AgentEvent::ToolCallFinish { result, .. } = &events[1] else {
+    let AgentEvent::ToolCallFinish { result, .. } = &events[2] else {
         unreachable!()
     };
     assert_eq!(result, &Ok(ToolOutput::Json(json!(42))));

@@ -13,6 +13,8 @@ use super::{Agent, AgentConfig, AgentHooks, StepContext, StepOverrides, ToolErro
 use crate::client::Client;
 use crate::error::Error;
 use crate::model::ToolChoice;
+use crate::pricing::PriceTable;
+use crate::prompt_cache::PromptCaching;
 use crate::tool::{Tool, ToolRegistry};
 
 pub(crate) type PrepareStepFn = dyn for<'a> Fn(&StepContext<'a>) -> BoxFuture<'static, Result<StepOverrides, Error>>
@@ -47,6 +49,8 @@ pub struct AgentBuilder {
     max_output_tokens: Option<u32>,
     tool_choice: ToolChoice,
     extra_body: Option<Map<String, Value>>,
+    prices: Option<Arc<PriceTable>>,
+    prompt_caching: PromptCaching,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -76,6 +80,8 @@ impl AgentBuilder {
             max_output_tokens: None,
             tool_choice: ToolChoice::Auto,
             extra_body: None,
+            prices: None,
+            prompt_caching: PromptCaching::none(),
         }
     }
 
@@ -185,6 +191,41 @@ impl AgentBuilder {
         self
     }
 
+    /// Prices per model: steps, [`AgentEvent::Usage`](super::AgentEvent::Usage) and the run's
+    /// output then carry a [`Cost`](crate::Cost) next to their usage.
+    ///
+    /// ```no_run
+    /// # fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
+    /// use aquaregia::{ModelPrice, PriceTable};
+    /// let agent = client
+    ///     .agent("gpt-4o-mini")
+    ///     .price_table(PriceTable::new().with("gpt-4o-mini", ModelPrice::new(0.15, 0.60)))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn price_table(mut self, prices: PriceTable) -> Self {
+        self.prices = Some(Arc::new(prices));
+        self
+    }
+
+    /// What the provider should cache across this agent's requests (default: nothing
+    /// explicit). [`PromptCaching::breakpoints`] suits Anthropic agents; a per-session
+    /// [`key`](PromptCaching::key) suits OpenAI ones.
+    ///
+    /// ```no_run
+    /// # fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
+    /// use aquaregia::PromptCaching;
+    /// let agent = client
+    ///     .agent("claude-sonnet-4-5")
+    ///     .prompt_caching(PromptCaching::breakpoints())
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn prompt_caching(mut self, prompt_caching: PromptCaching) -> Self {
+        self.prompt_caching = prompt_caching;
+        self
+    }
+
     /// Checks the configuration (tool names, limits) and builds the agent.
     pub fn build(mut self) -> Result<Agent, Error> {
         if self.max_steps == 0 {
@@ -219,6 +260,9 @@ impl AgentBuilder {
                 max_output_tokens: self.max_output_tokens,
                 tool_choice: self.tool_choice,
                 extra_body: self.extra_body,
+                prices: self.prices,
+                prompt_caching: self.prompt_caching,
+                output_schema: None,
             }),
         })
     }

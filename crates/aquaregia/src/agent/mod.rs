@@ -4,6 +4,7 @@ mod builder;
 mod hooks;
 mod run;
 mod step;
+mod typed;
 
 use std::fmt;
 use std::pin::Pin;
@@ -20,12 +21,16 @@ use crate::client::Client;
 use crate::error::Error;
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ToolChoice, Usage};
+use crate::pricing::{Cost, PriceTable};
+use crate::prompt_cache::PromptCaching;
+use crate::structured::OutputSchema;
 use crate::tool::{ToolExecError, ToolOutput, ToolRegistry};
 
 pub use builder::AgentBuilder;
 pub(crate) use builder::PrepareStepFn;
 pub use hooks::{AgentHooks, ToolCallDecision};
 pub use step::{StepContext, StepOverrides};
+pub use typed::TypedOutput;
 
 /// What a failing tool call does to the run.
 #[non_exhaustive]
@@ -46,6 +51,7 @@ pub struct Agent {
     inner: Arc<AgentConfig>,
 }
 
+#[derive(Clone)]
 pub(crate) struct AgentConfig {
     pub(crate) client: Client,
     pub(crate) model: String,
@@ -61,6 +67,10 @@ pub(crate) struct AgentConfig {
     pub(crate) max_output_tokens: Option<u32>,
     pub(crate) tool_choice: ToolChoice,
     pub(crate) extra_body: Option<Map<String, Value>>,
+    pub(crate) prices: Option<Arc<PriceTable>>,
+    pub(crate) prompt_caching: PromptCaching,
+    /// Set by [`Agent::run_typed`] for its runs only.
+    pub(crate) output_schema: Option<OutputSchema>,
 }
 
 impl fmt::Debug for Agent {
@@ -252,6 +262,8 @@ pub struct StepResult {
     pub finish_reason: FinishReason,
     /// Tokens used by this step.
     pub usage: Usage,
+    /// What this step cost, when the agent has a [`PriceTable`] with a price for its model.
+    pub cost: Option<Cost>,
 }
 
 /// The result of a run.
@@ -264,6 +276,8 @@ pub struct AgentOutput {
     pub steps: Vec<StepResult>,
     /// Tokens used by all steps.
     pub usage: Usage,
+    /// What all steps cost, when the agent has a [`PriceTable`] pricing every step's model.
+    pub cost: Option<Cost>,
     /// The whole conversation, input included; pass it (plus a new message) to continue.
     pub messages: Vec<Message>,
     /// Why the run ended.
@@ -295,6 +309,20 @@ pub enum AgentEvent {
         name: String,
         /// What it returned, or why it failed.
         result: Result<ToolOutput, ToolExecError>,
+    },
+    /// A model call answered: its token usage, and the run's so far. Sent after every model
+    /// call, before its tool calls run.
+    Usage {
+        /// The step number, from 0.
+        step: usize,
+        /// Tokens used by this model call.
+        usage: Usage,
+        /// Tokens used by the run so far, this call included.
+        total: Usage,
+        /// What this call cost, when the agent's [`PriceTable`] prices its model.
+        cost: Option<Cost>,
+        /// What the run cost so far, when every call so far was priced.
+        total_cost: Option<Cost>,
     },
     /// A step finished.
     StepFinish(StepResult),

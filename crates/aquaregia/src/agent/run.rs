@@ -15,6 +15,7 @@ use super::{
 use crate::error::Error;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 use crate::model::{FinishReason, ModelRequest, ModelResponse, StreamEvent, Usage};
+use crate::pricing::Cost;
 use crate::provider::RequestCache;
 use crate::tool::{Tool, ToolDescriptor, ToolExecError, ToolOutput, ToolRegistry};
 
@@ -46,11 +47,14 @@ pub(super) async fn drive(
             temperature: config.temperature,
             max_output_tokens: config.max_output_tokens,
             extra_body: config.extra_body.clone(),
+            prompt_caching: config.prompt_caching.clone(),
+            output_schema: config.output_schema.clone(),
         },
         encoding: RequestCache::default(),
         request_tools: config.tools.clone(),
         steps: Vec::new(),
         usage: Usage::default(),
+        cost: config.prices.as_ref().map(|_| Cost::default()),
     };
     let stop_reason = run.steps_loop().await?;
     let output = AgentOutput {
@@ -64,6 +68,7 @@ pub(super) async fn drive(
             .unwrap_or_default(),
         steps: run.steps,
         usage: run.usage,
+        cost: run.cost,
         messages: run.request.messages,
         stop_reason,
     };
@@ -85,6 +90,8 @@ struct Run<'a> {
     request_tools: Arc<ToolRegistry>,
     steps: Vec<StepResult>,
     usage: Usage,
+    /// The run's cost so far; `None` without prices or once a step had no price.
+    cost: Option<Cost>,
 }
 
 /// What one step's tool phase ended with.
@@ -208,7 +215,7 @@ impl Run<'_> {
             usage,
             ..
         } = response?;
-        self.usage += usage;
+        let cost = self.account(index, usage);
 
         let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
         let mut step = StepResult {
@@ -219,6 +226,7 @@ impl Run<'_> {
             tool_calls: Vec::with_capacity(calls.len()),
             finish_reason: finish_reason.clone(),
             usage,
+            cost,
         };
         self.request.messages.push(message);
 
@@ -244,6 +252,26 @@ impl Run<'_> {
         }
         self.steps.push(step);
         Ok(stop)
+    }
+
+    /// Adds a model call's usage (and cost) to the run's, and reports both. Returns the call's
+    /// cost.
+    fn account(&mut self, step: usize, usage: Usage) -> Option<Cost> {
+        self.usage += usage;
+        let cost = self
+            .config
+            .prices
+            .as_ref()
+            .and_then(|prices| prices.cost(&self.request.model, &usage));
+        self.cost = self.cost.zip(cost).map(|(total, cost)| total + cost);
+        emit(self.events, || AgentEvent::Usage {
+            step,
+            usage,
+            total: self.usage,
+            cost,
+            total_cost: self.cost,
+        });
+        cost
     }
 
     /// Runs the calls (up to `max_tool_concurrency` at once), appends their results in call

@@ -35,6 +35,8 @@ pub(crate) struct RequestCache {
     /// The tools `tools_json` was made from.
     tools: Vec<Arc<ToolDescriptor>>,
     tools_json: Vec<u8>,
+    /// Whether the last definition in `tools_json` is a cache breakpoint.
+    tools_marked: bool,
 }
 
 impl RequestCache {
@@ -57,7 +59,9 @@ pub(crate) fn encode_request<P: WireApi>(
     if cache.provider != P::NAME || cache.sealed > request.messages.len() {
         cache.reset(P::NAME);
     }
-    let same_tools = cache.tools.len() == request.tools.len()
+    let mark_tools = request.prompt_caching.tools;
+    let same_tools = cache.tools_marked == mark_tools
+        && cache.tools.len() == request.tools.len()
         && cache
             .tools
             .iter()
@@ -65,10 +69,16 @@ pub(crate) fn encode_request<P: WireApi>(
             .all(|(a, b)| Arc::ptr_eq(a, b) || a == b);
     if !same_tools {
         cache.tools_json.clear();
-        for tool in &request.tools {
-            append_item(&mut cache.tools_json, &P::tool_definition(tool))?;
+        let last = request.tools.len().saturating_sub(1);
+        for (position, tool) in request.tools.iter().enumerate() {
+            let mut definition = P::tool_definition(tool);
+            if mark_tools && position == last {
+                P::mark_tools_breakpoint(&mut definition);
+            }
+            append_item(&mut cache.tools_json, &definition)?;
         }
         cache.tools.clone_from(&request.tools);
+        cache.tools_marked = mark_tools;
     }
 
     let extra = request.extra_body.as_ref();
@@ -97,10 +107,21 @@ pub(crate) fn encode_request<P: WireApi>(
         }
         out.push(b']');
     }
-    if !request.tools.is_empty() && !overridden("tools") {
+    let output_tool = request
+        .output_schema
+        .as_ref()
+        .filter(|_| P::OUTPUT_AS_TOOL)
+        .map(P::output_tool);
+    if (!request.tools.is_empty() || output_tool.is_some()) && !overridden("tools") {
         write_key(&mut out, "tools")?;
         out.extend_from_slice(P::TOOLS_OPEN.as_bytes());
         out.extend_from_slice(&cache.tools_json);
+        if let Some(tool) = &output_tool {
+            if !cache.tools_json.is_empty() {
+                out.push(b',');
+            }
+            write_json(&mut out, tool)?;
+        }
         out.extend_from_slice(P::TOOLS_CLOSE.as_bytes());
     }
     P::body_fields(
@@ -128,8 +149,9 @@ pub(crate) trait MergeGroup {
     /// Appends `later`, a group of the same role that follows this one.
     fn merge(&mut self, later: Self);
 
-    /// Appends this group's wire item to `out` (comma-separated).
-    fn write(self, out: &mut Vec<u8>) -> Result<(), Error>;
+    /// Appends this group's wire item to `out` (comma-separated). `latest`: it is the latest
+    /// turn, to be made a prompt-cache breakpoint (wire APIs with explicit breakpoints).
+    fn write(self, out: &mut Vec<u8>, latest: bool) -> Result<(), Error>;
 }
 
 /// The last wire item of a wire API that merges consecutive messages of one role: a message
@@ -148,11 +170,13 @@ pub(crate) struct OpenItem {
 /// Encodes `messages` for a wire API that merges consecutive messages of one role: the groups
 /// that a later message can no longer merge into go to `sealed`, the last one to `open`.
 /// `group` gives a message's own group, or `None` for a message that sends nothing (those are
-/// transparent: the messages around them still merge). Returns how many messages the sealed
-/// groups cover.
+/// transparent: the messages around them still merge). `mark_latest`: the open group is
+/// written as a prompt-cache breakpoint (it is then written anew before it is sealed). Returns
+/// how many messages the sealed groups cover.
 pub(crate) fn encode_merged<'m, G: MergeGroup>(
     messages: &'m [Message],
     mut group: impl FnMut(&'m Message) -> Option<G>,
+    mark_latest: bool,
     sealed: &mut Vec<u8>,
     open: &mut OpenItem,
 ) -> Result<usize, Error> {
@@ -189,7 +213,7 @@ pub(crate) fn encode_merged<'m, G: MergeGroup>(
             Some((_, last)) if last.role() == later.role() => last.merge(later),
             _ => {
                 if let Some((_, done)) = current.replace((index, later)) {
-                    done.write(sealed)?;
+                    done.write(sealed, false)?;
                 }
             }
         }
@@ -198,8 +222,12 @@ pub(crate) fn encode_merged<'m, G: MergeGroup>(
     match current {
         Some((start, last)) => {
             open.role = last.role();
-            open.final_over = messages.len() - start;
-            last.write(&mut open.bytes)?;
+            open.final_over = if mark_latest {
+                0
+            } else {
+                messages.len() - start
+            };
+            last.write(&mut open.bytes, mark_latest)?;
             Ok(start)
         }
         None => {
@@ -266,6 +294,7 @@ fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(),
 mod tests {
     use super::*;
     use crate::message::{ContentPart, Message, Reasoning, Role, ToolCall, ToolResult};
+    use crate::prompt_cache::PromptCaching;
     use crate::provider::{anthropic, gemini, openai_chat, openai_responses};
     use crate::tool::{ContentBlock, ToolOutput};
 
@@ -377,9 +406,16 @@ mod tests {
     }
 
     /// Encoding step by step with the cache gives exactly the body a fresh encode gives,
-    /// whether each step adds one message or several, and when a step adds none (a retry).
+    /// whether each step adds one message or several, when a step adds none (a retry), and
+    /// with prompt-cache breakpoints (which move every step) or without.
     fn incremental_equals_fresh<P: WireApi>() {
+        incremental_equals_fresh_with::<P>(&PromptCaching::none());
+        incremental_equals_fresh_with::<P>(&PromptCaching::breakpoints().key("k"));
+    }
+
+    fn incremental_equals_fresh_with<P: WireApi>(caching: &PromptCaching) {
         let tool = crate::tool::tool("t").execute_raw(|_| async { Ok(()) });
+        let other = crate::tool::tool("u").execute_raw(|_| async { Ok(()) });
         for all in [conversation(), rich_conversation()] {
             for stride in 1..=3 {
                 let mut cache = RequestCache::default();
@@ -387,7 +423,8 @@ mod tests {
                     let n = n.min(all.len());
                     let request = ModelRequest::new("m", all[..n].to_vec())
                         .instructions("be brief")
-                        .tools([tool.shared_descriptor()]);
+                        .tools([tool.shared_descriptor(), other.shared_descriptor()])
+                        .prompt_caching(caching.clone());
                     let fresh =
                         encode_request::<P>(&request, false, &mut RequestCache::default()).unwrap();
                     for attempt in 0..2 {

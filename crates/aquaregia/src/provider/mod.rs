@@ -28,7 +28,8 @@ use crate::error::Error;
 use crate::http::sse::SseEvent;
 use crate::http::{HttpConfig, Rejection, header_str, truncate};
 use crate::message::{ContentPart, Message, Role};
-use crate::model::{ModelRequest, ModelResponse, ModelStream, StreamEvent};
+use crate::model::{FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent};
+use crate::structured::{OutputSchema, WRAPPED_FIELD};
 use crate::tool::{ContentBlock, ToolDescriptor, ToolOutput};
 pub(crate) use encode::RequestCache;
 use encode::{BodyWriter, OpenItem};
@@ -186,6 +187,9 @@ pub(crate) trait WireApi: Send + Sync + 'static {
     const TOOLS_CLOSE: &'static str = "]";
     /// The body field holding the conversation (`messages`, `input`).
     const HISTORY_FIELD: &'static str;
+    /// Whether a structured answer comes as the input of a tool the model is made to call
+    /// ([`WireApi::output_tool`]) rather than through a native response format.
+    const OUTPUT_AS_TOOL: bool = false;
     /// Stream decoding state.
     type Decoder: StreamDecoder;
 
@@ -219,6 +223,16 @@ pub(crate) trait WireApi: Send + Sync + 'static {
 
     /// One tool definition.
     fn tool_definition(tool: &ToolDescriptor) -> Value;
+
+    /// The definition of the tool that carries a structured answer (see
+    /// [`WireApi::OUTPUT_AS_TOOL`]); sent after the request's tools.
+    fn output_tool(_schema: &OutputSchema) -> Value {
+        Value::Null
+    }
+
+    /// Makes the last tool definition a prompt-cache breakpoint, for wire APIs with explicit
+    /// breakpoints ([`PromptCaching::tools`](crate::PromptCaching::tools)).
+    fn mark_tools_breakpoint(_definition: &mut Value) {}
 
     /// Writes every other body field (model, options, tool choice...), in alphabetical order.
     fn body_fields(
@@ -429,6 +443,44 @@ pub(crate) fn system_text(request: &ModelRequest) -> Option<Cow<'_, str>> {
         }
     }
     text.map(Cow::Owned)
+}
+
+/// Turns the call of the structured-answer tool of `schema` into the answer's text, so the
+/// answer reads the same whatever the provider: the call is not a tool call to run, and text
+/// the model wrote beside it is preamble, not part of the answer. A wrapped answer (see
+/// [`OutputSchema::object_schema`]) is unwrapped.
+pub(crate) fn output_call_as_text(schema: &OutputSchema, response: &mut ModelResponse) {
+    let content = &mut response.message.content;
+    let Some(position) = content
+        .iter()
+        .position(|part| matches!(part, ContentPart::ToolCall(call) if call.name == schema.name()))
+    else {
+        return;
+    };
+    if let Some(ContentPart::ToolCall(call)) = content.get(position) {
+        let wrapped = schema.object_schema().1;
+        let arguments = match &call.arguments {
+            Value::Object(map) if wrapped => map.get(WRAPPED_FIELD).unwrap_or(&Value::Null),
+            arguments => arguments,
+        };
+        // Arguments that were not JSON are kept as the text the model wrote.
+        let answer = ContentPart::text(match arguments {
+            Value::String(text) if !wrapped => text.clone(),
+            arguments => arguments.to_string(),
+        });
+        if let Some(slot) = content.get_mut(position) {
+            *slot = answer;
+        }
+    }
+    let mut index = 0;
+    content.retain(|part| {
+        let keep = index == position || !matches!(part, ContentPart::Text { .. });
+        index += 1;
+        keep
+    });
+    if response.message.tool_calls().next().is_none() {
+        response.finish_reason = FinishReason::Stop;
+    }
 }
 
 /// Assembles an assistant message from streamed or decoded pieces, keeping their order.

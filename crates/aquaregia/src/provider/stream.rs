@@ -10,12 +10,13 @@ use futures::{Stream, StreamExt};
 use reqwest::header::CONTENT_TYPE;
 
 use super::encode::{RequestCache, encode_request};
-use super::{StreamDecoder, WireApi, read_error};
+use super::{StreamDecoder, WireApi, output_call_as_text, read_error};
 use crate::error::Error;
 use crate::http::sse::SseDecoder;
 use crate::http::{HttpConfig, transport_error};
 use crate::message::ContentPart;
 use crate::model::{ModelRequest, ModelResponse, ModelStream, StreamEvent};
+use crate::structured::OutputSchema;
 
 /// One model call, waiting for the whole answer.
 pub(crate) async fn generate<P: WireApi>(
@@ -27,7 +28,30 @@ pub(crate) async fn generate<P: WireApi>(
     let url = http.url(&P::path(&request.model, false));
     let response = http.post_json(&url, body, read_error::<P>).await?;
     let bytes = http.read_body(response).await?;
-    P::parse_response(&bytes)
+    let mut response = P::parse_response(&bytes)?;
+    if let Some(schema) = output_tool_schema::<P>(request) {
+        output_call_as_text(schema, &mut response);
+    }
+    Ok(response)
+}
+
+/// The schema of the structured-answer tool, when `request` uses one on this wire API.
+fn output_tool_schema<P: WireApi>(request: &ModelRequest) -> Option<&OutputSchema> {
+    request.output_schema.as_ref().filter(|_| P::OUTPUT_AS_TOOL)
+}
+
+/// Applies [`output_call_as_text`] to the stream's final response.
+fn with_output_text<P: WireApi>(request: &ModelRequest, stream: ModelStream) -> ModelStream {
+    let Some(schema) = output_tool_schema::<P>(request).cloned() else {
+        return stream;
+    };
+    Box::pin(stream.map(move |event| match event {
+        Ok(StreamEvent::Finish(mut response)) => {
+            output_call_as_text(&schema, &mut response);
+            Ok(StreamEvent::Finish(response))
+        }
+        other => other,
+    }))
 }
 
 /// One model call, streamed.
@@ -45,11 +69,17 @@ pub(crate) async fn stream<P: WireApi>(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     if !is_json {
-        return Ok(decode_stream::<P>(response, http.timeout));
+        return Ok(with_output_text::<P>(
+            request,
+            decode_stream::<P>(response, http.timeout),
+        ));
     }
     // Some compatible servers ignore `stream: true`; their whole answer is one event.
     let bytes = http.read_body(response).await?;
-    let response = P::parse_response(&bytes)?;
+    let mut response = P::parse_response(&bytes)?;
+    if let Some(schema) = output_tool_schema::<P>(request) {
+        output_call_as_text(schema, &mut response);
+    }
     let mut events = Vec::new();
     for part in &response.message.content {
         match part {

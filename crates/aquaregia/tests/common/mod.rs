@@ -30,3 +30,33 @@ pub fn chat_client(server: &MockServer) -> aquaregia::Client {
         .build()
         .expect("client builds")
 }
+
+/// A client of provider `id` (`openai`, `openai-chat`, `anthropic`, `gemini`, `ollama`) pointed
+/// at the mock, without retries.
+pub fn provider_client(id: &str, server: &MockServer) -> aquaregia::Client {
+    let builder = match id {
+        "openai" => aquaregia::Client::openai().base_url(&server.url),
+        "openai-chat" => aquaregia::Client::openai_chat().base_url(&server.url),
+        "anthropic" => aquaregia::Client::anthropic().base_url(server.root()),
+        "gemini" => aquaregia::Client::gemini().base_url(server.root()),
+        "ollama" => aquaregia::Client::ollama().base_url(server.root()),
+        other => panic!("no provider {other}"),
+    };
+    builder
+        .api_key("test-key")
+        .max_retries(0)
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client builds")
+}
+
+/// A usage as `[input, output, cached read, cache write, reasoning]`, to compare in one go.
+pub fn counts(usage: &aquaregia::Usage) -> [u64; 5] {
+    [
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cached_input_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+    ]
+}

@@ -13,6 +13,7 @@ use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::Message;
 use crate::model::{ModelRequest, ModelResponse, ToolChoice};
+use crate::structured::OutputSchema;
 use crate::tool::ToolDescriptor;
 use response::AnthropicDecoder;
 
@@ -44,14 +45,16 @@ impl WireApi for Anthropic {
     type Decoder = AnthropicDecoder;
 
     const HISTORY_FIELD: &'static str = "messages";
+    const OUTPUT_AS_TOOL: bool = true;
 
     fn encode_messages(
-        _request: &ModelRequest,
+        request: &ModelRequest,
         messages: &[Message],
         sealed: &mut Vec<u8>,
         open: &mut OpenItem,
     ) -> Result<usize, Error> {
-        encode_merged(messages, request::turn, sealed, open)
+        let mark_latest = request.prompt_caching.latest_turn;
+        encode_merged(messages, request::turn, mark_latest, sealed, open)
     }
 
     fn tool_definition(d: &ToolDescriptor) -> Value {
@@ -60,6 +63,22 @@ impl WireApi for Anthropic {
             "description": d.description,
             "input_schema": object_schema(&d.input_schema),
         })
+    }
+
+    fn output_tool(schema: &OutputSchema) -> Value {
+        json!({
+            "name": schema.name(),
+            "description": schema
+                .description_text()
+                .unwrap_or("Gives the final answer. Its input is the answer."),
+            "input_schema": schema.object_schema().0,
+        })
+    }
+
+    fn mark_tools_breakpoint(definition: &mut Value) {
+        if let Value::Object(definition) = definition {
+            definition.insert("cache_control".into(), json!({"type": "ephemeral"}));
+        }
     }
 
     fn body_fields(
@@ -74,12 +93,18 @@ impl WireApi for Anthropic {
             body.field("stream", &true)?;
         }
         if let Some(system) = system_text(request) {
-            body.field("system", &system)?;
+            if request.prompt_caching.system {
+                body.field("system", &[request::cached_text(&system)])?;
+            } else {
+                body.field("system", &system)?;
+            }
         }
         if let Some(temperature) = request.temperature {
             body.field("temperature", &f64::from(temperature))?;
         }
-        if !request.tools.is_empty() {
+        if let Some(schema) = &request.output_schema {
+            body.field("tool_choice", &output_tool_choice(request, schema))?;
+        } else if !request.tools.is_empty() {
             body.field("tool_choice", &tool_choice(&request.tool_choice))?;
         }
         Ok(())
@@ -97,6 +122,29 @@ struct WireToolChoice<'a> {
     name: Option<&'a str>,
     #[serde(rename = "type")]
     kind: &'static str,
+}
+
+/// The model must answer through the output tool; with other tools it may call those first
+/// (`any`), unless the tool choice says otherwise.
+fn output_tool_choice<'a>(
+    request: &'a ModelRequest,
+    schema: &'a OutputSchema,
+) -> WireToolChoice<'a> {
+    let answer = WireToolChoice {
+        name: Some(schema.name()),
+        kind: "tool",
+    };
+    if request.tools.is_empty() {
+        return answer;
+    }
+    match &request.tool_choice {
+        ToolChoice::Auto | ToolChoice::Required => WireToolChoice {
+            name: None,
+            kind: "any",
+        },
+        ToolChoice::None => answer,
+        other => tool_choice(other),
+    }
 }
 
 fn tool_choice(choice: &ToolChoice) -> WireToolChoice<'_> {

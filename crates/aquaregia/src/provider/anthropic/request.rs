@@ -36,13 +36,25 @@ impl MergeGroup for Turn<'_> {
         self.blocks.extend(later.blocks);
     }
 
-    /// A message of one text block goes as a plain string, the form the API documents.
-    fn write(self, out: &mut Vec<u8>) -> Result<(), Error> {
+    /// A message of one text block goes as a plain string, the form the API documents,
+    /// unless it is the latest turn and a prompt-cache breakpoint: the breakpoint goes on its
+    /// last block that may carry one (thinking blocks may not).
+    fn write(mut self, out: &mut Vec<u8>, latest: bool) -> Result<(), Error> {
+        let breakpoint = self
+            .blocks
+            .iter_mut()
+            .rev()
+            .chain(self.results.iter_mut().rev())
+            .find(|block| !matches!(block.kind, "thinking" | "redacted_thinking"));
+        if let Some(block) = breakpoint.filter(|_| latest) {
+            block.cache_control = Some(EPHEMERAL);
+        }
         let content = match (self.results.as_slice(), self.blocks.as_slice()) {
             (
                 [],
                 [
                     Block {
+                        cache_control: None,
                         kind: "text",
                         text: Some(text),
                         ..
@@ -105,9 +117,29 @@ impl Serialize for Blocks<'_, '_> {
     }
 }
 
+/// A prompt-cache breakpoint (`cache_control`).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(super) struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// A breakpoint with the default (5 minute) lifetime.
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+/// A text block that is a prompt-cache breakpoint (the cached system prompt).
+pub(super) fn cached_text(text: &str) -> impl Serialize + '_ {
+    Block {
+        cache_control: Some(EPHEMERAL),
+        ..text_block_of(text.into())
+    }
+}
+
 /// A content block; `kind` says which of the other fields are set.
 #[derive(Debug, Default, Serialize)]
 struct Block<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
     #[serde(skip_serializing_if = "Option::is_none")]
     content: Option<ResultContent<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,11 +246,15 @@ fn thinking_block(reasoning: &Reasoning) -> Option<Block<'_>> {
 
 /// The API rejects empty and whitespace-only text blocks.
 fn text_block(text: Cow<'_, str>) -> Option<Block<'_>> {
-    (!text.trim().is_empty()).then(|| Block {
+    (!text.trim().is_empty()).then(|| text_block_of(text))
+}
+
+fn text_block_of(text: Cow<'_, str>) -> Block<'_> {
+    Block {
         text: Some(text),
         kind: "text",
         ..Block::default()
-    })
+    }
 }
 
 fn image_block(source: &ImageSource) -> Block<'_> {

@@ -155,12 +155,12 @@ impl WireUsage {
     /// `input_tokens` excludes cache reads and writes; [`Usage::input_tokens`] includes them.
     fn into_usage(self) -> Usage {
         let cache_read = self.cache_read_input_tokens.unwrap_or(0);
+        let cache_write = self.cache_creation_input_tokens.unwrap_or(0);
         Usage {
-            input_tokens: self.input_tokens.unwrap_or(0)
-                + cache_read
-                + self.cache_creation_input_tokens.unwrap_or(0),
+            input_tokens: self.input_tokens.unwrap_or(0) + cache_read + cache_write,
             output_tokens: self.output_tokens.unwrap_or(0),
             cached_input_tokens: cache_read,
+            cache_write_tokens: cache_write,
             reasoning_tokens: 0,
         }
     }

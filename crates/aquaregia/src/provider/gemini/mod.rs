@@ -24,6 +24,7 @@ use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::Message;
 use crate::model::{ModelRequest, ModelResponse, ToolChoice};
+use crate::structured::OutputSchema;
 use crate::tool::ToolDescriptor;
 use response::GeminiDecoder;
 
@@ -80,7 +81,7 @@ impl WireApi for Gemini {
         sealed: &mut Vec<u8>,
         open: &mut OpenItem,
     ) -> Result<usize, Error> {
-        encode_merged(messages, request::turn, sealed, open)
+        encode_merged(messages, request::turn, false, sealed, open)
     }
 
     fn tool_definition(tool: &ToolDescriptor) -> Value {
@@ -102,9 +103,13 @@ impl WireApi for Gemini {
         _stream: bool,
         body: &mut BodyWriter<'_>,
     ) -> Result<(), Error> {
-        if request.temperature.is_some() || request.max_output_tokens.is_some() {
+        let schema = request.output_schema.as_ref();
+        if request.temperature.is_some() || request.max_output_tokens.is_some() || schema.is_some()
+        {
             let config = GenerationConfig {
                 max_output_tokens: request.max_output_tokens,
+                response_json_schema: schema.map(OutputSchema::plain_schema),
+                response_mime_type: schema.map(|_| "application/json"),
                 temperature: request.temperature.map(f64::from),
             };
             body.field("generationConfig", &config)?;
@@ -134,6 +139,10 @@ impl WireApi for Gemini {
 struct GenerationConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_json_schema: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_mime_type: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
 }

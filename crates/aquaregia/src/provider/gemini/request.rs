@@ -34,7 +34,8 @@ impl MergeGroup for Turn<'_> {
         self.parts.extend(later.parts);
     }
 
-    fn write(self, out: &mut Vec<u8>) -> Result<(), Error> {
+    /// Gemini caches implicitly: there are no breakpoints to mark.
+    fn write(self, out: &mut Vec<u8>, _latest: bool) -> Result<(), Error> {
         append_item(out, &self)
     }
 }

@@ -207,6 +207,7 @@ impl WireUsage {
             input_tokens: self.prompt_token_count + self.tool_use_prompt_token_count,
             output_tokens: self.candidates_token_count + self.thoughts_token_count,
             cached_input_tokens: self.cached_content_token_count,
+            cache_write_tokens: 0,
             reasoning_tokens: self.thoughts_token_count,
         }
     }

@@ -90,6 +90,18 @@ impl WireApi for OpenAiChat {
             body.field("max_completion_tokens", &max)?;
         }
         body.field("model", &request.model)?;
+        if let Some(key) = &request.prompt_caching.key {
+            body.field("prompt_cache_key", key)?;
+        }
+        if let Some(schema) = &request.output_schema {
+            let (wire, strict) = schema.openai_schema();
+            let mut format = json!({"name": schema.name(), "schema": wire, "strict": strict});
+            if let Some(description) = schema.description_text() {
+                format["description"] = json!(description);
+            }
+            let format = json!({"type": "json_schema", "json_schema": format});
+            body.field("response_format", &format)?;
+        }
         if stream {
             body.field("stream", &true)?;
             body.field(
@@ -279,6 +291,7 @@ impl ChatUsage {
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)
                 .unwrap_or(0),
+            cache_write_tokens: 0,
             reasoning_tokens: self
                 .completion_tokens_details
                 .and_then(|d| d.reasoning_tokens)

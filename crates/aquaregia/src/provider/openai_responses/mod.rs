@@ -89,12 +89,28 @@ impl WireApi for OpenAiResponses {
             body.field("max_output_tokens", &max)?;
         }
         body.field("model", &request.model)?;
+        if let Some(key) = &request.prompt_caching.key {
+            body.field("prompt_cache_key", key)?;
+        }
         body.field("store", &false)?;
         if stream {
             body.field("stream", &true)?;
         }
         if let Some(temperature) = request.temperature {
             body.field("temperature", &f64::from(temperature))?;
+        }
+        if let Some(schema) = &request.output_schema {
+            let (wire, strict) = schema.openai_schema();
+            let mut format = json!({
+                "type": "json_schema",
+                "name": schema.name(),
+                "schema": wire,
+                "strict": strict,
+            });
+            if let Some(description) = schema.description_text() {
+                format["description"] = json!(description);
+            }
+            body.field("text", &json!({"format": format}))?;
         }
         if !request.tools.is_empty() {
             body.field("tool_choice", &tool_choice(&request.tool_choice))?;

@@ -95,6 +95,8 @@ struct ResponseUsage {
 #[derive(Deserialize)]
 struct InputDetails {
     cached_tokens: Option<u64>,
+    /// Newer than the rest; absent from older responses and from streams.
+    cache_write_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -104,13 +106,12 @@ struct OutputDetails {
 
 impl ResponseUsage {
     fn into_usage(self) -> Usage {
+        let input = self.input_tokens_details.as_ref();
         Usage {
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
-            cached_input_tokens: self
-                .input_tokens_details
-                .and_then(|d| d.cached_tokens)
-                .unwrap_or(0),
+            cached_input_tokens: input.and_then(|d| d.cached_tokens).unwrap_or(0),
+            cache_write_tokens: input.and_then(|d| d.cache_write_tokens).unwrap_or(0),
             reasoning_tokens: self
                 .output_tokens_details
                 .and_then(|d| d.reasoning_tokens)

@@ -1,0 +1,75 @@
+//! [`Client::generate_object`].
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use super::{OutputSchema, repair_message};
+use crate::client::Client;
+use crate::error::Error;
+use crate::model::{ModelRequest, ModelResponse, Usage};
+
+/// What [`Client::generate_object`] returns.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneratedObject<T> {
+    /// The answer, decoded.
+    pub value: T,
+    /// The model's last response (the repaired one, after a repair round).
+    pub response: ModelResponse,
+    /// Tokens used by every call, the repair round's included.
+    pub usage: Usage,
+}
+
+impl Client {
+    /// One model call whose answer is a `T`: the request asks for `T`'s JSON schema (derived
+    /// by `schemars`), and the answer is checked against it and decoded. An answer that fails
+    /// is sent back once with what was wrong; a second failure is
+    /// [`Error::StructuredOutput`] with the raw answer.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
+    /// use aquaregia::{Message, ModelRequest};
+    /// #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    /// struct City {
+    ///     name: String,
+    ///     country: String,
+    /// }
+    /// let request = ModelRequest::new("gpt-4o-mini", vec![Message::user("The capital of France?")]);
+    /// let city = client.generate_object::<City>(&request).await?.value;
+    /// # Ok(()) }
+    /// ```
+    pub async fn generate_object<T: JsonSchema + DeserializeOwned>(
+        &self,
+        request: &ModelRequest,
+    ) -> Result<GeneratedObject<T>, Error> {
+        let schema = OutputSchema::of::<T>();
+        let mut request = request.clone();
+        request.output_schema = Some(schema.clone());
+        let response = self.generate(&request).await?;
+        let mut usage = response.usage;
+        let problem = match schema.parse(&response.text()) {
+            Ok(value) => {
+                return Ok(GeneratedObject {
+                    value,
+                    response,
+                    usage,
+                });
+            }
+            Err(problem) => problem,
+        };
+        tracing::debug!(%problem, "structured answer rejected; asking once more");
+        request.messages.push(response.message);
+        request.messages.push(repair_message(&problem));
+        let response = self.generate(&request).await?;
+        usage += response.usage;
+        let text = response.text();
+        match schema.parse(&text) {
+            Ok(value) => Ok(GeneratedObject {
+                value,
+                response,
+                usage,
+            }),
+            Err(message) => Err(Error::StructuredOutput { message, raw: text }),
+        }
+    }
+}
