@@ -183,10 +183,10 @@ pub(crate) fn encode_merged<'m, G: MergeGroup>(
     let mut current: Option<(usize, G)> = None;
     let mut next = 0;
     // The open item of the last call covers the first messages: unless the first message of a
-    // group after them merges into it, it is final as written.
+    // group after them merges into it, it is final as written (and, unmarked, the open item).
     if let Some(added) = messages
         .get(open.final_over..)
-        .filter(|_| open.final_over > 0)
+        .filter(|_| open.final_over > 0 && !mark_latest)
     {
         let following = added
             .iter()
@@ -470,6 +470,30 @@ mod tests {
         assert_eq!(sealed_after(3, anthropic), 2);
         assert_eq!(sealed_after(4, anthropic), 2);
         assert_eq!(sealed_after(5, chat), 5);
+    }
+
+    /// A cache filled without breakpoints gives the fresh body once they are switched on, also
+    /// when the new messages send nothing.
+    #[test]
+    fn switching_breakpoints_on_rewrites_the_open_message() {
+        let mut cache = RequestCache::default();
+        let mut messages = vec![Message::user("hi")];
+        for caching in [PromptCaching::none(), PromptCaching::breakpoints()] {
+            let request = ModelRequest::new("m", messages.clone()).prompt_caching(caching);
+            let incremental =
+                encode_request::<anthropic::Anthropic>(&request, false, &mut cache).unwrap();
+            let fresh = encode_request::<anthropic::Anthropic>(
+                &request,
+                false,
+                &mut RequestCache::default(),
+            )
+            .unwrap();
+            assert_eq!(
+                String::from_utf8(incremental).unwrap(),
+                String::from_utf8(fresh).unwrap()
+            );
+            messages.push(Message::system("sends nothing in the conversation"));
+        }
     }
 
     #[test]
