@@ -32,6 +32,7 @@ use crate::model::{FinishReason, ModelRequest, ModelResponse, ModelStream, Strea
 use crate::structured::{OutputSchema, WRAPPED_FIELD};
 use crate::tool::{ContentBlock, ToolDescriptor, ToolOutput};
 pub(crate) use encode::RequestCache;
+use encode::{BodyWriter, OpenItem};
 
 /// Every provider, by the prefix of its `provider:model` specs. Adding a provider is one file
 /// and one line here.
@@ -172,8 +173,9 @@ pub(crate) trait StreamDecoder: Default + Send + 'static {
 
 /// One provider wire format.
 ///
-/// A request body is assembled by [`encode_request`](encode::encode_request) from these pieces, so the conversation
-/// and tool definitions can be encoded once and reused across the steps of a run.
+/// A request body is assembled by [`encode_request`](encode::encode_request) from these
+/// pieces, so the conversation and tool definitions can be encoded once and reused across the
+/// steps of a run.
 pub(crate) trait WireApi: Send + Sync + 'static {
     /// Name used in errors (`openai`, `openai-chat`, `anthropic`).
     const NAME: &'static str;
@@ -201,18 +203,23 @@ pub(crate) trait WireApi: Send + Sync + 'static {
         None
     }
 
-    /// A wire item that precedes the conversation (Chat Completions' system message).
-    fn leading_item(_request: &ModelRequest) -> Option<Value> {
-        None
+    /// Writes the wire item that precedes the conversation (Chat Completions' system message)
+    /// after the `[` of the history field.
+    fn write_leading_item(_request: &ModelRequest, _out: &mut Vec<u8>) -> Result<(), Error> {
+        Ok(())
     }
 
-    /// Appends the wire items for `messages`. May merge into the last item of `items` (whose
-    /// earlier items are already encoded): wire formats that forbid two messages of one role
-    /// in a row do that.
-    fn push_messages(request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>);
-
-    /// Final form of a wire item that nothing will merge into any more, as it is sent.
-    fn seal_item(_item: &mut Value) {}
+    /// Encodes `messages`, the conversation after the messages already sealed, as
+    /// comma-separated wire items: items nothing can merge into any more are appended to
+    /// `sealed`; a wire format that merges messages of one role keeps its last item in `open`
+    /// ([`encode_merged`](encode::encode_merged)). Returns how many of `messages` the items
+    /// appended to `sealed` cover.
+    fn encode_messages(
+        request: &ModelRequest,
+        messages: &[Message],
+        sealed: &mut Vec<u8>,
+        open: &mut OpenItem,
+    ) -> Result<usize, Error>;
 
     /// One tool definition.
     fn tool_definition(tool: &ToolDescriptor) -> Value;
@@ -227,12 +234,12 @@ pub(crate) trait WireApi: Send + Sync + 'static {
     /// breakpoints ([`PromptCaching::tools`](crate::PromptCaching::tools)).
     fn mark_tools_breakpoint(_definition: &mut Value) {}
 
-    /// Makes the latest (sealed) wire item a prompt-cache breakpoint
-    /// ([`PromptCaching::latest_turn`](crate::PromptCaching::latest_turn)).
-    fn mark_turn_breakpoint(_item: &mut Value) {}
-
-    /// Every other body field (model, options, tool choice...).
-    fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value>;
+    /// Writes every other body field (model, options, tool choice...), in alphabetical order.
+    fn body_fields(
+        request: &ModelRequest,
+        stream: bool,
+        body: &mut BodyWriter<'_>,
+    ) -> Result<(), Error>;
 
     /// Decodes a non-streaming response body.
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error>;
@@ -334,6 +341,22 @@ pub(crate) fn object_schema(schema: &Value) -> Cow<'_, Value> {
     }
 }
 
+/// Tool-call arguments as the JSON object Anthropic's `input` and Gemini's `args` require.
+///
+/// Arguments that are JSON text of an object are sent as that object; anything else (text that
+/// was not JSON, an array...) becomes `{}`: such a call already failed the tool's schema check
+/// and its tool result tells the model why.
+pub(crate) fn arguments_object(arguments: &Value) -> Cow<'_, Value> {
+    match arguments {
+        Value::Object(_) => Cow::Borrowed(arguments),
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(object @ Value::Object(_)) => Cow::Owned(object),
+            _ => Cow::Owned(Value::Object(Map::new())),
+        },
+        _ => Cow::Owned(Value::Object(Map::new())),
+    }
+}
+
 /// A piece of a tool result as the provider should see it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum OutputPart<'a> {
@@ -354,6 +377,16 @@ pub(crate) fn tool_output_parts(output: &ToolOutput) -> Vec<OutputPart<'_>> {
                 other => OutputPart::Text(other.to_text()),
             })
             .collect(),
+    }
+}
+
+/// The text of a tool output that has no parts to send apart: text as is, JSON as compact
+/// text; `None` for content blocks (see [`tool_output_parts`]).
+pub(crate) fn plain_output_text(output: &ToolOutput) -> Option<Cow<'_, str>> {
+    match output {
+        ToolOutput::Text(text) => Some(Cow::Borrowed(text)),
+        ToolOutput::Json(value) => Some(Cow::Owned(value.to_string())),
+        ToolOutput::Content(_) => None,
     }
 }
 
@@ -387,17 +420,29 @@ pub(crate) fn new_call_id() -> String {
     format!("call_{:016x}", fastrand::u64(..))
 }
 
-/// The instructions plus any system messages of the conversation, in order.
-pub(crate) fn system_text(request: &ModelRequest) -> Option<String> {
-    let mut parts: Vec<String> = request.instructions.iter().cloned().collect();
-    parts.extend(
-        request
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::System)
-            .map(Message::text),
-    );
-    (!parts.is_empty()).then(|| parts.join("\n\n"))
+/// The instructions plus any system messages of the conversation, in order, joined by blank
+/// lines (borrowed when there are only instructions).
+pub(crate) fn system_text(request: &ModelRequest) -> Option<Cow<'_, str>> {
+    let mut systems = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .peekable();
+    if systems.peek().is_none() {
+        return request.instructions.as_deref().map(Cow::Borrowed);
+    }
+    let mut text = request.instructions.clone();
+    for message in systems {
+        let more = message.text();
+        match &mut text {
+            Some(text) => {
+                text.push_str("\n\n");
+                text.push_str(&more);
+            }
+            None => text = Some(more),
+        }
+    }
+    text.map(Cow::Owned)
 }
 
 /// Turns the call of the structured-answer tool of `schema` into the answer's text, so the

@@ -7,6 +7,7 @@
 //! placed just before that part (or last, for the signed empty text part that ends a stream),
 //! and is sent back on the part that follows it.
 
+mod request;
 mod response;
 mod schema;
 
@@ -14,16 +15,16 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use reqwest::header::HeaderName;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::{
-    Api, EMPTY_ERROR_TEXT, KeyPolicy, OutputPart, ProviderInfo, WireApi, object_schema,
-    output_text, split_data_url, system_text, tool_output_parts,
-};
+use super::encode::{BodyWriter, OpenItem, encode_merged};
+use super::{Api, KeyPolicy, ProviderInfo, WireApi, object_schema, system_text};
 use crate::client::ProviderKind;
 use crate::error::Error;
-use crate::message::{ContentPart, ImageSource, Message, Role, ToolResult};
+use crate::message::Message;
 use crate::model::{ModelRequest, ModelResponse, ToolChoice};
+use crate::structured::OutputSchema;
 use crate::tool::ToolDescriptor;
 use response::GeminiDecoder;
 
@@ -74,26 +75,13 @@ impl WireApi for Gemini {
         retry_info(body)
     }
 
-    fn push_messages(_request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>) {
-        for message in messages {
-            let (role, parts) = match message.role {
-                Role::System => continue, // sent as `systemInstruction`
-                Role::User | Role::Tool => ("user", user_parts(&message.content)),
-                Role::Assistant => ("model", model_parts(&message.content)),
-            };
-            if parts.is_empty() {
-                continue; // the API rejects contents without parts
-            }
-            if let Some(Value::Array(last)) = items
-                .last_mut()
-                .filter(|last| last["role"] == role)
-                .and_then(|last| last.get_mut("parts"))
-            {
-                last.extend(parts);
-            } else {
-                items.push(json!({"role": role, "parts": parts}));
-            }
-        }
+    fn encode_messages(
+        _request: &ModelRequest,
+        messages: &[Message],
+        sealed: &mut Vec<u8>,
+        open: &mut OpenItem,
+    ) -> Result<usize, Error> {
+        encode_merged(messages, request::turn, false, sealed, open)
     }
 
     fn tool_definition(tool: &ToolDescriptor) -> Value {
@@ -110,35 +98,35 @@ impl WireApi for Gemini {
         Value::Object(declaration)
     }
 
-    fn body_fields(request: &ModelRequest, _stream: bool) -> Map<String, Value> {
-        let mut body = Map::new();
+    fn body_fields(
+        request: &ModelRequest,
+        _stream: bool,
+        body: &mut BodyWriter<'_>,
+    ) -> Result<(), Error> {
+        let schema = request.output_schema.as_ref();
+        if request.temperature.is_some() || request.max_output_tokens.is_some() || schema.is_some()
+        {
+            let config = GenerationConfig {
+                max_output_tokens: request.max_output_tokens,
+                response_json_schema: schema.map(OutputSchema::plain_schema),
+                response_mime_type: schema.map(|_| "application/json"),
+                temperature: request.temperature.map(f64::from),
+            };
+            body.field("generationConfig", &config)?;
+        }
         if let Some(system) = system_text(request) {
-            body.insert(
-                "systemInstruction".into(),
-                json!({"parts": [{"text": system}]}),
-            );
+            let instruction = SystemInstruction {
+                parts: [TextPart { text: &system }],
+            };
+            body.field("systemInstruction", &instruction)?;
         }
         if !request.tools.is_empty() {
-            body.insert(
-                "toolConfig".into(),
-                json!({"functionCallingConfig": function_calling_config(&request.tool_choice)}),
-            );
+            let config = ToolConfig {
+                function_calling_config: function_calling_config(&request.tool_choice),
+            };
+            body.field("toolConfig", &config)?;
         }
-        let mut config = Map::new();
-        if let Some(temperature) = request.temperature {
-            config.insert("temperature".into(), json!(temperature));
-        }
-        if let Some(max) = request.max_output_tokens {
-            config.insert("maxOutputTokens".into(), json!(max));
-        }
-        if let Some(schema) = &request.output_schema {
-            config.insert("responseMimeType".into(), json!("application/json"));
-            config.insert("responseJsonSchema".into(), schema.plain_schema());
-        }
-        if !config.is_empty() {
-            body.insert("generationConfig".into(), Value::Object(config));
-        }
-        body
+        Ok(())
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
@@ -146,12 +134,53 @@ impl WireApi for Gemini {
     }
 }
 
-fn function_calling_config(choice: &ToolChoice) -> Value {
-    match choice {
-        ToolChoice::Auto => json!({"mode": "AUTO"}),
-        ToolChoice::None => json!({"mode": "NONE"}),
-        ToolChoice::Required => json!({"mode": "ANY"}),
-        ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GenerationConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_json_schema: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_mime_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct SystemInstruction<'a> {
+    parts: [TextPart<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct TextPart<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolConfig<'a> {
+    function_calling_config: FunctionCallingConfig<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FunctionCallingConfig<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowed_function_names: Option<[&'a str; 1]>,
+    mode: &'static str,
+}
+
+fn function_calling_config(choice: &ToolChoice) -> FunctionCallingConfig<'_> {
+    let (mode, name) = match choice {
+        ToolChoice::Auto => ("AUTO", None),
+        ToolChoice::None => ("NONE", None),
+        ToolChoice::Required => ("ANY", None),
+        ToolChoice::Tool(name) => ("ANY", Some([name.as_str()])),
+    };
+    FunctionCallingConfig {
+        allowed_function_names: name,
+        mode,
     }
 }
 
@@ -194,141 +223,9 @@ fn wire_error(error: &Value) -> Error {
     }
 }
 
-/// The parts of a user message or of tool results (both are `user` contents).
-fn user_parts(content: &[ContentPart]) -> Vec<Value> {
-    let mut parts = Vec::new();
-    for part in content {
-        match part {
-            ContentPart::Text { text } if !text.is_empty() => parts.push(json!({"text": text})),
-            ContentPart::Image { source } => parts.push(image_part(source)),
-            ContentPart::ToolResult(result) => parts.push(function_response(result)),
-            _ => {}
-        }
-    }
-    parts
-}
-
-/// The parts of a model turn, with each signature on the part it came with.
-fn model_parts(content: &[ContentPart]) -> Vec<Value> {
-    let mut parts = Vec::new();
-    let mut pending: Option<&str> = None;
-    for part in content {
-        let mut value = match part {
-            ContentPart::Reasoning(reasoning) => {
-                if reasoning.text.is_empty() {
-                    // A signature of the next part; two in a row: the first was on an empty text.
-                    let signature = reasoning.signature.as_deref().filter(|s| !s.is_empty());
-                    if let Some(earlier) = signature.and_then(|s| pending.replace(s)) {
-                        parts.push(json!({"text": "", "thoughtSignature": earlier}));
-                    }
-                    continue;
-                }
-                json!({"text": reasoning.text, "thought": true})
-            }
-            ContentPart::Text { text } => json!({"text": text}),
-            ContentPart::ToolCall(call) => {
-                json!({"functionCall": {"name": call.name, "args": call_args(&call.arguments), "id": call.id}})
-            }
-            _ => continue,
-        };
-        let signature = match part {
-            ContentPart::Reasoning(reasoning) => reasoning.signature.as_deref(),
-            _ => pending.take(),
-        };
-        if let Some(signature) = signature.filter(|s| !s.is_empty()) {
-            value["thoughtSignature"] = json!(signature);
-        }
-        parts.push(value);
-    }
-    if let Some(signature) = pending {
-        parts.push(json!({"text": "", "thoughtSignature": signature}));
-    }
-    parts
-}
-
-/// `args` must be an object; arguments that are JSON text of one are sent as it.
-fn call_args(arguments: &Value) -> Value {
-    match arguments {
-        Value::Object(_) => arguments.clone(),
-        Value::String(text) => match serde_json::from_str::<Value>(text) {
-            Ok(object @ Value::Object(_)) => object,
-            _ => Value::Object(Map::new()),
-        },
-        _ => Value::Object(Map::new()),
-    }
-}
-
-fn image_part(source: &ImageSource) -> Value {
-    match source {
-        ImageSource::Base64 { mime_type, data } => inline_data(mime_type, data),
-        ImageSource::Url { url } => match split_data_url(url) {
-            Some((mime_type, data)) => inline_data(mime_type, data),
-            None => json!({"fileData": {"fileUri": url}}),
-        },
-    }
-}
-
-fn inline_data(mime_type: &str, data: &str) -> Value {
-    json!({"inlineData": {"mimeType": mime_type, "data": data}})
-}
-
-/// `functionResponse {id, name, response: {output | error}}`; images ride in its `parts`
-/// (Gemini 3 and later).
-fn function_response(result: &ToolResult) -> Value {
-    let parts = tool_output_parts(&result.output);
-    let images: Vec<Value> = parts
-        .iter()
-        .filter_map(|part| match part {
-            OutputPart::Image { mime_type, data } => Some(inline_data(mime_type, data)),
-            OutputPart::Text(_) => None,
-        })
-        .collect();
-    let output = match &result.output {
-        crate::tool::ToolOutput::Json(value) => escape_refs(value),
-        _ => Value::String(output_text(&parts)),
-    };
-    let key = if result.is_error { "error" } else { "output" };
-    let output = match output {
-        Value::String(text) if text.is_empty() && result.is_error => json!(EMPTY_ERROR_TEXT),
-        other => other,
-    };
-    let mut response = json!({
-        "id": result.call_id,
-        "name": result.name,
-        "response": {key: output},
-    });
-    if !images.is_empty() {
-        response["parts"] = Value::Array(images);
-    }
-    json!({"functionResponse": response})
-}
-
-/// The API reads any `$ref` key inside a function response as a reference to one of its
-/// parts and rejects the request, so such keys are renamed.
-fn escape_refs(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(key, value)| {
-                    let key = if key == "$ref" {
-                        "_$ref".to_owned()
-                    } else {
-                        key.clone()
-                    };
-                    (key, escape_refs(value))
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(escape_refs).collect()),
-        other => other.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::response::signed;
     use super::*;
-    use crate::message::ToolCall;
 
     #[test]
     fn retry_info_durations() {
@@ -352,20 +249,6 @@ mod tests {
     }
 
     #[test]
-    fn ref_keys_in_tool_output_are_renamed() {
-        let result = ToolResult {
-            call_id: "c".into(),
-            name: "t".into(),
-            output: crate::tool::ToolOutput::Json(json!({"a": [{"$ref": "#/x"}]})),
-            is_error: false,
-        };
-        assert_eq!(
-            function_response(&result)["functionResponse"]["response"],
-            json!({"output": {"a": [{"_$ref": "#/x"}]}})
-        );
-    }
-
-    #[test]
     fn base_url_and_paths() {
         assert_eq!(
             gemini_base_url("https://proxy.example/v1beta/"),
@@ -375,27 +258,5 @@ mod tests {
             Gemini::path("models/gemini-2.5-flash", true),
             "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
         );
-    }
-
-    #[test]
-    fn signatures_go_back_on_their_parts() {
-        let call = |id: &str| {
-            ContentPart::ToolCall(ToolCall {
-                id: id.into(),
-                name: "t".into(),
-                arguments: json!({}),
-            })
-        };
-        let parts = model_parts(&[
-            signed(String::new(), "S1".into()),
-            call("a"),
-            call("b"),
-            ContentPart::text("done"),
-            signed(String::new(), "S2".into()),
-        ]);
-        assert_eq!(parts[0]["thoughtSignature"], "S1");
-        assert!(parts[1].get("thoughtSignature").is_none());
-        assert!(parts[2].get("thoughtSignature").is_none());
-        assert_eq!(parts[3], json!({"text": "", "thoughtSignature": "S2"}));
     }
 }

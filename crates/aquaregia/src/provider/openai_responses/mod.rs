@@ -1,17 +1,19 @@
 //! OpenAI Responses (`POST /responses`), used statelessly: `store: false`, with the previous
 //! output items (reasoning included) sent back as input on every call.
 
+mod request;
 mod response;
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 
+use super::encode::{BodyWriter, OpenItem};
 use super::openai_chat::OPENAI_BASE_URL;
-use super::openai_chat::{arguments_text, image_url};
 use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth};
-use super::{OutputPart, WireApi, object_schema, output_text, system_text, tool_output_parts};
+use super::{WireApi, object_schema, system_text};
 use crate::client::ProviderKind;
 use crate::error::Error;
-use crate::message::{ContentPart, Message, Reasoning, Role};
+use crate::message::Message;
 use crate::model::{ModelRequest, ModelResponse, ToolChoice};
 use crate::tool::ToolDescriptor;
 use response::Decoder;
@@ -42,7 +44,12 @@ impl WireApi for OpenAiResponses {
 
     const HISTORY_FIELD: &'static str = "input";
 
-    fn push_messages(request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>) {
+    fn encode_messages(
+        request: &ModelRequest,
+        messages: &[Message],
+        sealed: &mut Vec<u8>,
+        _open: &mut OpenItem,
+    ) -> Result<usize, Error> {
         // Stored items can be referenced by id alone; with `store: false` (our default) a
         // reasoning item is only accepted back with its `encrypted_content`.
         let stored = request
@@ -52,8 +59,9 @@ impl WireApi for OpenAiResponses {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         for message in messages {
-            push_items(items, message, stored);
+            request::write_items(sealed, message, stored)?;
         }
+        Ok(messages.len())
     }
 
     fn tool_definition(d: &ToolDescriptor) -> Value {
@@ -66,20 +74,30 @@ impl WireApi for OpenAiResponses {
         })
     }
 
-    fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value> {
-        let mut body = Map::new();
-        body.insert("model".into(), request.model.clone().into());
+    fn body_fields(
+        request: &ModelRequest,
+        stream: bool,
+        body: &mut BodyWriter<'_>,
+    ) -> Result<(), Error> {
+        if wants_encrypted_reasoning(request) {
+            body.field("include", &["reasoning.encrypted_content"])?;
+        }
         if let Some(system) = system_text(request) {
-            body.insert("instructions".into(), Value::String(system));
-        }
-        if !request.tools.is_empty() {
-            body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
-        }
-        if let Some(temperature) = request.temperature {
-            body.insert("temperature".into(), json!(temperature));
+            body.field("instructions", &system)?;
         }
         if let Some(max) = request.max_output_tokens {
-            body.insert("max_output_tokens".into(), json!(max));
+            body.field("max_output_tokens", &max)?;
+        }
+        body.field("model", &request.model)?;
+        if let Some(key) = &request.prompt_caching.key {
+            body.field("prompt_cache_key", key)?;
+        }
+        body.field("store", &false)?;
+        if stream {
+            body.field("stream", &true)?;
+        }
+        if let Some(temperature) = request.temperature {
+            body.field("temperature", &f64::from(temperature))?;
         }
         if let Some(schema) = &request.output_schema {
             let (wire, strict) = schema.openai_schema();
@@ -92,19 +110,12 @@ impl WireApi for OpenAiResponses {
             if let Some(description) = schema.description_text() {
                 format["description"] = json!(description);
             }
-            body.insert("text".into(), json!({"format": format}));
+            body.field("text", &json!({"format": format}))?;
         }
-        if let Some(key) = &request.prompt_caching.key {
-            body.insert("prompt_cache_key".into(), Value::String(key.clone()));
+        if !request.tools.is_empty() {
+            body.field("tool_choice", &tool_choice(&request.tool_choice))?;
         }
-        body.insert("store".into(), Value::Bool(false));
-        if wants_encrypted_reasoning(request) {
-            body.insert("include".into(), json!(["reasoning.encrypted_content"]));
-        }
-        if stream {
-            body.insert("stream".into(), Value::Bool(true));
-        }
-        body
+        Ok(())
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
@@ -130,115 +141,26 @@ fn wants_encrypted_reasoning(request: &ModelRequest) -> bool {
         && !model.contains("chat")
 }
 
-fn tool_choice(choice: &ToolChoice) -> Value {
+/// `tool_choice`: a mode, or `{"name", "type": "function"}`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireToolChoice<'a> {
+    Mode(&'static str),
+    Function {
+        name: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+}
+
+fn tool_choice(choice: &ToolChoice) -> WireToolChoice<'_> {
     match choice {
-        ToolChoice::Auto => json!("auto"),
-        ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
-        ToolChoice::Tool(name) => json!({"type": "function", "name": name}),
+        ToolChoice::Auto => WireToolChoice::Mode("auto"),
+        ToolChoice::None => WireToolChoice::Mode("none"),
+        ToolChoice::Required => WireToolChoice::Mode("required"),
+        ToolChoice::Tool(name) => WireToolChoice::Function {
+            name,
+            kind: "function",
+        },
     }
-}
-
-fn push_items(out: &mut Vec<Value>, message: &Message, stored: bool) {
-    match message.role {
-        Role::System => {} // part of `instructions`
-        Role::User => {
-            let content: Vec<Value> = message
-                .content
-                .iter()
-                .filter_map(|part| match part {
-                    ContentPart::Text { text } => Some(json!({"type": "input_text", "text": text})),
-                    ContentPart::Image { source } => Some(input_image(&image_url(source))),
-                    _ => None,
-                })
-                .collect();
-            if !content.is_empty() {
-                out.push(json!({"type": "message", "role": "user", "content": content}));
-            }
-        }
-        Role::Assistant => {
-            let mut text = String::new();
-            for part in &message.content {
-                match part {
-                    ContentPart::Text { text: t } => text.push_str(t),
-                    ContentPart::Reasoning(reasoning) => {
-                        flush_text(out, &mut text);
-                        if let Some(item) = reasoning_item(reasoning, stored) {
-                            out.push(item);
-                        }
-                    }
-                    ContentPart::ToolCall(call) => {
-                        flush_text(out, &mut text);
-                        out.push(json!({
-                            "type": "function_call",
-                            "call_id": call.id,
-                            "name": call.name,
-                            "arguments": arguments_text(&call.arguments),
-                        }));
-                    }
-                    _ => {}
-                }
-            }
-            flush_text(out, &mut text);
-        }
-        Role::Tool => {
-            for part in &message.content {
-                let ContentPart::ToolResult(result) = part else {
-                    continue;
-                };
-                let parts = tool_output_parts(&result.output);
-                let output = if parts.iter().any(|p| matches!(p, OutputPart::Image { .. })) {
-                    let items = parts
-                        .iter()
-                        .map(|part| match part {
-                            OutputPart::Text(text) => json!({"type": "input_text", "text": text}),
-                            OutputPart::Image { mime_type, data } => {
-                                input_image(&format!("data:{mime_type};base64,{data}"))
-                            }
-                        })
-                        .collect();
-                    Value::Array(items)
-                } else {
-                    Value::String(output_text(&parts))
-                };
-                out.push(json!({
-                    "type": "function_call_output",
-                    "call_id": result.call_id,
-                    "output": output,
-                }));
-            }
-        }
-    }
-}
-
-fn flush_text(out: &mut Vec<Value>, text: &mut String) {
-    if !text.is_empty() {
-        let text = std::mem::take(text);
-        out.push(json!({
-            "type": "message",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": text}],
-        }));
-    }
-}
-
-/// A reasoning item the API accepts back: it needs its `rs_` id and, unless stored, its
-/// encrypted content. Other providers' thinking has no id and is left out.
-fn reasoning_item(reasoning: &Reasoning, stored: bool) -> Option<Value> {
-    let id = reasoning.id.as_ref()?;
-    if reasoning.encrypted_content.is_none() && !stored {
-        return None;
-    }
-    let mut item = json!({"type": "reasoning", "id": id, "summary": []});
-    if !reasoning.text.is_empty() {
-        item["summary"] = json!([{"type": "summary_text", "text": reasoning.text}]);
-    }
-    if let Some(encrypted) = &reasoning.encrypted_content {
-        item["encrypted_content"] = json!(encrypted);
-    }
-    Some(item)
-}
-
-fn input_image(url: &str) -> Value {
-    json!({"type": "input_image", "image_url": url, "detail": "auto"})
 }

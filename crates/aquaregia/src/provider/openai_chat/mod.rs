@@ -1,21 +1,25 @@
 //! Chat Completions (`POST /chat/completions`): OpenAI and every compatible server.
 
+mod request;
+
 use std::collections::VecDeque;
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
+use super::encode::{BodyWriter, OpenItem, append_item};
 use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth, new_call_id};
 use super::{
-    AssistantBuilder, OutputPart, StreamDecoder, WireApi, object_schema, output_text,
-    parse_arguments, parse_json, system_text, tool_output_parts,
+    AssistantBuilder, StreamDecoder, WireApi, object_schema, parse_arguments, parse_json,
+    system_text,
 };
 use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::http::sse::SseEvent;
-use crate::message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall};
+use crate::message::{ContentPart, Message, Reasoning, ToolCall};
 use crate::model::{FinishReason, ModelRequest, ModelResponse, StreamEvent, ToolChoice, Usage};
 use crate::tool::ToolDescriptor;
+pub(crate) use request::{arguments_text, image_url};
 
 /// Chat Completions: OpenAI, or any compatible server at `OPENAI_BASE_URL` (the key is then
 /// optional).
@@ -47,14 +51,26 @@ impl WireApi for OpenAiChat {
 
     const HISTORY_FIELD: &'static str = "messages";
 
-    fn leading_item(request: &ModelRequest) -> Option<Value> {
-        system_text(request).map(|system| json!({"role": "system", "content": system}))
+    fn write_leading_item(request: &ModelRequest, out: &mut Vec<u8>) -> Result<(), Error> {
+        match system_text(request) {
+            Some(system) => append_item(
+                out,
+                &request::WireMessage::new("system", request::Content::Text(system)),
+            ),
+            None => Ok(()),
+        }
     }
 
-    fn push_messages(_request: &ModelRequest, messages: &[Message], items: &mut Vec<Value>) {
+    fn encode_messages(
+        _request: &ModelRequest,
+        messages: &[Message],
+        sealed: &mut Vec<u8>,
+        _open: &mut OpenItem,
+    ) -> Result<usize, Error> {
         for message in messages {
-            push_message(items, message);
+            request::write_message(sealed, message)?;
         }
+        Ok(messages.len())
     }
 
     fn tool_definition(d: &ToolDescriptor) -> Value {
@@ -65,17 +81,17 @@ impl WireApi for OpenAiChat {
         }})
     }
 
-    fn body_fields(request: &ModelRequest, stream: bool) -> Map<String, Value> {
-        let mut body = Map::new();
-        body.insert("model".into(), request.model.clone().into());
-        if !request.tools.is_empty() {
-            body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
-        }
-        if let Some(temperature) = request.temperature {
-            body.insert("temperature".into(), json!(temperature));
-        }
+    fn body_fields(
+        request: &ModelRequest,
+        stream: bool,
+        body: &mut BodyWriter<'_>,
+    ) -> Result<(), Error> {
         if let Some(max) = request.max_output_tokens {
-            body.insert("max_completion_tokens".into(), json!(max));
+            body.field("max_completion_tokens", &max)?;
+        }
+        body.field("model", &request.model)?;
+        if let Some(key) = &request.prompt_caching.key {
+            body.field("prompt_cache_key", key)?;
         }
         if let Some(schema) = &request.output_schema {
             let (wire, strict) = schema.openai_schema();
@@ -83,19 +99,25 @@ impl WireApi for OpenAiChat {
             if let Some(description) = schema.description_text() {
                 format["description"] = json!(description);
             }
-            body.insert(
-                "response_format".into(),
-                json!({"type": "json_schema", "json_schema": format}),
-            );
-        }
-        if let Some(key) = &request.prompt_caching.key {
-            body.insert("prompt_cache_key".into(), Value::String(key.clone()));
+            let format = json!({"type": "json_schema", "json_schema": format});
+            body.field("response_format", &format)?;
         }
         if stream {
-            body.insert("stream".into(), Value::Bool(true));
-            body.insert("stream_options".into(), json!({"include_usage": true}));
+            body.field("stream", &true)?;
+            body.field(
+                "stream_options",
+                &StreamOptions {
+                    include_usage: true,
+                },
+            )?;
         }
-        body
+        if let Some(temperature) = request.temperature {
+            body.field("temperature", &f64::from(temperature))?;
+        }
+        if !request.tools.is_empty() {
+            body.field("tool_choice", &tool_choice(&request.tool_choice))?;
+        }
+        Ok(())
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
@@ -142,104 +164,37 @@ impl WireApi for OpenAiChat {
     }
 }
 
-fn tool_choice(choice: &ToolChoice) -> Value {
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// `tool_choice`: a mode, or `{"function": {"name"}, "type": "function"}`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireToolChoice<'a> {
+    Mode(&'static str),
+    Function {
+        function: FunctionName<'a>,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+}
+
+#[derive(Serialize)]
+struct FunctionName<'a> {
+    name: &'a str,
+}
+
+fn tool_choice(choice: &ToolChoice) -> WireToolChoice<'_> {
     match choice {
-        ToolChoice::Auto => json!("auto"),
-        ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
-        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
-    }
-}
-
-fn push_message(out: &mut Vec<Value>, message: &Message) {
-    match message.role {
-        Role::System => {} // merged into the leading system message
-        Role::User => out.push(json!({"role": "user", "content": user_content(&message.content)})),
-        Role::Assistant => {
-            let text = message.text();
-            let mut value = json!({
-                "role": "assistant",
-                "content": if text.is_empty() { Value::Null } else { Value::String(text) },
-            });
-            let calls: Vec<Value> = message
-                .tool_calls()
-                .map(|call| {
-                    json!({"id": call.id, "type": "function", "function": {
-                        "name": call.name,
-                        "arguments": arguments_text(&call.arguments),
-                    }})
-                })
-                .collect();
-            if !calls.is_empty() {
-                value["tool_calls"] = Value::Array(calls);
-            }
-            out.push(value);
-        }
-        Role::Tool => {
-            // Tool messages take text only: images go in one user message right after.
-            let mut images = Vec::new();
-            for part in &message.content {
-                let ContentPart::ToolResult(result) = part else {
-                    continue;
-                };
-                let parts = tool_output_parts(&result.output);
-                let mut text = output_text(&parts);
-                let before = images.len();
-                for part in &parts {
-                    if let OutputPart::Image { mime_type, data } = part {
-                        if images.len() == before {
-                            images.push(json!({"type": "text", "text": format!(
-                                "Image returned by {} (tool call {}):", result.name, result.call_id
-                            )}));
-                        }
-                        images.push(image_part(&format!("data:{mime_type};base64,{data}")));
-                    }
-                }
-                if text.is_empty() && images.len() > before {
-                    text = "The image is attached in the next user message.".to_owned();
-                }
-                out.push(json!({"role": "tool", "tool_call_id": result.call_id, "content": text}));
-            }
-            if !images.is_empty() {
-                out.push(json!({"role": "user", "content": images}));
-            }
-        }
-    }
-}
-
-fn user_content(parts: &[ContentPart]) -> Value {
-    if let [ContentPart::Text { text }] = parts {
-        return Value::String(text.clone());
-    }
-    Value::Array(
-        parts
-            .iter()
-            .filter_map(|part| match part {
-                ContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
-                ContentPart::Image { source } => Some(image_part(&image_url(source))),
-                _ => None,
-            })
-            .collect(),
-    )
-}
-
-fn image_part(url: &str) -> Value {
-    json!({"type": "image_url", "image_url": {"url": url}})
-}
-
-pub(crate) fn image_url(source: &ImageSource) -> String {
-    match source {
-        ImageSource::Base64 { mime_type, data } => format!("data:{mime_type};base64,{data}"),
-        ImageSource::Url { url } => url.clone(),
-    }
-}
-
-/// Arguments go back as the JSON text the model wrote (a string stays a string when it was
-/// not JSON).
-pub(crate) fn arguments_text(arguments: &Value) -> String {
-    match arguments {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
+        ToolChoice::Auto => WireToolChoice::Mode("auto"),
+        ToolChoice::None => WireToolChoice::Mode("none"),
+        ToolChoice::Required => WireToolChoice::Mode("required"),
+        ToolChoice::Tool(name) => WireToolChoice::Function {
+            function: FunctionName { name },
+            kind: "function",
+        },
     }
 }
 
