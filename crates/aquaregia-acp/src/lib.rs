@@ -33,7 +33,9 @@
 //! # Ok(()) }
 //! ```
 
+mod dispatch;
 mod mcp_over_acp;
+mod permissions;
 mod prompt;
 mod server;
 mod servers;

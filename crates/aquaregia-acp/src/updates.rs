@@ -1,28 +1,43 @@
-//! The `session/update` notifications: agent text, thoughts and tool calls.
+//! The `session/update` notifications (agent text, thoughts, tool calls, usage), as the
+//! schema's [`SessionUpdate`]s.
 
+use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::{Client, UntypedMessage};
+use agent_client_protocol::v1::schema::{
+    self as acp, ContentChunk, CurrentModeUpdate, SessionNotification, SessionUpdate,
+    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
 use aquaregia::{ContentBlock, Tool, ToolExecError, ToolOutput};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+
+use crate::session::Mode;
 
 /// Sends one `session/update`. A closed connection is not an error worth stopping for.
-pub(crate) fn send(cx: &ConnectionTo<Client>, session_id: &str, update: Value) {
-    let mut params = Map::new();
-    params.insert("sessionId".into(), session_id.into());
-    params.insert("update".into(), update);
-    match UntypedMessage::new("session/update", params) {
-        Ok(message) => {
-            if let Err(error) = cx.send_notification(message) {
-                tracing::debug!(error = %error.message, "session/update not sent");
-            }
-        }
-        Err(error) => tracing::warn!(error = %error.message, "session/update not serializable"),
+pub(crate) fn send(cx: &ConnectionTo<Client>, session_id: &str, update: SessionUpdate) {
+    if let Err(error) =
+        cx.send_notification(SessionNotification::new(session_id.to_owned(), update))
+    {
+        tracing::debug!(error = %error.message, "session/update not sent");
     }
 }
 
-/// `agent_message_chunk` or `agent_thought_chunk` with text.
-pub(crate) fn chunk(kind: &str, text: &str) -> Value {
-    json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+/// `agent_message_chunk` with text.
+pub(crate) fn message(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(ContentChunk::new(text_block(text)))
+}
+
+/// `agent_thought_chunk` with text.
+pub(crate) fn thought(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(ContentChunk::new(text_block(text)))
+}
+
+pub(crate) fn text_block(text: &str) -> acp::ContentBlock {
+    acp::ContentBlock::Text(acp::TextContent::new(text))
+}
+
+/// The session's mode changed.
+pub(crate) fn current_mode(mode: Mode) -> SessionUpdate {
+    SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.id()))
 }
 
 /// The title shown for a call: `<tool>: <main argument>`.
@@ -59,80 +74,72 @@ fn main_argument(arguments: &Value) -> Option<String> {
 }
 
 /// The ACP tool kind from the tool's hints.
-pub(crate) fn kind(tool: Option<&Tool>) -> &'static str {
+pub(crate) fn kind(tool: Option<&Tool>) -> ToolKind {
     let annotations = tool.map(Tool::annotations);
     if annotations.and_then(|a| a.read_only) == Some(true) {
-        "read"
+        ToolKind::Read
     } else if annotations.and_then(|a| a.destructive) == Some(true) {
-        "delete"
+        ToolKind::Delete
     } else {
-        "other"
+        ToolKind::Other
     }
 }
 
 /// A new tool call, waiting (for permission, or to start).
-pub(crate) fn tool_call(id: &str, title: &str, kind: &str, raw_input: &Value) -> Value {
-    json!({
-        "sessionUpdate": "tool_call",
-        "toolCallId": id,
-        "title": title,
-        "kind": kind,
-        "status": "pending",
-        "rawInput": raw_input,
-    })
+pub(crate) fn tool_call(id: &str, title: &str, kind: ToolKind, raw_input: &Value) -> SessionUpdate {
+    SessionUpdate::ToolCall(
+        acp::ToolCall::new(id.to_owned(), title)
+            .kind(kind)
+            .status(ToolCallStatus::Pending)
+            .raw_input(raw_input.clone()),
+    )
 }
 
 /// The call has started running.
-pub(crate) fn in_progress(id: &str) -> Value {
-    json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"})
+pub(crate) fn in_progress(id: &str) -> SessionUpdate {
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+        id.to_owned(),
+        ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+    ))
 }
 
 /// The call finished: its content and raw output, or the failure.
-pub(crate) fn finished(id: &str, result: &Result<ToolOutput, ToolExecError>) -> Value {
-    match result {
-        Ok(output) => json!({
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": id,
-            "status": "completed",
-            "content": tool_content(output),
-            "rawOutput": output.to_value(),
-        }),
-        Err(error) => json!({
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": id,
-            "status": "failed",
-            "content": [text_content(&error.to_string())],
-            "rawOutput": {"error": error.to_string()},
-        }),
-    }
-}
-
-fn text_content(text: &str) -> Value {
-    json!({"type": "content", "content": {"type": "text", "text": text}})
+pub(crate) fn finished(id: &str, result: &Result<ToolOutput, ToolExecError>) -> SessionUpdate {
+    let fields = match result {
+        Ok(output) => ToolCallUpdateFields::new()
+            .status(ToolCallStatus::Completed)
+            .content(tool_content(output))
+            .raw_output(output.to_value()),
+        Err(error) => ToolCallUpdateFields::new()
+            .status(ToolCallStatus::Failed)
+            .content(vec![ToolCallContent::from(text_block(&error.to_string()))])
+            .raw_output(json!({"error": error.to_string()})),
+    };
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_owned(), fields))
 }
 
 /// A tool result as ACP tool-call content: text, images, audio, resources and links as their
 /// own blocks; JSON values as pretty-printed text.
-pub(crate) fn tool_content(output: &ToolOutput) -> Vec<Value> {
+pub(crate) fn tool_content(output: &ToolOutput) -> Vec<ToolCallContent> {
     match output {
         ToolOutput::Text(text) if text.is_empty() => Vec::new(),
-        ToolOutput::Text(text) => vec![text_content(text)],
-        ToolOutput::Json(value) => vec![text_content(
-            &serde_json::to_string_pretty(value).unwrap_or_default(),
-        )],
-        ToolOutput::Content(blocks) => blocks.iter().map(block_content).collect(),
-        other => vec![text_content(&other.to_text())],
+        ToolOutput::Text(text) => vec![text_block(text).into()],
+        ToolOutput::Json(value) => {
+            vec![text_block(&serde_json::to_string_pretty(value).unwrap_or_default()).into()]
+        }
+        ToolOutput::Content(blocks) => blocks.iter().map(|b| block_content(b).into()).collect(),
+        other => vec![text_block(&other.to_text()).into()],
     }
 }
 
-fn block_content(block: &ContentBlock) -> Value {
-    let content = match block {
-        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+fn block_content(block: &ContentBlock) -> acp::ContentBlock {
+    match block {
+        ContentBlock::Text { text } => text_block(text),
         ContentBlock::Image { mime_type, data } => {
-            json!({"type": "image", "data": data, "mimeType": mime_type})
+            acp::ContentBlock::Image(acp::ImageContent::new(data, mime_type))
         }
         ContentBlock::Audio { mime_type, data } => {
-            json!({"type": "audio", "data": data, "mimeType": mime_type})
+            acp::ContentBlock::Audio(acp::AudioContent::new(data, mime_type))
         }
         ContentBlock::Resource {
             uri,
@@ -140,41 +147,40 @@ fn block_content(block: &ContentBlock) -> Value {
             text,
             blob,
         } => {
-            let mut resource = Map::new();
-            resource.insert("uri".into(), uri.as_str().into());
-            if let Some(mime) = mime_type {
-                resource.insert("mimeType".into(), mime.as_str().into());
-            }
-            if let Some(text) = text {
-                resource.insert("text".into(), text.as_str().into());
-            } else if let Some(blob) = blob {
-                resource.insert("blob".into(), blob.as_str().into());
-            }
-            json!({"type": "resource", "resource": resource})
+            let resource = match (text, blob) {
+                (Some(text), _) => acp::EmbeddedResourceResource::TextResourceContents(
+                    acp::TextResourceContents::new(text, uri).mime_type(mime_type.clone()),
+                ),
+                (None, Some(blob)) => acp::EmbeddedResourceResource::BlobResourceContents(
+                    acp::BlobResourceContents::new(blob, uri).mime_type(mime_type.clone()),
+                ),
+                (None, None) => acp::EmbeddedResourceResource::TextResourceContents(
+                    acp::TextResourceContents::new("", uri).mime_type(mime_type.clone()),
+                ),
+            };
+            acp::ContentBlock::Resource(acp::EmbeddedResource::new(resource))
         }
         ContentBlock::ResourceLink {
             uri,
             name,
             mime_type,
             description,
-        } => {
-            let mut link = json!({"type": "resource_link", "uri": uri, "name": name});
-            if let Some(mime) = mime_type {
-                link["mimeType"] = mime.as_str().into();
-            }
-            if let Some(description) = description {
-                link["description"] = description.as_str().into();
-            }
-            link
-        }
-        other => return text_content(&other.to_text()),
-    };
-    json!({"type": "content", "content": content})
+        } => acp::ContentBlock::ResourceLink(
+            acp::ResourceLink::new(name, uri)
+                .mime_type(mime_type.clone())
+                .description(description.clone()),
+        ),
+        other => text_block(&other.to_text()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn wire(content: &[ToolCallContent]) -> Value {
+        serde_json::to_value(content).expect("serializes")
+    }
 
     #[test]
     fn titles_name_the_main_argument() {
@@ -197,9 +203,9 @@ mod tests {
             {"type": "resource", "uri": "file:///a", "mimeType": "text/plain", "text": "x"},
             {"type": "resource_link", "uri": "file:///b", "name": "b"}
         ]);
-        let content = tool_content(&ToolOutput::Content(
+        let content = wire(&tool_content(&ToolOutput::Content(
             serde_json::from_value(blocks).expect("blocks"),
-        ));
+        )));
         assert_eq!(
             content[1]["content"],
             json!({"type": "image", "data": "AA==", "mimeType": "image/png"})
@@ -207,13 +213,13 @@ mod tests {
         assert_eq!(content[2]["content"]["resource"]["text"], "x");
         assert_eq!(content[3]["content"]["type"], "resource_link");
         assert_eq!(
-            tool_content(&ToolOutput::Json(json!({"a": 1})))[0]["content"]["type"],
+            wire(&tool_content(&ToolOutput::Json(json!({"a": 1}))))[0]["content"]["type"],
             "text"
         );
         // A JSON array that looks like content stays JSON.
         let lookalike = json!([{"type": "image", "mimeType": "image/png", "data": "AA=="}]);
-        let content = tool_content(&ToolOutput::Json(lookalike));
-        assert_eq!(content.len(), 1);
+        let content = wire(&tool_content(&ToolOutput::Json(lookalike)));
+        assert_eq!(content.as_array().map(Vec::len), Some(1));
         assert_eq!(content[0]["content"]["type"], "text");
     }
 }

@@ -194,7 +194,11 @@ async fn the_typescript_sdk_serves_a_tool_to_the_binary() {
         .unwrap()
         .iter()
         .filter(|u| u["toolCallId"] == "call-1")
-        .filter_map(|u| u["status"].as_str())
+        // A `tool_call` without status is `pending`, the protocol's default.
+        .filter_map(|u| match u["status"].as_str() {
+            None if u["sessionUpdate"] == "tool_call" => Some("pending"),
+            status => status,
+        })
         .collect();
     assert_eq!(statuses, ["pending", "in_progress", "completed"]);
     let text: String = report["updates"]

@@ -1,0 +1,418 @@
+//! The typed dispatcher: each client request is parsed into the schema's [`ClientRequest`]
+//! and answered with its response type. Only `mcp/message` (whose envelope the SDK does not
+//! type for this direction) and the raw `mcpServers` entries (read one by one, so a bad entry
+//! does not sink the session) stay JSON.
+//!
+//! The SDK runs handlers one at a time, so anything that waits (connecting servers, a prompt,
+//! a request back to the client) runs in a task spawned on the connection (it ends with it),
+//! and the handler returns at once.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, ClientNotification, ClientRequest, CloseSessionResponse, Implementation,
+    InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionModeState, SetSessionModeResponse,
+    StopReason as AcpStopReason,
+};
+use agent_client_protocol::v1::{ConnectionTo, Dispatch, Responder};
+use agent_client_protocol::{Client, JsonRpcMessage};
+use aquaregia::{AgentEvent, Message, Role, StopReason};
+use futures::{FutureExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp_over_acp::McpOverAcp;
+use crate::permissions::AcpHooks;
+use crate::server::{Factory, SessionContext};
+use crate::servers::{self, ConnectPlan, Failure, connect_all};
+use crate::session::{Mode, Session, lock};
+use crate::{prompt, updates};
+
+/// Everything one ACP connection shares.
+pub(crate) struct State {
+    factory: Arc<Factory>,
+    plan: ConnectPlan,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    next_session: AtomicU64,
+    acp: Arc<McpOverAcp>,
+    initialized: AtomicBool,
+}
+
+pub(crate) fn invalid_params(reason: impl Into<String>) -> agent_client_protocol::Error {
+    let reason = reason.into();
+    agent_client_protocol::Error::invalid_params().data(json!({"reason": reason}))
+}
+
+/// Runs `task` on the connection: it ends when the connection does.
+fn spawn(cx: &ConnectionTo<Client>, task: impl Future<Output = ()> + Send + 'static) {
+    if let Err(error) = cx.spawn(async move {
+        task.await;
+        Ok(())
+    }) {
+        tracing::debug!(error = %error.message, "the connection is closing; task not started");
+    }
+}
+
+impl State {
+    pub(crate) fn new(factory: Arc<Factory>, plan: ConnectPlan) -> Self {
+        Self {
+            factory,
+            plan,
+            sessions: Mutex::default(),
+            next_session: AtomicU64::new(1),
+            acp: Arc::default(),
+            initialized: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn dispatch(self: &Arc<Self>, message: Dispatch, cx: &ConnectionTo<Client>) {
+        match message {
+            Dispatch::Request(request, responder) => {
+                let (method, params) = request.into_parts();
+                self.request(&method, params, responder, cx);
+            }
+            Dispatch::Notification(notification) => {
+                let (method, params) = notification.into_parts();
+                self.notification(&method, &params);
+            }
+            Dispatch::Response(result, router) => {
+                let _ = router.route_with_result(result);
+            }
+        }
+    }
+
+    fn request(
+        self: &Arc<Self>,
+        method: &str,
+        mut params: Value,
+        responder: Responder,
+        cx: &ConnectionTo<Client>,
+    ) {
+        if method == "mcp/message" {
+            self.acp.request(&params, responder);
+            return;
+        }
+        // Read one by one below; the typed request sees an empty list.
+        let servers = match take_servers(method, &mut params) {
+            Ok(servers) => servers,
+            Err(error) => {
+                let _ = responder.respond_with_error(error);
+                return;
+            }
+        };
+        let request = match ClientRequest::parse_message(method, &params) {
+            Ok(request) => request,
+            Err(error) => {
+                let _ = responder.respond_with_error(error);
+                return;
+            }
+        };
+        let initialized = self.initialized.load(Ordering::Acquire);
+        match request {
+            ClientRequest::InitializeRequest(request) => {
+                self.initialized.store(true, Ordering::Release);
+                let _ = responder.cast().respond(initialize(&request));
+            }
+            _ if !initialized => {
+                let _ = responder.respond_with_error(
+                    agent_client_protocol::Error::invalid_request()
+                        .data(json!({"reason": "`initialize` must come first"})),
+                );
+            }
+            ClientRequest::NewSessionRequest(request) => {
+                let state = self.clone();
+                let task_cx = cx.clone();
+                spawn(cx, async move {
+                    state
+                        .new_session(request, servers, responder.cast(), task_cx)
+                        .await;
+                });
+            }
+            ClientRequest::PromptRequest(request) => {
+                let session = match self.session(&request.session_id.0) {
+                    Ok(session) => session,
+                    Err(error) => {
+                        let _ = responder.respond_with_error(error);
+                        return;
+                    }
+                };
+                // The prompt is registered before the next message is read, so a
+                // `session/cancel` right behind it finds it.
+                let Some(token) = session.begin_prompt() else {
+                    let _ = responder.respond_with_error(invalid_params(
+                        "a prompt is already running in this session",
+                    ));
+                    return;
+                };
+                let state = self.clone();
+                let task_cx = cx.clone();
+                spawn(cx, async move {
+                    state
+                        .prompt(session, request, token, responder.cast(), task_cx)
+                        .await;
+                });
+            }
+            ClientRequest::SetSessionModeRequest(request) => {
+                let result = self.session(&request.session_id.0).and_then(|session| {
+                    let id = &*request.mode_id.0;
+                    let mode = Mode::parse(id)
+                        .ok_or_else(|| invalid_params(format!("unknown mode `{id}`")))?;
+                    session.set_mode(mode);
+                    updates::send(cx, &session.id, updates::current_mode(mode));
+                    Ok(SetSessionModeResponse::new())
+                });
+                let _ = responder.cast().respond_with_result(result);
+            }
+            ClientRequest::CloseSessionRequest(request) => {
+                match self.session(&request.session_id.0) {
+                    Ok(session) => {
+                        lock(&self.sessions).remove(&session.id);
+                        let responder = responder.cast();
+                        spawn(cx, async move {
+                            session.close().await;
+                            let _ = responder.respond(CloseSessionResponse::new());
+                        });
+                    }
+                    Err(error) => {
+                        let _ = responder.respond_with_error(error);
+                    }
+                }
+            }
+            _ => {
+                let _ =
+                    responder.respond_with_error(agent_client_protocol::Error::method_not_found());
+            }
+        }
+    }
+
+    fn notification(&self, method: &str, params: &Value) {
+        if method == "mcp/message" {
+            self.acp.notification(params);
+            return;
+        }
+        match ClientNotification::parse_message(method, params) {
+            Ok(ClientNotification::CancelNotification(cancel)) => {
+                if let Ok(session) = self.session(&cancel.session_id.0) {
+                    tracing::info!(session = %session.id, "session/cancel");
+                    session.cancel();
+                }
+            }
+            // Unknown notifications, custom `_` ones included, are ignored as the spec says.
+            Ok(_) => {}
+            Err(error) => tracing::debug!(method, error = %error.message, "notification ignored"),
+        }
+    }
+
+    fn session(&self, id: &str) -> Result<Arc<Session>, agent_client_protocol::Error> {
+        lock(&self.sessions)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| invalid_params(format!("unknown session `{id}`")))
+    }
+
+    async fn new_session(
+        self: Arc<Self>,
+        request: NewSessionRequest,
+        servers: Vec<Value>,
+        responder: Responder<NewSessionResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        let cwd = request.cwd;
+        if !cwd.is_absolute() {
+            let _ = responder.respond_with_error(invalid_params("`cwd` must be an absolute path"));
+            return;
+        }
+        let id = format!("sess-{}", self.next_session.fetch_add(1, Ordering::Relaxed));
+        let (servers, mut failures) = servers::declared(&servers);
+        let (toolset, connect_failures) =
+            connect_all(&servers, &cwd, &self.plan, &cx, &self.acp).await;
+        failures.extend(connect_failures);
+        for failure in &failures {
+            tracing::warn!(session = %id, server = %failure.name, reason = %failure.reason, "MCP server unavailable");
+        }
+        tracing::info!(session = %id, servers = toolset.connections().len(), failed = failures.len(), "session created");
+        let session = Arc::new(Session::new(id.clone(), cwd, toolset));
+        lock(&self.sessions).insert(id.clone(), session);
+        let modes = SessionModeState::new(
+            Mode::Default.id(),
+            Mode::ALL.iter().map(|mode| mode.describe()).collect(),
+        );
+        let _ = responder.respond(NewSessionResponse::new(id.clone()).modes(modes));
+        // Reported once the client knows the session.
+        report_failures(&cx, &id, failures);
+    }
+
+    async fn prompt(
+        self: Arc<Self>,
+        session: Arc<Session>,
+        request: PromptRequest,
+        token: CancellationToken,
+        responder: Responder<PromptResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        // Releases the session however this ends, a panic included.
+        let running = session.prompt_guard(token.clone());
+        // A panic inside the agent (a tool, a hook, a custom factory) fails this prompt with
+        // an answer instead of leaving the client waiting forever.
+        let outcome = AssertUnwindSafe(self.run_prompt(&session, &request, &token, &cx))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".to_owned());
+                tracing::error!(session = %session.id, panic = %what, "the prompt panicked");
+                Err(format!("the agent panicked: {what}"))
+            });
+        drop(running);
+        let _ = match outcome {
+            Ok(stop) => responder.respond(PromptResponse::new(stop)),
+            Err(message) => responder.respond_with_error(
+                agent_client_protocol::Error::internal_error().data(json!({"reason": message})),
+            ),
+        };
+    }
+
+    async fn run_prompt(
+        &self,
+        session: &Arc<Session>,
+        request: &PromptRequest,
+        token: &CancellationToken,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<AcpStopReason, String> {
+        let mut messages = lock(&session.history).clone();
+        messages.push(Message::new(Role::User, prompt::parts(&request.prompt)));
+        let context = SessionContext {
+            session_id: session.id.clone(),
+            cwd: session.cwd.clone(),
+        };
+        let mcp_tools = session.mcp_tools().await;
+        let agent = (self.factory)(&context)
+            .tools(mcp_tools)
+            .hooks(AcpHooks {
+                cx: cx.clone(),
+                session: session.clone(),
+            })
+            .cancellation_token(token.clone())
+            .prepare_step(session.toolset.prepare_step())
+            .build()
+            .map_err(|error| error.to_string())?;
+
+        let mut events = agent.stream(messages);
+        let mut output = None;
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(AgentEvent::TextDelta(text)) => {
+                    updates::send(cx, &session.id, updates::message(&text));
+                }
+                Ok(AgentEvent::ReasoningDelta(text)) => {
+                    updates::send(cx, &session.id, updates::thought(&text));
+                }
+                Ok(AgentEvent::ToolCallFinish { id, result, .. }) => {
+                    updates::send(cx, &session.id, updates::finished(&id, &result));
+                }
+                Ok(AgentEvent::Finish(finished)) => output = Some(finished),
+                Ok(_) => {}
+                Err(error) => {
+                    if token.is_cancelled() {
+                        return Ok(AcpStopReason::Cancelled);
+                    }
+                    return Err(error.to_string());
+                }
+            }
+        }
+        let output = output.ok_or_else(|| "the agent ended without an answer".to_owned())?;
+        let stop = match output.stop_reason {
+            _ if token.is_cancelled() => AcpStopReason::Cancelled,
+            StopReason::Finished => AcpStopReason::EndTurn,
+            StopReason::MaxSteps => AcpStopReason::MaxTurnRequests,
+            StopReason::Length => AcpStopReason::MaxTokens,
+            StopReason::Refusal => AcpStopReason::Refusal,
+            _ => AcpStopReason::EndTurn,
+        };
+        *lock(&session.history) = output.messages;
+        Ok(stop)
+    }
+
+    pub(crate) async fn close_all(&self) {
+        let sessions: Vec<_> = lock(&self.sessions)
+            .drain()
+            .map(|(_, session)| session)
+            .collect();
+        futures::future::join_all(sessions.iter().map(|session| session.close())).await;
+    }
+}
+
+/// Takes the raw `mcpServers` out of a session request (replacing them with `[]`), to be read
+/// entry by entry.
+fn take_servers(
+    method: &str,
+    params: &mut Value,
+) -> Result<Vec<Value>, agent_client_protocol::Error> {
+    if !matches!(method, "session/new" | "session/load" | "session/resume") {
+        return Ok(Vec::new());
+    }
+    let Some(object) = params.as_object_mut() else {
+        return Ok(Vec::new());
+    };
+    match object.insert("mcpServers".into(), json!([])) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(entries)) => Ok(entries),
+        Some(_) => Err(invalid_params("`mcpServers` must be an array")),
+    }
+}
+
+/// Tells the client, in the session, which servers could not be used.
+fn report_failures(cx: &ConnectionTo<Client>, id: &str, failures: Vec<Failure>) {
+    for failure in failures {
+        updates::send(
+            cx,
+            id,
+            updates::message(&format!(
+                "MCP server `{}` is unavailable: {}\n",
+                failure.name, failure.reason
+            )),
+        );
+    }
+}
+
+/// The `initialize` answer: protocol 1, what this agent supports.
+fn initialize(request: &InitializeRequest) -> InitializeResponse {
+    let client = request.client_info.as_ref().map(|info| info.name.as_str());
+    tracing::info!(
+        requested = request.protocol_version.as_u16(),
+        ?client,
+        "initialize"
+    );
+    InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(
+            AgentCapabilities::new()
+                .load_session(false)
+                .prompt_capabilities(
+                    PromptCapabilities::new()
+                        .image(true)
+                        .audio(false)
+                        .embedded_context(true),
+                )
+                .mcp_capabilities(McpCapabilities::new().http(true).sse(true).acp(true))
+                .session_capabilities(
+                    SessionCapabilities::new().close(SessionCloseCapabilities::new()),
+                ),
+        )
+        .agent_info(Implementation::new("aquaregia", env!("CARGO_PKG_VERSION")))
+}
+
+impl fmt::Debug for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("State").finish_non_exhaustive()
+    }
+}
