@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, ClientNotification, ClientRequest, CloseSessionResponse, Implementation,
-    InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
+    AgentAuthCapabilities, AgentCapabilities, AuthenticateResponse, ClientNotification,
+    ClientRequest, CloseSessionResponse, Implementation, InitializeRequest, InitializeResponse,
+    LogoutCapabilities, LogoutResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
     PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
     SessionCloseCapabilities, SessionModeState, SetSessionModeResponse,
     StopReason as AcpStopReason,
@@ -28,6 +29,7 @@ use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::ApiKeyAuth;
 use crate::mcp_over_acp::McpOverAcp;
 use crate::permissions::AcpHooks;
 use crate::server::{Factory, SessionContext};
@@ -43,6 +45,7 @@ pub(crate) struct State {
     next_session: AtomicU64,
     acp: Arc<McpOverAcp>,
     initialized: AtomicBool,
+    auth: Option<ApiKeyAuth>,
 }
 
 pub(crate) fn invalid_params(reason: impl Into<String>) -> agent_client_protocol::Error {
@@ -61,10 +64,11 @@ fn spawn(cx: &ConnectionTo<Client>, task: impl Future<Output = ()> + Send + 'sta
 }
 
 impl State {
-    pub(crate) fn new(factory: Arc<Factory>, plan: ConnectPlan) -> Self {
+    pub(crate) fn new(factory: Arc<Factory>, plan: ConnectPlan, auth: Option<ApiKeyAuth>) -> Self {
         Self {
             factory,
             plan,
+            auth,
             sessions: Mutex::default(),
             next_session: AtomicU64::new(1),
             acp: Arc::default(),
@@ -118,13 +122,45 @@ impl State {
         match request {
             ClientRequest::InitializeRequest(request) => {
                 self.initialized.store(true, Ordering::Release);
-                let _ = responder.cast().respond(initialize(&request));
+                let _ = responder.cast().respond(self.initialize(&request));
             }
             _ if !initialized => {
                 let _ = responder.respond_with_error(
                     agent_client_protocol::Error::invalid_request()
                         .data(json!({"reason": "`initialize` must come first"})),
                 );
+            }
+            ClientRequest::AuthenticateRequest(request) => {
+                let result = match &self.auth {
+                    Some(auth) => auth.authenticate(&request).map_err(|error| {
+                        tracing::info!(method = %request.method_id, %error, "authenticate failed");
+                        invalid_params(error.to_string())
+                    }),
+                    None => Ok(()),
+                };
+                let _ = responder
+                    .cast()
+                    .respond_with_result(result.map(|()| AuthenticateResponse::new()));
+            }
+            ClientRequest::LogoutRequest(_) => {
+                let result = match &self.auth {
+                    Some(auth) => auth.logout().map_err(|error| {
+                        agent_client_protocol::Error::internal_error()
+                            .data(json!({"reason": error.to_string()}))
+                    }),
+                    None => Ok(()),
+                };
+                let _ = responder
+                    .cast()
+                    .respond_with_result(result.map(|()| LogoutResponse::new()));
+            }
+            ClientRequest::NewSessionRequest(_) | ClientRequest::PromptRequest(_)
+                if self
+                    .auth
+                    .as_ref()
+                    .is_some_and(|auth| !auth.is_authenticated()) =>
+            {
+                let _ = responder.respond_with_error(agent_client_protocol::Error::auth_required());
             }
             ClientRequest::NewSessionRequest(request) => {
                 let state = self.clone();
@@ -297,6 +333,7 @@ impl State {
         };
         let mcp_tools = session.mcp_tools().await;
         let agent = (self.factory)(&context)
+            .map_err(|error| error.to_string())?
             .tools(mcp_tools)
             .hooks(AcpHooks {
                 cx: cx.clone(),
@@ -343,6 +380,38 @@ impl State {
         Ok(stop)
     }
 
+    /// The `initialize` answer: protocol 1, what this agent supports.
+    fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
+        let client = request.client_info.as_ref().map(|info| info.name.as_str());
+        tracing::info!(
+            requested = request.protocol_version.as_u16(),
+            ?client,
+            "initialize"
+        );
+        let mut capabilities = AgentCapabilities::new()
+            .load_session(false)
+            .prompt_capabilities(
+                PromptCapabilities::new()
+                    .image(true)
+                    .audio(false)
+                    .embedded_context(true),
+            )
+            .mcp_capabilities(McpCapabilities::new().http(true).sse(true).acp(true))
+            .session_capabilities(
+                SessionCapabilities::new().close(SessionCloseCapabilities::new()),
+            );
+        let mut response = InitializeResponse::new(ProtocolVersion::V1);
+        if let Some(auth) = &self.auth {
+            capabilities =
+                capabilities.auth(AgentAuthCapabilities::new().logout(LogoutCapabilities::new()));
+            response =
+                response.auth_methods(auth.acp_methods(request.client_capabilities.auth.terminal));
+        }
+        response
+            .agent_capabilities(capabilities)
+            .agent_info(Implementation::new("aquaregia", env!("CARGO_PKG_VERSION")))
+    }
+
     pub(crate) async fn close_all(&self) {
         let sessions: Vec<_> = lock(&self.sessions)
             .drain()
@@ -383,32 +452,6 @@ fn report_failures(cx: &ConnectionTo<Client>, id: &str, failures: Vec<Failure>) 
             )),
         );
     }
-}
-
-/// The `initialize` answer: protocol 1, what this agent supports.
-fn initialize(request: &InitializeRequest) -> InitializeResponse {
-    let client = request.client_info.as_ref().map(|info| info.name.as_str());
-    tracing::info!(
-        requested = request.protocol_version.as_u16(),
-        ?client,
-        "initialize"
-    );
-    InitializeResponse::new(ProtocolVersion::V1)
-        .agent_capabilities(
-            AgentCapabilities::new()
-                .load_session(false)
-                .prompt_capabilities(
-                    PromptCapabilities::new()
-                        .image(true)
-                        .audio(false)
-                        .embedded_context(true),
-                )
-                .mcp_capabilities(McpCapabilities::new().http(true).sse(true).acp(true))
-                .session_capabilities(
-                    SessionCapabilities::new().close(SessionCloseCapabilities::new()),
-                ),
-        )
-        .agent_info(Implementation::new("aquaregia", env!("CARGO_PKG_VERSION")))
 }
 
 impl fmt::Debug for State {

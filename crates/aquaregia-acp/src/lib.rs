@@ -33,6 +33,7 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
 mod dispatch;
 mod mcp_over_acp;
 mod permissions;
@@ -42,4 +43,5 @@ mod servers;
 mod session;
 mod updates;
 
+pub use auth::{API_KEY_META, ApiKeyAuth, ApiKeyMethod, AuthError};
 pub use server::{AcpError, AcpServer, SessionContext};

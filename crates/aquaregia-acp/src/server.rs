@@ -10,6 +10,7 @@ use agent_client_protocol::v1::{ConnectionTo, Dispatch};
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use aquaregia::AgentBuilder;
 
+use crate::auth::ApiKeyAuth;
 use crate::dispatch::State;
 use crate::servers::ConnectPlan;
 
@@ -23,7 +24,8 @@ pub struct SessionContext {
     pub cwd: PathBuf,
 }
 
-pub(crate) type Factory = dyn Fn(&SessionContext) -> AgentBuilder + Send + Sync;
+pub(crate) type Factory =
+    dyn Fn(&SessionContext) -> Result<AgentBuilder, aquaregia::Error> + Send + Sync;
 
 /// An ACP agent that runs aquaregia agents.
 ///
@@ -43,6 +45,7 @@ pub struct AcpServer {
     factory: Arc<Factory>,
     startup_timeout: Duration,
     disabled: Vec<String>,
+    auth: Option<ApiKeyAuth>,
 }
 
 impl fmt::Debug for AcpServer {
@@ -66,11 +69,32 @@ pub enum AcpError {
 impl AcpServer {
     /// An agent whose per-prompt configuration comes from `factory`.
     pub fn new(factory: impl Fn(&SessionContext) -> AgentBuilder + Send + Sync + 'static) -> Self {
+        Self::try_new(move |session| Ok(factory(session)))
+    }
+
+    /// An agent whose per-prompt configuration comes from a `factory` that may fail (a client
+    /// that cannot be built, say): the prompt is then answered with the error.
+    pub fn try_new(
+        factory: impl Fn(&SessionContext) -> Result<AgentBuilder, aquaregia::Error>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
         Self {
             factory: Arc::new(factory),
             startup_timeout: aquaregia::mcp::DEFAULT_CONNECT_TIMEOUT,
             disabled: Vec::new(),
+            auth: None,
         }
+    }
+
+    /// Requires an API key before sessions run, offered as ACP auth methods: with no usable
+    /// key the agent still answers `initialize` and answers `session/new` and
+    /// `session/prompt` with `auth_required` until `authenticate` succeeds.
+    #[must_use]
+    pub fn auth(mut self, auth: ApiKeyAuth) -> Self {
+        self.auth = Some(auth);
+        self
     }
 
     /// How long each MCP server of a session gets to start (default 30 s). A server that
@@ -107,6 +131,7 @@ impl AcpServer {
                 startup_timeout: self.startup_timeout,
                 disabled: self.disabled.into(),
             },
+            self.auth,
         ));
         let dispatch_state = state.clone();
         let result = Agent

@@ -143,8 +143,11 @@ fn init_logging(command: &Command) {
         Command::Acp(_) => "warn,rmcp=off,aquaregia=info,aquaregia_acp=info,aquaregia_cli=info",
         _ => "warn,rmcp=off",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    if let Command::Acp(_) = command {
+        filter = filter.add_directive(acp::LOG_CAP.parse().unwrap_or_default());
+    }
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
