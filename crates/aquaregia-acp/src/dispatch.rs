@@ -19,8 +19,8 @@ use agent_client_protocol::v1::schema::{
     ClientRequest, CloseSessionResponse, Implementation, InitializeRequest, InitializeResponse,
     LogoutCapabilities, LogoutResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
     PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionModeState, SetSessionModeResponse,
-    StopReason as AcpStopReason,
+    SessionCloseCapabilities, SessionConfigOption, SessionModeState,
+    SetSessionConfigOptionResponse, SetSessionModeResponse, StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Dispatch, Responder};
 use agent_client_protocol::{Client, JsonRpcMessage};
@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::ApiKeyAuth;
+use crate::config::{self, Models};
 use crate::mcp_over_acp::McpOverAcp;
 use crate::permissions::AcpHooks;
 use crate::server::{Factory, SessionContext};
@@ -46,6 +47,7 @@ pub(crate) struct State {
     acp: Arc<McpOverAcp>,
     initialized: AtomicBool,
     auth: Option<ApiKeyAuth>,
+    models: Option<Arc<Models>>,
 }
 
 pub(crate) fn invalid_params(reason: impl Into<String>) -> agent_client_protocol::Error {
@@ -64,11 +66,17 @@ fn spawn(cx: &ConnectionTo<Client>, task: impl Future<Output = ()> + Send + 'sta
 }
 
 impl State {
-    pub(crate) fn new(factory: Arc<Factory>, plan: ConnectPlan, auth: Option<ApiKeyAuth>) -> Self {
+    pub(crate) fn new(
+        factory: Arc<Factory>,
+        plan: ConnectPlan,
+        auth: Option<ApiKeyAuth>,
+        models: Option<Arc<Models>>,
+    ) -> Self {
         Self {
             factory,
             plan,
             auth,
+            models,
             sessions: Mutex::default(),
             next_session: AtomicU64::new(1),
             acp: Arc::default(),
@@ -197,12 +205,39 @@ impl State {
             }
             ClientRequest::SetSessionModeRequest(request) => {
                 let result = self.session(&request.session_id.0).and_then(|session| {
-                    let id = &*request.mode_id.0;
-                    let mode = Mode::parse(id)
-                        .ok_or_else(|| invalid_params(format!("unknown mode `{id}`")))?;
-                    session.set_mode(mode);
-                    updates::send(cx, &session.id, updates::current_mode(mode));
+                    self.set_mode(&session, &request.mode_id.0, cx)?;
+                    updates::send(
+                        cx,
+                        &session.id,
+                        updates::config_options(self.config_options(&session)),
+                    );
                     Ok(SetSessionModeResponse::new())
+                });
+                let _ = responder.cast().respond_with_result(result);
+            }
+            ClientRequest::SetSessionConfigOptionRequest(request) => {
+                let result = self.session(&request.session_id.0).and_then(|session| {
+                    let value = request
+                        .value
+                        .as_value_id()
+                        .map(|value| value.0.to_string())
+                        .ok_or_else(|| invalid_params("the value must be a value id"))?;
+                    match &*request.config_id.0 {
+                        config::MODE => self.set_mode(&session, &value, cx)?,
+                        config::MODEL if self.models.is_some() => {
+                            if !lock(&session.models).contains(&value) {
+                                return Err(invalid_params(format!("unknown model `{value}`")));
+                            }
+                            tracing::info!(session = %session.id, model = %value, "model switched");
+                            session.set_model(value);
+                        }
+                        other => {
+                            return Err(invalid_params(format!("unknown config option `{other}`")));
+                        }
+                    }
+                    Ok(SetSessionConfigOptionResponse::new(
+                        self.config_options(&session),
+                    ))
                 });
                 let _ = responder.cast().respond_with_result(result);
             }
@@ -246,6 +281,29 @@ impl State {
         }
     }
 
+    /// Switches the mode and tells the client (`current_mode_update`).
+    fn set_mode(
+        &self,
+        session: &Session,
+        id: &str,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let mode = Mode::parse(id).ok_or_else(|| invalid_params(format!("unknown mode `{id}`")))?;
+        session.set_mode(mode);
+        updates::send(cx, &session.id, updates::current_mode(mode));
+        Ok(())
+    }
+
+    fn config_options(&self, session: &Session) -> Vec<SessionConfigOption> {
+        let models = lock(&session.models).clone();
+        config::options(
+            session,
+            self.models
+                .as_deref()
+                .map(|catalog| (catalog, models.as_slice())),
+        )
+    }
+
     fn session(&self, id: &str) -> Result<Arc<Session>, agent_client_protocol::Error> {
         lock(&self.sessions)
             .get(id)
@@ -267,20 +325,34 @@ impl State {
         }
         let id = format!("sess-{}", self.next_session.fetch_add(1, Ordering::Relaxed));
         let (servers, mut failures) = servers::declared(&servers);
-        let (toolset, connect_failures) =
-            connect_all(&servers, &cwd, &self.plan, &cx, &self.acp).await;
+        let list_models = async {
+            match &self.models {
+                Some(models) => models.list().await,
+                None => Vec::new(),
+            }
+        };
+        let ((toolset, connect_failures), models) = futures::join!(
+            connect_all(&servers, &cwd, &self.plan, &cx, &self.acp),
+            list_models
+        );
         failures.extend(connect_failures);
         for failure in &failures {
             tracing::warn!(session = %id, server = %failure.name, reason = %failure.reason, "MCP server unavailable");
         }
         tracing::info!(session = %id, servers = toolset.connections().len(), failed = failures.len(), "session created");
         let session = Arc::new(Session::new(id.clone(), cwd, toolset));
+        *lock(&session.models) = models;
+        let options = self.config_options(&session);
         lock(&self.sessions).insert(id.clone(), session);
         let modes = SessionModeState::new(
             Mode::Default.id(),
             Mode::ALL.iter().map(|mode| mode.describe()).collect(),
         );
-        let _ = responder.respond(NewSessionResponse::new(id.clone()).modes(modes));
+        let _ = responder.respond(
+            NewSessionResponse::new(id.clone())
+                .modes(modes)
+                .config_options(options),
+        );
         // Reported once the client knows the session.
         report_failures(&cx, &id, failures);
     }
@@ -330,6 +402,7 @@ impl State {
         let context = SessionContext {
             session_id: session.id.clone(),
             cwd: session.cwd.clone(),
+            model: session.model(),
         };
         let mcp_tools = session.mcp_tools().await;
         let agent = (self.factory)(&context)

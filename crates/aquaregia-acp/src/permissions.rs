@@ -29,7 +29,7 @@ impl AgentHooks for AcpHooks {
     async fn on_tool_call_start(&self, call: &ToolCall, tool: Option<&Tool>) -> ToolCallDecision {
         let session = &self.session;
         let title = updates::title(&call.name, tool, &call.arguments);
-        let kind = updates::kind(tool);
+        let kind = updates::kind(&call.name, tool);
         updates::send(
             &self.cx,
             &session.id,
@@ -39,10 +39,13 @@ impl AgentHooks for AcpHooks {
         let read_only = tool.is_some_and(|t| t.annotations().read_only == Some(true));
         let allowed = match (session.mode(), remembered) {
             (Mode::BypassPermissions, _) => true,
+            // Only read-only tools are offered in plan mode; anything else is refused.
+            (Mode::Plan, _) => read_only,
             (_, Some(Always::Allow)) => true,
             (_, Some(Always::Reject)) => false,
-            (Mode::Default, None) if read_only || tool.is_none() => true,
-            (Mode::Default, None) => self.ask(call, &title, kind).await,
+            (_, None) if read_only || tool.is_none() => true,
+            (Mode::AcceptEdits, None) if kind == ToolKind::Edit => true,
+            (Mode::Default | Mode::AcceptEdits, None) => self.ask(call, &title, kind).await,
         };
         if !allowed {
             return ToolCallDecision::Deny(REJECTED.into());

@@ -9,8 +9,10 @@ use std::time::Duration;
 use agent_client_protocol::v1::{ConnectionTo, Dispatch};
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use aquaregia::AgentBuilder;
+use futures::future::BoxFuture;
 
 use crate::auth::ApiKeyAuth;
+use crate::config::Models;
 use crate::dispatch::State;
 use crate::servers::ConnectPlan;
 
@@ -22,6 +24,9 @@ pub struct SessionContext {
     pub session_id: String,
     /// The session's working directory.
     pub cwd: PathBuf,
+    /// The model picked in the session's `model` option (`None`: the agent's default); see
+    /// [`AcpServer::models`].
+    pub model: Option<String>,
 }
 
 pub(crate) type Factory =
@@ -46,6 +51,7 @@ pub struct AcpServer {
     startup_timeout: Duration,
     disabled: Vec<String>,
     auth: Option<ApiKeyAuth>,
+    models: Option<Arc<Models>>,
 }
 
 impl fmt::Debug for AcpServer {
@@ -85,7 +91,21 @@ impl AcpServer {
             startup_timeout: aquaregia::mcp::DEFAULT_CONNECT_TIMEOUT,
             disabled: Vec::new(),
             auth: None,
+            models: None,
         }
+    }
+
+    /// Offers a `model` config option: `default` (the model the factory uses when the session
+    /// picked none) and what `list` returns (fetched once, bounded, cached). The factory sees
+    /// the pick in [`SessionContext::model`].
+    #[must_use]
+    pub fn models(
+        mut self,
+        default: impl Into<String>,
+        list: impl Fn() -> BoxFuture<'static, Result<Vec<String>, String>> + Send + Sync + 'static,
+    ) -> Self {
+        self.models = Some(Arc::new(Models::new(default.into(), Arc::new(list))));
+        self
     }
 
     /// Requires an API key before sessions run, offered as ACP auth methods: with no usable
@@ -132,6 +152,7 @@ impl AcpServer {
                 disabled: self.disabled.into(),
             },
             self.auth,
+            self.models,
         ));
         let dispatch_state = state.clone();
         let result = Agent

@@ -14,17 +14,28 @@ use tokio_util::sync::CancellationToken;
 pub(crate) enum Mode {
     /// Ask before tool calls, except tools annotated read-only.
     Default,
+    /// Like `Default`, but file edits run without asking.
+    AcceptEdits,
     /// Never ask.
     BypassPermissions,
+    /// Read-only tools only.
+    Plan,
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 2] = [Mode::Default, Mode::BypassPermissions];
+    pub(crate) const ALL: [Mode; 4] = [
+        Mode::Default,
+        Mode::AcceptEdits,
+        Mode::BypassPermissions,
+        Mode::Plan,
+    ];
 
     pub(crate) fn id(self) -> &'static str {
         match self {
             Mode::Default => "default",
+            Mode::AcceptEdits => "accept_edits",
             Mode::BypassPermissions => "bypass_permissions",
+            Mode::Plan => "plan",
         }
     }
 
@@ -35,7 +46,15 @@ impl Mode {
     pub(crate) fn describe(self) -> SessionMode {
         let (name, description) = match self {
             Mode::Default => ("Default", "Ask before running tools that are not read-only"),
+            Mode::AcceptEdits => (
+                "Accept edits",
+                "Edit files without asking; ask before other tools that are not read-only",
+            ),
             Mode::BypassPermissions => ("Bypass permissions", "Run every tool without asking"),
+            Mode::Plan => (
+                "Plan",
+                "Read-only tools only: look and plan, change nothing",
+            ),
         };
         SessionMode::new(self.id(), name).description(description.to_owned())
     }
@@ -61,6 +80,10 @@ pub(crate) struct Session {
     pub(crate) toolset: McpToolset,
     pub(crate) history: Mutex<Vec<Message>>,
     mode: Mutex<Mode>,
+    /// The model picked for this session (`None`: the agent's default).
+    model: Mutex<Option<String>>,
+    /// The models it may pick from.
+    pub(crate) models: Mutex<Vec<String>>,
     pub(crate) always: Mutex<HashMap<String, Always>>,
     /// The running prompt's cancellation token.
     prompt: Mutex<Option<CancellationToken>>,
@@ -74,6 +97,8 @@ impl Session {
             toolset,
             history: Mutex::new(Vec::new()),
             mode: Mutex::new(Mode::Default),
+            model: Mutex::new(None),
+            models: Mutex::new(Vec::new()),
             always: Mutex::new(HashMap::new()),
             prompt: Mutex::new(None),
         }
@@ -85,6 +110,14 @@ impl Session {
 
     pub(crate) fn set_mode(&self, mode: Mode) {
         *lock(&self.mode) = mode;
+    }
+
+    pub(crate) fn model(&self) -> Option<String> {
+        lock(&self.model).clone()
+    }
+
+    pub(crate) fn set_model(&self, model: String) {
+        *lock(&self.model) = Some(model);
     }
 
     /// Starts a prompt; `None` if one is already running.
@@ -120,9 +153,14 @@ impl Session {
         }
     }
 
-    /// Every MCP tool the session has now. A server that went away is logged and skipped.
+    /// Every MCP tool the session has now (in `plan` mode, the read-only ones). A server that
+    /// went away is logged and skipped.
     pub(crate) async fn mcp_tools(&self) -> Vec<Tool> {
-        self.toolset.available_tools().await
+        let mut tools = self.toolset.available_tools().await;
+        if self.mode() == Mode::Plan {
+            tools.retain(|tool| tool.annotations().read_only == Some(true));
+        }
+        tools
     }
 
     /// Closes every MCP connection (stdio groups terminated, connect-based ACP servers sent

@@ -4,8 +4,9 @@
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    self as acp, ContentChunk, CurrentModeUpdate, SessionNotification, SessionUpdate,
-    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    self as acp, ConfigOptionUpdate, ContentChunk, CurrentModeUpdate, SessionConfigOption,
+    SessionNotification, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
 };
 use aquaregia::{ContentBlock, Tool, ToolExecError, ToolOutput};
 use serde_json::{Value, json};
@@ -38,6 +39,11 @@ pub(crate) fn text_block(text: &str) -> acp::ContentBlock {
 /// The session's mode changed.
 pub(crate) fn current_mode(mode: Mode) -> SessionUpdate {
     SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.id()))
+}
+
+/// The session's config options changed.
+pub(crate) fn config_options(options: Vec<SessionConfigOption>) -> SessionUpdate {
+    SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options))
 }
 
 /// The title shown for a call: `<tool>: <main argument>`.
@@ -73,13 +79,36 @@ fn main_argument(arguments: &Value) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// The ACP tool kind from the tool's hints.
-pub(crate) fn kind(tool: Option<&Tool>) -> ToolKind {
+/// The ACP tool kind: read-only and destructive hints first, then what the tool's name says.
+pub(crate) fn kind(name: &str, tool: Option<&Tool>) -> ToolKind {
     let annotations = tool.map(Tool::annotations);
     if annotations.and_then(|a| a.read_only) == Some(true) {
-        ToolKind::Read
-    } else if annotations.and_then(|a| a.destructive) == Some(true) {
+        return ToolKind::Read;
+    }
+    if annotations.and_then(|a| a.destructive) == Some(true) {
+        return ToolKind::Delete;
+    }
+    let name = name
+        .rsplit_once("__")
+        .map_or(name, |(_, tool)| tool)
+        .to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|word| name.contains(word));
+    if has(&["delete", "remove", "unlink"]) {
         ToolKind::Delete
+    } else if has(&["move", "rename"]) {
+        ToolKind::Move
+    } else if has(&["write", "edit", "patch", "replace", "create_file", "insert"]) {
+        ToolKind::Edit
+    } else if has(&["run", "exec", "command", "shell", "bash", "terminal"]) {
+        ToolKind::Execute
+    } else if has(&["search", "grep", "find", "glob"]) {
+        ToolKind::Search
+    } else if has(&["fetch", "http", "download", "browse"]) {
+        ToolKind::Fetch
+    } else if has(&["think", "plan"]) {
+        ToolKind::Think
+    } else if has(&["read", "view", "list", "get", "cat"]) {
+        ToolKind::Read
     } else {
         ToolKind::Other
     }

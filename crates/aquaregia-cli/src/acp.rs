@@ -124,14 +124,27 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
         built: Mutex::new(built),
     });
     let (max_steps, system) = (args.max_steps as usize, args.system);
-    AcpServer::try_new(move |_session| {
-        let agent = clients.client()?.agent(model.clone()).max_steps(max_steps);
+    let lister = clients.clone();
+    let default_model = model.clone();
+    AcpServer::try_new(move |session| {
+        let picked = session.model.clone().unwrap_or_else(|| model.clone());
+        let agent = clients.client()?.agent(picked).max_steps(max_steps);
         Ok(match &system {
             Some(system) => agent.instructions(system.clone()),
             None => agent,
         })
     })
     .auth(auth)
+    .models(default_model, move || {
+        let clients = lister.clone();
+        Box::pin(async move {
+            let client = clients.client().map_err(|error| error.to_string())?;
+            client
+                .list_models()
+                .await
+                .map_err(|error| error.to_string())
+        })
+    })
     .mcp_startup_timeout(Duration::from_secs(args.mcp_startup_timeout))
     .disable_tools(args.disabled_tools)
     .serve_stdio()

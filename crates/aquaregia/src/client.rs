@@ -1,5 +1,7 @@
 //! [`Client`]: one configured connection to a model provider.
 
+mod models;
+
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;

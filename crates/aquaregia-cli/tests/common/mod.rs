@@ -66,12 +66,14 @@ impl Drop for Scratch {
     }
 }
 
-/// `aquaregia` in `scratch`, with no model, key or log settings from the caller's environment.
+/// `aquaregia` in `scratch`, with no model, key or log settings from the caller's environment
+/// and its data dir (`AQUAREGIA_DATA_DIR`) inside `scratch`.
 pub fn cli(scratch: &Scratch) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_aquaregia"));
     command
         .current_dir(&scratch.path)
         .env("XDG_CONFIG_HOME", scratch.user_config_dir())
+        .env("AQUAREGIA_DATA_DIR", scratch.path.join("data"))
         .env("NO_COLOR", "1");
     for var in [
         "AQUAREGIA_MODEL",
