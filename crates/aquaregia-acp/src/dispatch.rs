@@ -430,6 +430,9 @@ impl State {
                 Ok(AgentEvent::ToolCallFinish { id, result, .. }) => {
                     updates::send(cx, &session.id, updates::finished(&id, &result));
                 }
+                Ok(AgentEvent::StepFinish(step)) => {
+                    updates::send(cx, &session.id, updates::usage(&step.model, &step.usage));
+                }
                 Ok(AgentEvent::Finish(finished)) => output = Some(finished),
                 Ok(_) => {}
                 Err(error) => {

@@ -6,9 +6,9 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     self as acp, ConfigOptionUpdate, ContentChunk, CurrentModeUpdate, SessionConfigOption,
     SessionNotification, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind,
+    ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
-use aquaregia::{ContentBlock, Tool, ToolExecError, ToolOutput};
+use aquaregia::{ContentBlock, Tool, ToolExecError, ToolOutput, Usage};
 use serde_json::{Value, json};
 
 use crate::session::Mode;
@@ -44,6 +44,41 @@ pub(crate) fn current_mode(mode: Mode) -> SessionUpdate {
 /// The session's config options changed.
 pub(crate) fn config_options(options: Vec<SessionConfigOption>) -> SessionUpdate {
     SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options))
+}
+
+/// After a model call: the context used (the call's input and output tokens) out of the
+/// model's window (0 when the window is not known), the token counts in `_meta`.
+pub(crate) fn usage(model: &str, usage: &Usage) -> SessionUpdate {
+    let used = usage.input_tokens.saturating_add(usage.output_tokens);
+    let meta = json!({
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cachedInputTokens": usage.cached_input_tokens,
+        "reasoningTokens": usage.reasoning_tokens,
+        "model": model,
+    });
+    SessionUpdate::UsageUpdate(
+        UsageUpdate::new(used, context_window(model).unwrap_or(0)).meta(meta.as_object().cloned()),
+    )
+}
+
+/// The context window of well-known models, by name.
+fn context_window(model: &str) -> Option<u64> {
+    let model = model.rsplit_once('/').map_or(model, |(_, name)| name);
+    const WINDOWS: [(&str, u64); 8] = [
+        ("gpt-5", 400_000),
+        ("gpt-4.1", 1_047_576),
+        ("gpt-4o", 128_000),
+        ("o3", 200_000),
+        ("o4", 200_000),
+        ("claude-", 200_000),
+        ("gemini-2", 1_048_576),
+        ("gemini-1.5", 1_048_576),
+    ];
+    WINDOWS
+        .iter()
+        .find(|(prefix, _)| model.starts_with(prefix))
+        .map(|(_, window)| *window)
 }
 
 /// The title shown for a call: `<tool>: <main argument>`.
