@@ -42,6 +42,7 @@ mod prompt;
 mod server;
 mod servers;
 mod session;
+mod stdio;
 mod updates;
 
 pub use auth::{API_KEY_META, ApiKeyAuth, ApiKeyMethod, AuthError};

@@ -15,6 +15,7 @@ use crate::auth::ApiKeyAuth;
 use crate::config::Models;
 use crate::dispatch::State;
 use crate::servers::ConnectPlan;
+use crate::stdio;
 
 /// What an agent factory is told about the session it builds an agent for.
 #[derive(Debug, Clone)]
@@ -137,14 +138,29 @@ impl AcpServer {
         self
     }
 
-    /// Serves ACP on stdin/stdout until stdin closes, then closes every session (no child
-    /// process outlives it).
+    /// Serves ACP on stdin/stdout until stdin closes or the process gets SIGTERM or SIGHUP,
+    /// then closes every session (no child process outlives it, grandchildren of stdio servers
+    /// included). A line that is not UTF-8 or longer than 64 MiB is answered with a parse
+    /// error.
     pub async fn serve_stdio(self) -> Result<(), AcpError> {
-        self.serve(agent_client_protocol::Stdio::new()).await
+        let transport = agent_client_protocol::Lines::new(
+            Box::pin(stdio::sink(tokio::io::stdout())),
+            Box::pin(stdio::stdin_lines(stdio::MAX_LINE_BYTES)),
+        );
+        self.serve_until(transport, termination()).await
     }
 
     /// Serves ACP over any transport of the SDK (byte streams, channels...).
     pub async fn serve(self, transport: impl ConnectTo<Agent>) -> Result<(), AcpError> {
+        self.serve_until(transport, std::future::pending()).await
+    }
+
+    /// Serves until the transport ends or `stop` completes, then closes every session.
+    async fn serve_until(
+        self,
+        transport: impl ConnectTo<Agent>,
+        stop: impl Future<Output = ()>,
+    ) -> Result<(), AcpError> {
         let state = Arc::new(State::new(
             self.factory,
             ConnectPlan {
@@ -155,7 +171,7 @@ impl AcpServer {
             self.models,
         ));
         let dispatch_state = state.clone();
-        let result = Agent
+        let connection = Agent
             .v1()
             .name("aquaregia")
             .on_receive_dispatch(
@@ -165,9 +181,39 @@ impl AcpServer {
                 },
                 agent_client_protocol::on_receive_dispatch!(),
             )
-            .connect_to(transport)
-            .await;
+            .connect_to(transport);
+        let result = tokio::select! {
+            result = connection => result,
+            () = stop => Ok(()),
+        };
         state.close_all().await;
         result.map_err(|error| AcpError::Connection(error.message))
+    }
+}
+
+/// SIGTERM or SIGHUP (Ctrl-C where there are no such signals).
+async fn termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hangup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            tracing::warn!("cannot listen for SIGTERM/SIGHUP");
+            return std::future::pending().await;
+        };
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = hangup.recv() => "SIGHUP",
+        };
+        tracing::info!(signal = name, "stopping: closing every session");
+    }
+    #[cfg(not(unix))]
+    {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        tracing::info!("stopping: closing every session");
     }
 }
