@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::ApiKeyAuth;
+use crate::commands;
 use crate::config::{self, Models};
 use crate::mcp_over_acp::McpOverAcp;
 use crate::permissions::AcpHooks;
@@ -47,7 +48,7 @@ pub(crate) struct State {
     acp: Arc<McpOverAcp>,
     initialized: AtomicBool,
     auth: Option<ApiKeyAuth>,
-    models: Option<Arc<Models>>,
+    pub(crate) models: Option<Arc<Models>>,
 }
 
 pub(crate) fn invalid_params(reason: impl Into<String>) -> agent_client_protocol::Error {
@@ -294,7 +295,7 @@ impl State {
         Ok(())
     }
 
-    fn config_options(&self, session: &Session) -> Vec<SessionConfigOption> {
+    pub(crate) fn config_options(&self, session: &Session) -> Vec<SessionConfigOption> {
         let models = lock(&session.models).clone();
         config::options(
             session,
@@ -343,7 +344,7 @@ impl State {
         let session = Arc::new(Session::new(id.clone(), cwd, toolset));
         *lock(&session.models) = models;
         let options = self.config_options(&session);
-        lock(&self.sessions).insert(id.clone(), session);
+        lock(&self.sessions).insert(id.clone(), session.clone());
         let modes = SessionModeState::new(
             Mode::Default.id(),
             Mode::ALL.iter().map(|mode| mode.describe()).collect(),
@@ -355,6 +356,9 @@ impl State {
         );
         // Reported once the client knows the session.
         report_failures(&cx, &id, failures);
+        let prompts = commands::prompts(&session.toolset).await;
+        updates::send(&cx, &id, commands::update(&prompts, self.models.is_some()));
+        *lock(&session.commands) = prompts;
     }
 
     async fn prompt(
@@ -397,8 +401,17 @@ impl State {
         token: &CancellationToken,
         cx: &ConnectionTo<Client>,
     ) -> Result<AcpStopReason, String> {
+        let mut new = vec![Message::new(Role::User, prompt::parts(&request.prompt))];
+        if let Some(command) = commands::parse(&prompt::text(&request.prompt)) {
+            match self.command(session, command, cx).await? {
+                None => return Ok(AcpStopReason::EndTurn),
+                // An unknown `/server:prompt` goes to the model as it is.
+                Some(messages) if messages.is_empty() => {}
+                Some(messages) => new = messages,
+            }
+        }
         let mut messages = lock(&session.history).clone();
-        messages.push(Message::new(Role::User, prompt::parts(&request.prompt)));
+        messages.extend(new);
         let context = SessionContext {
             session_id: session.id.clone(),
             cwd: session.cwd.clone(),

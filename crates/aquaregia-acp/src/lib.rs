@@ -34,6 +34,7 @@
 //! ```
 
 mod auth;
+mod commands;
 mod config;
 mod dispatch;
 mod mcp_over_acp;

@@ -10,6 +10,18 @@ pub(crate) fn parts(blocks: &[ContentBlock]) -> Vec<ContentPart> {
     blocks.iter().map(part).collect()
 }
 
+/// The prompt's text blocks, joined: what a slash command is read from.
+pub(crate) fn text(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(text.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn part(block: &ContentBlock) -> ContentPart {
     match block {
         ContentBlock::Text(text) => ContentPart::text(&text.text),

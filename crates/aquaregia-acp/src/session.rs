@@ -9,6 +9,8 @@ use aquaregia::mcp::McpToolset;
 use aquaregia::{Message, Tool};
 use tokio_util::sync::CancellationToken;
 
+use crate::commands::PromptCommand;
+
 /// The session modes offered to clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -84,6 +86,8 @@ pub(crate) struct Session {
     model: Mutex<Option<String>>,
     /// The models it may pick from.
     pub(crate) models: Mutex<Vec<String>>,
+    /// Its servers' prompts, offered as slash commands.
+    pub(crate) commands: Mutex<Vec<PromptCommand>>,
     pub(crate) always: Mutex<HashMap<String, Always>>,
     /// The running prompt's cancellation token.
     prompt: Mutex<Option<CancellationToken>>,
@@ -99,6 +103,7 @@ impl Session {
             mode: Mutex::new(Mode::Default),
             model: Mutex::new(None),
             models: Mutex::new(Vec::new()),
+            commands: Mutex::new(Vec::new()),
             always: Mutex::new(HashMap::new()),
             prompt: Mutex::new(None),
         }
