@@ -15,10 +15,10 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentAuthCapabilities, AgentCapabilities, AuthenticateResponse, ClientNotification,
-    ClientRequest, CloseSessionResponse, Implementation, InitializeRequest, InitializeResponse,
-    LogoutCapabilities, LogoutResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    AgentAuthCapabilities, AgentCapabilities, AuthenticateResponse, ClientCapabilities,
+    ClientNotification, ClientRequest, CloseSessionResponse, Implementation, InitializeRequest,
+    InitializeResponse, LogoutCapabilities, LogoutResponse, McpCapabilities, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
     SessionCloseCapabilities, SessionConfigOption, SessionModeState,
     SetSessionConfigOptionResponse, SetSessionModeResponse, StopReason as AcpStopReason,
 };
@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::ApiKeyAuth;
 use crate::commands;
 use crate::config::{self, Models};
+use crate::editor::{self, Editor};
 use crate::mcp_over_acp::McpOverAcp;
 use crate::permissions::AcpHooks;
 use crate::server::{Factory, SessionContext};
@@ -47,8 +48,10 @@ pub(crate) struct State {
     next_session: AtomicU64,
     acp: Arc<McpOverAcp>,
     initialized: AtomicBool,
+    client_capabilities: Mutex<ClientCapabilities>,
     auth: Option<ApiKeyAuth>,
     pub(crate) models: Option<Arc<Models>>,
+    editor_tools: bool,
 }
 
 pub(crate) fn invalid_params(reason: impl Into<String>) -> agent_client_protocol::Error {
@@ -72,8 +75,10 @@ impl State {
         plan: ConnectPlan,
         auth: Option<ApiKeyAuth>,
         models: Option<Arc<Models>>,
+        editor_tools: bool,
     ) -> Self {
         Self {
+            editor_tools,
             factory,
             plan,
             auth,
@@ -82,6 +87,7 @@ impl State {
             next_session: AtomicU64::new(1),
             acp: Arc::default(),
             initialized: AtomicBool::new(false),
+            client_capabilities: Mutex::default(),
         }
     }
 
@@ -130,6 +136,7 @@ impl State {
         let initialized = self.initialized.load(Ordering::Acquire);
         match request {
             ClientRequest::InitializeRequest(request) => {
+                *lock(&self.client_capabilities) = request.client_capabilities.clone();
                 self.initialized.store(true, Ordering::Release);
                 let _ = responder.cast().respond(self.initialize(&request));
             }
@@ -341,7 +348,14 @@ impl State {
             tracing::warn!(session = %id, server = %failure.name, reason = %failure.reason, "MCP server unavailable");
         }
         tracing::info!(session = %id, servers = toolset.connections().len(), failed = failures.len(), "session created");
-        let session = Arc::new(Session::new(id.clone(), cwd, toolset));
+        let editor = Arc::new(Editor {
+            cx: cx.clone(),
+            session_id: id.clone(),
+            cwd: cwd.clone(),
+            capabilities: lock(&self.client_capabilities).clone(),
+            calls: Mutex::default(),
+        });
+        let session = Arc::new(Session::new(id.clone(), cwd, toolset, editor));
         *lock(&session.models) = models;
         let options = self.config_options(&session);
         lock(&self.sessions).insert(id.clone(), session.clone());
@@ -417,10 +431,16 @@ impl State {
             cwd: session.cwd.clone(),
             model: session.model(),
         };
-        let mcp_tools = session.mcp_tools().await;
+        let mut tools = session.mcp_tools().await;
+        if self.editor_tools {
+            tools.extend(session.editor.tools(&self.plan.disabled));
+        }
+        if session.mode() == Mode::Plan {
+            tools.retain(|tool| tool.annotations().read_only == Some(true));
+        }
         let agent = (self.factory)(&context)
             .map_err(|error| error.to_string())?
-            .tools(mcp_tools)
+            .tools(tools)
             .hooks(AcpHooks {
                 cx: cx.clone(),
                 session: session.clone(),
@@ -440,8 +460,14 @@ impl State {
                 Ok(AgentEvent::ReasoningDelta(text)) => {
                     updates::send(cx, &session.id, updates::thought(&text));
                 }
-                Ok(AgentEvent::ToolCallFinish { id, result, .. }) => {
-                    updates::send(cx, &session.id, updates::finished(&id, &result));
+                Ok(AgentEvent::ToolCallFinish { id, name, result }) => {
+                    // An edit keeps the diff it was shown with.
+                    let keep_content = matches!(name.as_str(), editor::WRITE | editor::EDIT);
+                    updates::send(
+                        cx,
+                        &session.id,
+                        updates::finished(&id, &result, keep_content),
+                    );
                 }
                 Ok(AgentEvent::StepFinish(step)) => {
                     updates::send(cx, &session.id, updates::usage(&step.model, &step.usage));

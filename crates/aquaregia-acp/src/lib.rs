@@ -37,6 +37,7 @@ mod auth;
 mod commands;
 mod config;
 mod dispatch;
+mod editor;
 mod mcp_over_acp;
 mod permissions;
 mod prompt;
@@ -44,6 +45,7 @@ mod server;
 mod servers;
 mod session;
 mod stdio;
+mod terminal;
 mod updates;
 
 pub use auth::{API_KEY_META, ApiKeyAuth, ApiKeyMethod, AuthError};

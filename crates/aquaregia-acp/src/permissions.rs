@@ -12,6 +12,7 @@ use agent_client_protocol::v1::schema::{
 };
 use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision};
 
+use crate::editor;
 use crate::session::{Always, Mode, Session, lock};
 use crate::updates;
 
@@ -30,10 +31,22 @@ impl AgentHooks for AcpHooks {
         let session = &self.session;
         let title = updates::title(&call.name, tool, &call.arguments);
         let kind = updates::kind(&call.name, tool);
+        let builtin = matches!(
+            call.name.as_str(),
+            editor::READ | editor::WRITE | editor::EDIT | editor::RUN
+        );
+        let presented = if builtin {
+            if call.name == editor::RUN {
+                session.editor.expect_run(call);
+            }
+            session.editor.present(call).await
+        } else {
+            (Vec::new(), Vec::new())
+        };
         updates::send(
             &self.cx,
             &session.id,
-            updates::tool_call(&call.id, &title, kind, &call.arguments),
+            updates::tool_call(&call.id, &title, kind, &call.arguments, presented),
         );
         let remembered = lock(&session.always).get(&call.name).copied();
         let read_only = tool.is_some_and(|t| t.annotations().read_only == Some(true));

@@ -53,6 +53,7 @@ pub struct AcpServer {
     disabled: Vec<String>,
     auth: Option<ApiKeyAuth>,
     models: Option<Arc<Models>>,
+    editor_tools: bool,
 }
 
 impl fmt::Debug for AcpServer {
@@ -93,7 +94,18 @@ impl AcpServer {
             disabled: Vec::new(),
             auth: None,
             models: None,
+            editor_tools: false,
         }
+    }
+
+    /// Gives every session the built-in tools `read_file`, `write_file`, `edit_file` and
+    /// `run_command`: through the editor (`fs/*`, `terminal/*`) when the client advertises
+    /// those capabilities, else local and confined to the session's `cwd`. They go through
+    /// the same permission path and `disable_tools` patterns as MCP tools.
+    #[must_use]
+    pub fn editor_tools(mut self, enabled: bool) -> Self {
+        self.editor_tools = enabled;
+        self
     }
 
     /// Offers a `model` config option: `default` (the model the factory uses when the session
@@ -169,6 +181,7 @@ impl AcpServer {
             },
             self.auth,
             self.models,
+            self.editor_tools,
         ));
         let dispatch_state = state.clone();
         let connection = Agent

@@ -10,6 +10,7 @@ use aquaregia::{Message, Tool};
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::PromptCommand;
+use crate::editor::Editor;
 
 /// The session modes offered to clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +81,8 @@ pub(crate) struct Session {
     pub(crate) id: String,
     pub(crate) cwd: PathBuf,
     pub(crate) toolset: McpToolset,
+    /// The editor's files and terminal.
+    pub(crate) editor: Arc<Editor>,
     pub(crate) history: Mutex<Vec<Message>>,
     mode: Mutex<Mode>,
     /// The model picked for this session (`None`: the agent's default).
@@ -94,11 +97,12 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(id: String, cwd: PathBuf, toolset: McpToolset) -> Self {
+    pub(crate) fn new(id: String, cwd: PathBuf, toolset: McpToolset, editor: Arc<Editor>) -> Self {
         Self {
             id,
             cwd,
             toolset,
+            editor,
             history: Mutex::new(Vec::new()),
             mode: Mutex::new(Mode::Default),
             model: Mutex::new(None),

@@ -149,12 +149,20 @@ pub(crate) fn kind(name: &str, tool: Option<&Tool>) -> ToolKind {
     }
 }
 
-/// A new tool call, waiting (for permission, or to start).
-pub(crate) fn tool_call(id: &str, title: &str, kind: ToolKind, raw_input: &Value) -> SessionUpdate {
+/// A new tool call, waiting (for permission, or to start), with what it will change.
+pub(crate) fn tool_call(
+    id: &str,
+    title: &str,
+    kind: ToolKind,
+    raw_input: &Value,
+    (content, locations): (Vec<ToolCallContent>, Vec<acp::ToolCallLocation>),
+) -> SessionUpdate {
     SessionUpdate::ToolCall(
         acp::ToolCall::new(id.to_owned(), title)
             .kind(kind)
             .status(ToolCallStatus::Pending)
+            .content(content)
+            .locations(locations)
             .raw_input(raw_input.clone()),
     )
 }
@@ -167,9 +175,17 @@ pub(crate) fn in_progress(id: &str) -> SessionUpdate {
     ))
 }
 
-/// The call finished: its content and raw output, or the failure.
-pub(crate) fn finished(id: &str, result: &Result<ToolOutput, ToolExecError>) -> SessionUpdate {
+/// The call finished: its content and raw output, or the failure. `keep_content`: a
+/// success leaves the content shown so far (an edit's diff) in place.
+pub(crate) fn finished(
+    id: &str,
+    result: &Result<ToolOutput, ToolExecError>,
+    keep_content: bool,
+) -> SessionUpdate {
     let fields = match result {
+        Ok(output) if keep_content => ToolCallUpdateFields::new()
+            .status(ToolCallStatus::Completed)
+            .raw_output(output.to_value()),
         Ok(output) => ToolCallUpdateFields::new()
             .status(ToolCallStatus::Completed)
             .content(tool_content(output))

@@ -135,6 +135,7 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
         })
     })
     .auth(auth)
+    .editor_tools(true)
     .models(default_model, move || {
         let clients = lister.clone();
         Box::pin(async move {

@@ -221,7 +221,7 @@ async fn the_typescript_sdk_serves_a_tool_to_the_binary() {
     let system = &requests[0]["messages"][0];
     assert_eq!(system["role"], "system", "{system}");
     assert_eq!(content_text(system), SYSTEM);
-    assert_eq!(tool_names(&requests[0]), ["notes__lookup"]);
+    assert_eq!(mcp_tool_names(&requests[0]), ["notes__lookup"]);
     assert!(
         content_text(&tool_messages(&requests[1])[0]).contains("served by TypeScript"),
         "{:?}",
@@ -237,4 +237,13 @@ impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// The MCP tools (`<server>__<tool>`) a request offers, without the agent's built-in editor
+/// tools.
+fn mcp_tool_names(body: &Value) -> Vec<String> {
+    tool_names(body)
+        .into_iter()
+        .filter(|name| name.contains("__"))
+        .collect()
 }
