@@ -42,6 +42,11 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `mcp` | off | `aquaregia::mcp`: MCP servers' tools as [`Tool`]s (rmcp) |
+//!
+//! ## Sessions
+//!
+//! [`SessionStore`] keeps conversations across processes; [`FileSessionStore`] (always
+//! compiled) appends one JSON line per turn to a file per session in the user's data dir.
 
 mod agent;
 mod client;
@@ -52,6 +57,7 @@ pub mod mcp;
 mod message;
 mod model;
 mod provider;
+mod session;
 mod tool;
 
 pub use agent::{
@@ -63,6 +69,10 @@ pub use error::Error;
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
 pub use model::{
     FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent, ToolChoice, Usage,
+};
+pub use session::{
+    FileSessionStore, NewSession, SessionError, SessionId, SessionMeta, SessionPage, SessionQuery,
+    SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp,
 };
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,

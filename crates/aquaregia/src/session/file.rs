@@ -1,0 +1,410 @@
+//! [`FileSessionStore`]: one JSON-lines file per session, plus a small metadata file for
+//! listing.
+//!
+//! `<id>.jsonl` is the record: a `meta` line first, then one `turn` line per completed turn and
+//! a `meta` line whenever the metadata changes (the last one wins). `<id>.meta.json` caches the
+//! current metadata so listing does not read every turn; when it is missing or unreadable the
+//! `.jsonl` file is read instead.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    NewSession, SessionError, SessionId, SessionMeta, SessionPage, SessionQuery, SessionStore,
+    SessionTurn, SessionUpdate, StoredSession, Timestamp,
+};
+
+/// The environment variable that overrides the data directory.
+const DATA_DIR_ENV: &str = "AQUAREGIA_DATA_DIR";
+const RECORD_EXT: &str = "jsonl";
+const META_SUFFIX: &str = ".meta.json";
+
+/// The embedded [`SessionStore`]: one JSON-lines file per session in a directory.
+///
+/// Each turn is appended (and synced) as one line when it completes, so a crash loses at most
+/// the turn in flight; a last line cut short by a crash is skipped with a warning when loading.
+/// On Unix the directory is created `0700` and the files `0600`.
+///
+/// ```no_run
+/// use aquaregia::{FileSessionStore, NewSession, SessionStore};
+/// # async fn demo() -> Result<(), aquaregia::SessionError> {
+/// let store = FileSessionStore::open_default()?;
+/// let session = store.create(NewSession::new("/home/me/project")).await?;
+/// println!("{}", session.id);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct FileSessionStore {
+    dir: PathBuf,
+    state: Arc<Mutex<WriterState>>,
+}
+
+/// Serializes writes within one store, and keeps `updated_at` strictly increasing so
+/// "newest first" is well defined even for changes in the same millisecond.
+#[derive(Debug, Default)]
+struct WriterState {
+    last_stamp: Timestamp,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Record {
+    Meta { meta: SessionMeta },
+    Turn { turn: SessionTurn },
+}
+
+impl FileSessionStore {
+    /// A store in `dir` (created on first write).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            state: Arc::default(),
+        }
+    }
+
+    /// A store in [`FileSessionStore::default_dir`].
+    pub fn open_default() -> Result<Self, SessionError> {
+        Self::default_dir()
+            .map(Self::new)
+            .ok_or(SessionError::NoDataDir)
+    }
+
+    /// `$AQUAREGIA_DATA_DIR/sessions` when the variable is set, else
+    /// `<platform data dir>/aquaregia/sessions` (`~/.local/share/aquaregia/sessions` on Linux).
+    pub fn default_dir() -> Option<PathBuf> {
+        let base = match std::env::var_os(DATA_DIR_ENV) {
+            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+            _ => dirs::data_dir()?.join("aquaregia"),
+        };
+        Some(base.join("sessions"))
+    }
+
+    /// The directory the session files are in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The JSON-lines file of a session.
+    pub fn session_path(&self, id: &SessionId) -> PathBuf {
+        self.dir.join(format!("{id}.{RECORD_EXT}"))
+    }
+
+    fn meta_path(&self, id: &SessionId) -> PathBuf {
+        self.dir.join(format!("{id}{META_SUFFIX}"))
+    }
+
+    /// Runs a blocking file operation off the async runtime, one at a time per store.
+    async fn blocking<T, F>(&self, op: F) -> Result<T, SessionError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Self, &mut WriterState) -> Result<T, SessionError> + Send + 'static,
+    {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut state = store.state.lock().unwrap_or_else(PoisonError::into_inner);
+            op(&store, &mut state)
+        })
+        .await
+        .map_err(|join| SessionError::Backend(Box::new(join)))?
+    }
+
+    fn ensure_dir(&self) -> Result<(), SessionError> {
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(&self.dir)
+            .map_err(|source| io(&self.dir, source))
+    }
+
+    fn append_record(
+        &self,
+        id: &SessionId,
+        record: &Record,
+        create: bool,
+    ) -> Result<(), SessionError> {
+        let path = self.session_path(id);
+        let mut options = OpenOptions::new();
+        options.read(true).append(true);
+        if create {
+            options.create_new(true);
+        }
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => SessionError::NotFound { id: id.clone() },
+            std::io::ErrorKind::AlreadyExists => SessionError::AlreadyExists { id: id.clone() },
+            _ => io(&path, source),
+        })?;
+        let mut line = serde_json::to_vec(record).map_err(|error| SessionError::Corrupt {
+            path: path.clone(),
+            message: format!("cannot encode a record: {error}"),
+        })?;
+        line.push(b'\n');
+        // A crash mid-write leaves a line without its newline: end it so the new record starts
+        // on a line of its own (the broken one is skipped when loading).
+        if !create && !ends_with_newline(&mut file).map_err(|source| io(&path, source))? {
+            line.insert(0, b'\n');
+        }
+        file.write_all(&line)
+            .and_then(|()| file.sync_data())
+            .map_err(|source| io(&path, source))
+    }
+
+    fn write_meta_cache(&self, meta: &SessionMeta) -> Result<(), SessionError> {
+        let path = self.meta_path(&meta.id);
+        let tmp = self.dir.join(format!(".{}{META_SUFFIX}.tmp", meta.id));
+        let body = serde_json::to_vec(meta).map_err(|error| SessionError::Corrupt {
+            path: path.clone(),
+            message: format!("cannot encode metadata: {error}"),
+        })?;
+        let mut options = OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options
+            .open(&tmp)
+            .and_then(|mut file| file.write_all(&body))
+            .and_then(|()| fs::rename(&tmp, &path))
+            .map_err(|source| io(&path, source))
+    }
+
+    fn read_session(&self, id: &SessionId) -> Result<StoredSession, SessionError> {
+        let path = self.session_path(id);
+        let text = fs::read_to_string(&path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => SessionError::NotFound { id: id.clone() },
+            _ => io(&path, source),
+        })?;
+        parse_session(&path, &text)
+    }
+
+    fn read_meta(&self, id: &SessionId) -> Result<SessionMeta, SessionError> {
+        let cached = fs::read(self.meta_path(id))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<SessionMeta>(&bytes).ok())
+            .filter(|meta| &meta.id == id);
+        match cached {
+            Some(meta) => Ok(meta),
+            None => self.read_session(id).map(|session| session.meta),
+        }
+    }
+
+    fn next_stamp(state: &mut WriterState) -> Timestamp {
+        let now = Timestamp::now();
+        let stamp = if now > state.last_stamp {
+            now
+        } else {
+            Timestamp::from_millis(state.last_stamp.as_millis() + 1)
+        };
+        state.last_stamp = stamp;
+        stamp
+    }
+
+    fn update_locked(
+        &self,
+        state: &mut WriterState,
+        id: &SessionId,
+        change: impl FnOnce(&mut SessionMeta),
+        turn: Option<SessionTurn>,
+    ) -> Result<SessionMeta, SessionError> {
+        let mut meta = self.read_meta(id)?;
+        change(&mut meta);
+        meta.updated_at = Self::next_stamp(state);
+        if let Some(turn) = turn {
+            meta.turns += 1;
+            if meta.title.is_none() {
+                meta.title = turn.derived_title();
+            }
+            self.append_record(id, &Record::Turn { turn }, false)?;
+        }
+        self.append_record(id, &Record::Meta { meta: meta.clone() }, false)?;
+        self.write_meta_cache(&meta)?;
+        Ok(meta)
+    }
+
+    fn list_locked(&self, query: &SessionQuery) -> Result<SessionPage, SessionError> {
+        let after = query.cursor.as_deref().map(parse_cursor).transpose()?;
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(SessionPage::default());
+            }
+            Err(source) => return Err(io(&self.dir, source)),
+        };
+        let mut sessions = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|source| io(&self.dir, source))?;
+            let name = entry.file_name();
+            let Some(id) = name
+                .to_str()
+                .and_then(|name| name.strip_suffix(&format!(".{RECORD_EXT}")))
+                .and_then(|stem| SessionId::new(stem).ok())
+            else {
+                continue;
+            };
+            let meta = match self.read_meta(&id) {
+                Ok(meta) => meta,
+                Err(error) => {
+                    tracing::warn!(session = %id, %error, "skipping an unreadable session");
+                    continue;
+                }
+            };
+            if query.cwd.as_ref().is_some_and(|cwd| *cwd != meta.cwd) {
+                continue;
+            }
+            if let Some((stamp, after_id)) = &after
+                && (meta.updated_at, &meta.id) >= (*stamp, after_id)
+            {
+                continue;
+            }
+            sessions.push(meta);
+        }
+        sessions.sort_by(|a, b| (b.updated_at, &b.id).cmp(&(a.updated_at, &a.id)));
+        let next_cursor = (sessions.len() > query.limit)
+            .then(|| sessions.get(query.limit - 1))
+            .flatten()
+            .map(|last| format!("{}:{}", last.updated_at.as_millis(), last.id));
+        sessions.truncate(query.limit);
+        Ok(SessionPage {
+            sessions,
+            next_cursor,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for FileSessionStore {
+    async fn create(&self, new: NewSession) -> Result<SessionMeta, SessionError> {
+        self.blocking(move |store, state| {
+            store.ensure_dir()?;
+            let now = Self::next_stamp(state);
+            let meta = SessionMeta {
+                id: new.id.unwrap_or_else(SessionId::generate),
+                cwd: new.cwd,
+                title: new.title,
+                model: new.model,
+                mode: new.mode,
+                created_at: now,
+                updated_at: now,
+                turns: 0,
+                metadata: new.metadata,
+            };
+            store.append_record(&meta.id, &Record::Meta { meta: meta.clone() }, true)?;
+            store.write_meta_cache(&meta)?;
+            Ok(meta)
+        })
+        .await
+    }
+
+    async fn append_turn(
+        &self,
+        id: &SessionId,
+        turn: SessionTurn,
+    ) -> Result<SessionMeta, SessionError> {
+        let id = id.clone();
+        self.blocking(move |store, state| store.update_locked(state, &id, |_| {}, Some(turn)))
+            .await
+    }
+
+    async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError> {
+        let id = id.clone();
+        self.blocking(move |store, _| store.read_session(&id)).await
+    }
+
+    async fn list(&self, query: SessionQuery) -> Result<SessionPage, SessionError> {
+        self.blocking(move |store, _| store.list_locked(&query))
+            .await
+    }
+
+    async fn update(
+        &self,
+        id: &SessionId,
+        update: SessionUpdate,
+    ) -> Result<SessionMeta, SessionError> {
+        let id = id.clone();
+        self.blocking(move |store, state| {
+            store.update_locked(state, &id, |meta| update.apply_to(meta), None)
+        })
+        .await
+    }
+
+    async fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
+        let id = id.clone();
+        self.blocking(move |store, _| {
+            let path = store.session_path(&id);
+            fs::remove_file(&path).map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => SessionError::NotFound { id: id.clone() },
+                _ => io(&path, source),
+            })?;
+            let meta = store.meta_path(&id);
+            match fs::remove_file(&meta) {
+                Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                    Err(io(&meta, source))
+                }
+                _ => Ok(()),
+            }
+        })
+        .await
+    }
+}
+
+/// Reads a session file: the last `meta` line wins, turns in order, lines that are not valid
+/// records (a write cut short by a crash) skipped with a warning.
+fn parse_session(path: &Path, text: &str) -> Result<StoredSession, SessionError> {
+    let mut meta: Option<SessionMeta> = None;
+    let mut turns = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(line) {
+            Ok(Record::Meta { meta: latest }) => meta = Some(latest),
+            Ok(Record::Turn { turn }) => turns.push(turn),
+            Err(error) => tracing::warn!(
+                path = %path.display(),
+                line = index + 1,
+                %error,
+                "skipping an unreadable session line (a write cut short?)"
+            ),
+        }
+    }
+    let mut meta = meta.ok_or_else(|| SessionError::Corrupt {
+        path: path.to_path_buf(),
+        message: "no session metadata line".to_owned(),
+    })?;
+    meta.turns = u64::try_from(turns.len()).unwrap_or(u64::MAX);
+    Ok(StoredSession { meta, turns })
+}
+
+fn parse_cursor(cursor: &str) -> Result<(Timestamp, SessionId), SessionError> {
+    let invalid = || SessionError::InvalidCursor {
+        cursor: cursor.to_owned(),
+    };
+    let (stamp, id) = cursor.split_once(':').ok_or_else(invalid)?;
+    let stamp = stamp.parse::<u64>().map_err(|_| invalid())?;
+    let id = SessionId::new(id).map_err(|_| invalid())?;
+    Ok((Timestamp::from_millis(stamp), id))
+}
+
+fn ends_with_newline(file: &mut File) -> std::io::Result<bool> {
+    let len = file.seek(SeekFrom::End(0))?;
+    if len == 0 {
+        return Ok(true);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last == [b'\n'])
+}
+
+fn io(path: &Path, source: std::io::Error) -> SessionError {
+    SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
