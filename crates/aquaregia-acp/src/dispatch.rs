@@ -17,41 +17,42 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentAuthCapabilities, AgentCapabilities, AuthenticateResponse, ClientCapabilities,
     ClientNotification, ClientRequest, CloseSessionResponse, Implementation, InitializeRequest,
-    InitializeResponse, LogoutCapabilities, LogoutResponse, McpCapabilities, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionConfigOption, SessionModeState,
-    SetSessionConfigOptionResponse, SetSessionModeResponse, StopReason as AcpStopReason,
+    InitializeResponse, LogoutCapabilities, LogoutResponse, McpCapabilities, PromptCapabilities,
+    PromptRequest, PromptResponse, SessionCapabilities, SessionCloseCapabilities,
+    SessionConfigOption, SessionListCapabilities, SetSessionConfigOptionResponse,
+    SetSessionModeResponse, StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Dispatch, Responder};
 use agent_client_protocol::{Client, JsonRpcMessage};
-use aquaregia::{AgentEvent, Message, Role, StopReason};
+use aquaregia::{AgentEvent, Message, Role, SessionStore, StopReason};
 use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::ApiKeyAuth;
-use crate::commands;
 use crate::config::{self, Models};
-use crate::editor::{self, Editor};
+use crate::editor;
 use crate::mcp_over_acp::McpOverAcp;
 use crate::permissions::AcpHooks;
 use crate::server::{Factory, SessionContext};
-use crate::servers::{self, ConnectPlan, Failure, connect_all};
+use crate::servers::{ConnectPlan, Failure};
 use crate::session::{Mode, Session, lock};
+use crate::{commands, store};
 use crate::{prompt, updates};
 
 /// Everything one ACP connection shares.
 pub(crate) struct State {
-    factory: Arc<Factory>,
-    plan: ConnectPlan,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
-    next_session: AtomicU64,
-    acp: Arc<McpOverAcp>,
-    initialized: AtomicBool,
-    client_capabilities: Mutex<ClientCapabilities>,
-    auth: Option<ApiKeyAuth>,
+    pub(crate) factory: Arc<Factory>,
+    pub(crate) plan: ConnectPlan,
+    pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
+    pub(crate) next_session: AtomicU64,
+    pub(crate) acp: Arc<McpOverAcp>,
+    pub(crate) initialized: AtomicBool,
+    pub(crate) client_capabilities: Mutex<ClientCapabilities>,
+    pub(crate) auth: Option<ApiKeyAuth>,
     pub(crate) models: Option<Arc<Models>>,
-    editor_tools: bool,
+    pub(crate) editor_tools: bool,
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
 }
 
 pub(crate) fn invalid_params(reason: impl Into<String>) -> agent_client_protocol::Error {
@@ -76,9 +77,11 @@ impl State {
         auth: Option<ApiKeyAuth>,
         models: Option<Arc<Models>>,
         editor_tools: bool,
+        store: Option<Arc<dyn SessionStore>>,
     ) -> Self {
         Self {
             editor_tools,
+            store,
             factory,
             plan,
             auth,
@@ -170,7 +173,9 @@ impl State {
                     .cast()
                     .respond_with_result(result.map(|()| LogoutResponse::new()));
             }
-            ClientRequest::NewSessionRequest(_) | ClientRequest::PromptRequest(_)
+            ClientRequest::NewSessionRequest(_)
+            | ClientRequest::LoadSessionRequest(_)
+            | ClientRequest::PromptRequest(_)
                 if self
                     .auth
                     .as_ref()
@@ -185,6 +190,26 @@ impl State {
                     state
                         .new_session(request, servers, responder.cast(), task_cx)
                         .await;
+                });
+            }
+            ClientRequest::LoadSessionRequest(request) if self.store.is_some() => {
+                let state = self.clone();
+                let task_cx = cx.clone();
+                spawn(cx, async move {
+                    state
+                        .load_session(request, servers, responder.cast(), task_cx)
+                        .await;
+                });
+            }
+            ClientRequest::ListSessionsRequest(request) => {
+                let Some(store) = self.store.clone() else {
+                    let _ = responder
+                        .respond_with_error(agent_client_protocol::Error::method_not_found());
+                    return;
+                };
+                let responder = responder.cast();
+                spawn(cx, async move {
+                    let _ = responder.respond_with_result(store::list(&*store, request).await);
                 });
             }
             ClientRequest::PromptRequest(request) => {
@@ -319,62 +344,6 @@ impl State {
             .ok_or_else(|| invalid_params(format!("unknown session `{id}`")))
     }
 
-    async fn new_session(
-        self: Arc<Self>,
-        request: NewSessionRequest,
-        servers: Vec<Value>,
-        responder: Responder<NewSessionResponse>,
-        cx: ConnectionTo<Client>,
-    ) {
-        let cwd = request.cwd;
-        if !cwd.is_absolute() {
-            let _ = responder.respond_with_error(invalid_params("`cwd` must be an absolute path"));
-            return;
-        }
-        let id = format!("sess-{}", self.next_session.fetch_add(1, Ordering::Relaxed));
-        let (servers, mut failures) = servers::declared(&servers);
-        let list_models = async {
-            match &self.models {
-                Some(models) => models.list().await,
-                None => Vec::new(),
-            }
-        };
-        let ((toolset, connect_failures), models) = futures::join!(
-            connect_all(&servers, &cwd, &self.plan, &cx, &self.acp),
-            list_models
-        );
-        failures.extend(connect_failures);
-        for failure in &failures {
-            tracing::warn!(session = %id, server = %failure.name, reason = %failure.reason, "MCP server unavailable");
-        }
-        tracing::info!(session = %id, servers = toolset.connections().len(), failed = failures.len(), "session created");
-        let editor = Arc::new(Editor {
-            cx: cx.clone(),
-            session_id: id.clone(),
-            cwd: cwd.clone(),
-            capabilities: lock(&self.client_capabilities).clone(),
-            calls: Mutex::default(),
-        });
-        let session = Arc::new(Session::new(id.clone(), cwd, toolset, editor));
-        *lock(&session.models) = models;
-        let options = self.config_options(&session);
-        lock(&self.sessions).insert(id.clone(), session.clone());
-        let modes = SessionModeState::new(
-            Mode::Default.id(),
-            Mode::ALL.iter().map(|mode| mode.describe()).collect(),
-        );
-        let _ = responder.respond(
-            NewSessionResponse::new(id.clone())
-                .modes(modes)
-                .config_options(options),
-        );
-        // Reported once the client knows the session.
-        report_failures(&cx, &id, failures);
-        let prompts = commands::prompts(&session.toolset).await;
-        updates::send(&cx, &id, commands::update(&prompts, self.models.is_some()));
-        *lock(&session.commands) = prompts;
-    }
-
     async fn prompt(
         self: Arc<Self>,
         session: Arc<Session>,
@@ -425,6 +394,7 @@ impl State {
             }
         }
         let mut messages = lock(&session.history).clone();
+        let before = messages.len();
         messages.extend(new);
         let context = SessionContext {
             session_id: session.id.clone(),
@@ -491,6 +461,10 @@ impl State {
             StopReason::Refusal => AcpStopReason::Refusal,
             _ => AcpStopReason::EndTurn,
         };
+        if let Some(store) = &self.store {
+            let turn = output.messages.get(before..).unwrap_or_default().to_vec();
+            store::append(&**store, cx, &session.id, turn, output.usage).await;
+        }
         *lock(&session.history) = output.messages;
         Ok(stop)
     }
@@ -504,7 +478,6 @@ impl State {
             "initialize"
         );
         let mut capabilities = AgentCapabilities::new()
-            .load_session(false)
             .prompt_capabilities(
                 PromptCapabilities::new()
                     .image(true)
@@ -512,9 +485,12 @@ impl State {
                     .embedded_context(true),
             )
             .mcp_capabilities(McpCapabilities::new().http(true).sse(true).acp(true))
-            .session_capabilities(
-                SessionCapabilities::new().close(SessionCloseCapabilities::new()),
-            );
+            .load_session(self.store.is_some());
+        let mut sessions = SessionCapabilities::new().close(SessionCloseCapabilities::new());
+        if self.store.is_some() {
+            sessions = sessions.list(SessionListCapabilities::new());
+        }
+        capabilities = capabilities.session_capabilities(sessions);
         let mut response = InitializeResponse::new(ProtocolVersion::V1);
         if let Some(auth) = &self.auth {
             capabilities =
@@ -556,7 +532,7 @@ fn take_servers(
 }
 
 /// Tells the client, in the session, which servers could not be used.
-fn report_failures(cx: &ConnectionTo<Client>, id: &str, failures: Vec<Failure>) {
+pub(crate) fn report_failures(cx: &ConnectionTo<Client>, id: &str, failures: Vec<Failure>) {
     for failure in failures {
         updates::send(
             cx,

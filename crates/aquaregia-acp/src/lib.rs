@@ -38,6 +38,7 @@ mod commands;
 mod config;
 mod dispatch;
 mod editor;
+mod lifecycle;
 mod mcp_over_acp;
 mod permissions;
 mod prompt;
@@ -45,6 +46,7 @@ mod server;
 mod servers;
 mod session;
 mod stdio;
+mod store;
 mod terminal;
 mod updates;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::{ConnectionTo, Dispatch};
 use agent_client_protocol::{Agent, Client, ConnectTo};
-use aquaregia::AgentBuilder;
+use aquaregia::{AgentBuilder, SessionStore};
 use futures::future::BoxFuture;
 
 use crate::auth::ApiKeyAuth;
@@ -54,6 +54,7 @@ pub struct AcpServer {
     auth: Option<ApiKeyAuth>,
     models: Option<Arc<Models>>,
     editor_tools: bool,
+    store: Option<Arc<dyn SessionStore>>,
 }
 
 impl fmt::Debug for AcpServer {
@@ -95,7 +96,17 @@ impl AcpServer {
             auth: None,
             models: None,
             editor_tools: false,
+            store: None,
         }
+    }
+
+    /// Keeps sessions in `store`: each completed turn is appended, `session/list` pages
+    /// through it, `session/load` replays a stored session and continues it (`loadSession`
+    /// and `sessionCapabilities.list` are advertised).
+    #[must_use]
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// Gives every session the built-in tools `read_file`, `write_file`, `edit_file` and
@@ -182,6 +193,7 @@ impl AcpServer {
             self.auth,
             self.models,
             self.editor_tools,
+            self.store,
         ));
         let dispatch_state = state.clone();
         let connection = Agent

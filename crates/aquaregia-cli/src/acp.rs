@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
-use aquaregia::Client;
+use aquaregia::{Client, FileSessionStore};
 use aquaregia_acp::{AcpServer, ApiKeyAuth};
 use clap::Args;
 
@@ -104,7 +104,8 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     let spec = args.model.unwrap_or_else(Client::default_model_spec);
     let (builder, model) = Client::builder_from_model_spec(&spec)
         .with_context(|| format!("cannot use model `{spec}`"))?;
-    let mut auth = auth(data_dir()?);
+    let data_dir = data_dir()?;
+    let mut auth = auth(data_dir.clone());
     // A missing key is not fatal: the client is asked for it through ACP.
     let (required, built) = match builder.build() {
         Ok(client) => (None, Some((None, client))),
@@ -136,6 +137,7 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     })
     .auth(auth)
     .editor_tools(true)
+    .session_store(Arc::new(FileSessionStore::new(data_dir.join("sessions"))))
     .models(default_model, move || {
         let clients = lister.clone();
         Box::pin(async move {
