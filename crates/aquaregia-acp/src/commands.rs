@@ -248,6 +248,7 @@ impl State {
                     return Ok(None);
                 }
                 session.set_model(model.to_owned());
+                self.remember(session, cx);
                 updates::send(
                     cx,
                     &session.id,

@@ -19,8 +19,9 @@ use agent_client_protocol::v1::schema::{
     ClientNotification, ClientRequest, CloseSessionResponse, Implementation, InitializeRequest,
     InitializeResponse, LogoutCapabilities, LogoutResponse, McpCapabilities, PromptCapabilities,
     PromptRequest, PromptResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionConfigOption, SessionListCapabilities, SetSessionConfigOptionResponse,
-    SetSessionModeResponse, StopReason as AcpStopReason,
+    SessionConfigOption, SessionDeleteCapabilities, SessionListCapabilities,
+    SessionResumeCapabilities, SetSessionConfigOptionResponse, SetSessionModeResponse,
+    StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Dispatch, Responder};
 use agent_client_protocol::{Client, JsonRpcMessage};
@@ -175,6 +176,7 @@ impl State {
             }
             ClientRequest::NewSessionRequest(_)
             | ClientRequest::LoadSessionRequest(_)
+            | ClientRequest::ResumeSessionRequest(_)
             | ClientRequest::PromptRequest(_)
                 if self
                     .auth
@@ -199,6 +201,23 @@ impl State {
                     state
                         .load_session(request, servers, responder.cast(), task_cx)
                         .await;
+                });
+            }
+            ClientRequest::ResumeSessionRequest(request) if self.store.is_some() => {
+                let state = self.clone();
+                let task_cx = cx.clone();
+                spawn(cx, async move {
+                    state
+                        .resume_session(request, servers, responder.cast(), task_cx)
+                        .await;
+                });
+            }
+            ClientRequest::DeleteSessionRequest(request) if self.store.is_some() => {
+                let state = self.clone();
+                let responder = responder.cast();
+                spawn(cx, async move {
+                    let id = request.session_id.0.to_string();
+                    let _ = responder.respond_with_result(state.delete_session(id).await);
                 });
             }
             ClientRequest::ListSessionsRequest(request) => {
@@ -263,6 +282,7 @@ impl State {
                             }
                             tracing::info!(session = %session.id, model = %value, "model switched");
                             session.set_model(value);
+                            self.remember(&session, cx);
                         }
                         other => {
                             return Err(invalid_params(format!("unknown config option `{other}`")));
@@ -324,7 +344,27 @@ impl State {
         let mode = Mode::parse(id).ok_or_else(|| invalid_params(format!("unknown mode `{id}`")))?;
         session.set_mode(mode);
         updates::send(cx, &session.id, updates::current_mode(mode));
+        self.remember(session, cx);
         Ok(())
+    }
+
+    /// Keeps the session's mode and model in the store, for `session/load`.
+    pub(crate) fn remember(&self, session: &Session, cx: &ConnectionTo<Client>) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        let Ok(id) = aquaregia::SessionId::new(session.id.as_str()) else {
+            return;
+        };
+        let mut update = aquaregia::SessionUpdate::new().mode(session.mode().id());
+        if let Some(model) = session.model() {
+            update = update.model(model);
+        }
+        spawn(cx, async move {
+            if let Err(error) = store.update(&id, update).await {
+                tracing::warn!(session = %id, %error, "the session's settings were not stored");
+            }
+        });
     }
 
     pub(crate) fn config_options(&self, session: &Session) -> Vec<SessionConfigOption> {
@@ -488,7 +528,10 @@ impl State {
             .load_session(self.store.is_some());
         let mut sessions = SessionCapabilities::new().close(SessionCloseCapabilities::new());
         if self.store.is_some() {
-            sessions = sessions.list(SessionListCapabilities::new());
+            sessions = sessions
+                .list(SessionListCapabilities::new())
+                .resume(SessionResumeCapabilities::new())
+                .delete(SessionDeleteCapabilities::new());
         }
         capabilities = capabilities.session_capabilities(sessions);
         let mut response = InitializeResponse::new(ProtocolVersion::V1);

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::schema::{
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    SessionConfigOption, SessionModeState,
+    DeleteSessionResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionConfigOption,
+    SessionModeState,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use aquaregia::{Message, NewSession};
@@ -69,33 +70,90 @@ impl State {
         responder: Responder<LoadSessionResponse>,
         cx: ConnectionTo<Client>,
     ) {
-        let Some(store) = self.store.clone() else {
-            let _ = responder.respond_with_error(agent_client_protocol::Error::method_not_found());
-            return;
-        };
         let id = request.session_id.0.to_string();
-        if lock(&self.sessions).contains_key(&id) {
-            let _ = responder
-                .respond_with_error(invalid_params(format!("session `{id}` is already open")));
-            return;
-        }
-        let stored = match store::id(&id) {
-            Ok(store_id) => store
-                .load(&store_id)
-                .await
-                .map_err(|e| store::acp_error(&e)),
-            Err(error) => Err(error),
-        };
-        let stored = match stored {
-            Ok(stored) => stored,
+        match self.restore(&id, request.cwd, &servers, &cx, true).await {
+            Ok((session, mode, failures)) => {
+                let _ = responder.respond(
+                    LoadSessionResponse::new()
+                        .modes(modes(mode))
+                        .config_options(self.config_options(&session)),
+                );
+                self.opened(&session, failures, &cx).await;
+            }
             Err(error) => {
                 let _ = responder.respond_with_error(error);
-                return;
             }
-        };
+        }
+    }
+
+    /// `session/resume`: like `session/load`, without the replay.
+    pub(crate) async fn resume_session(
+        self: Arc<Self>,
+        request: ResumeSessionRequest,
+        servers: Vec<Value>,
+        responder: Responder<ResumeSessionResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        let id = request.session_id.0.to_string();
+        match self.restore(&id, request.cwd, &servers, &cx, false).await {
+            Ok((session, mode, failures)) => {
+                let _ = responder.respond(
+                    ResumeSessionResponse::new()
+                        .modes(modes(mode))
+                        .config_options(self.config_options(&session)),
+                );
+                self.opened(&session, failures, &cx).await;
+            }
+            Err(error) => {
+                let _ = responder.respond_with_error(error);
+            }
+        }
+    }
+
+    /// `session/delete`: closes the session if it is open and deletes it from the store.
+    pub(crate) async fn delete_session(
+        self: Arc<Self>,
+        id: String,
+    ) -> Result<DeleteSessionResponse, agent_client_protocol::Error> {
+        let store = self
+            .store
+            .clone()
+            .ok_or_else(agent_client_protocol::Error::method_not_found)?;
+        let open = lock(&self.sessions).remove(&id);
+        if let Some(session) = open {
+            session.close().await;
+        }
+        store
+            .delete(&store::id(&id)?)
+            .await
+            .map_err(|error| store::acp_error(&error))?;
+        Ok(DeleteSessionResponse::new())
+    }
+
+    /// Opens a stored session again (its servers connected, its mode and model back); with
+    /// `replay`, its history is sent as updates first.
+    async fn restore(
+        &self,
+        id: &str,
+        cwd: PathBuf,
+        servers: &[Value],
+        cx: &ConnectionTo<Client>,
+        replay: bool,
+    ) -> Result<(Arc<Session>, Mode, Vec<Failure>), agent_client_protocol::Error> {
+        let store = self
+            .store
+            .clone()
+            .ok_or_else(agent_client_protocol::Error::method_not_found)?;
+        if lock(&self.sessions).contains_key(id) {
+            return Err(invalid_params(format!("session `{id}` is already open")));
+        }
+        let stored = store
+            .load(&store::id(id)?)
+            .await
+            .map_err(|error| store::acp_error(&error))?;
         let history = stored.messages();
         let (session, failures, _) = self
-            .open(id.clone(), request.cwd, &servers, history.clone(), &cx)
+            .open(id.to_owned(), cwd, servers, history.clone(), cx)
             .await;
         let mode = stored
             .meta
@@ -111,15 +169,11 @@ impl State {
         {
             session.set_model(model);
         }
-        // The history comes first, then the answer.
-        store::replay(&cx, &id, &history);
-        tracing::info!(session = %id, turns = stored.turns.len(), "session loaded");
-        let _ = responder.respond(
-            LoadSessionResponse::new()
-                .modes(modes(mode))
-                .config_options(self.config_options(&session)),
-        );
-        self.opened(&session, failures, &cx).await;
+        if replay {
+            store::replay(cx, id, &history);
+        }
+        tracing::info!(session = %id, turns = stored.turns.len(), replay, "session restored");
+        Ok((session, mode, failures))
     }
 
     /// Connects the servers, lists the models and registers the session.
