@@ -48,7 +48,7 @@ fn schema(properties: &Value, required: &[&str]) -> Value {
 }
 
 impl Editor {
-    /// The built-in tools, minus those `disabled` matches.
+    /// The built-in tools (`update_plan` included), minus those `disabled` matches.
     pub(crate) fn tools(self: &Arc<Self>, disabled: &[String]) -> Vec<Tool> {
         let read_only = {
             let mut annotations = ToolAnnotations::new();
@@ -115,7 +115,7 @@ impl Editor {
                 let editor = editor.clone();
                 async move { editor.run(&args).await }
             });
-        [read, write, edit, run]
+        [read, write, edit, run, crate::plan::tool_for(self)]
             .into_iter()
             .filter(|tool| {
                 !disabled

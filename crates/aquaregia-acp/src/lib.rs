@@ -47,6 +47,7 @@ mod editor;
 mod lifecycle;
 mod mcp_over_acp;
 mod permissions;
+mod plan;
 mod prompt;
 mod server;
 mod servers;
