@@ -15,7 +15,13 @@
 //! `session/update`s, asking `session/request_permission` before tool calls (mode `default`:
 //! all but read-only tools; `bypass_permissions`: none; "always" answers remembered), picking
 //! up `tools/list_changed` between steps, and honouring `session/cancel` with stop reason
-//! `cancelled`. `session/close` and end of input close every MCP server.
+//! `cancelled`. `session/close`, end of input, SIGTERM and SIGHUP close every MCP server.
+//!
+//! Optional parts: [`AcpServer::auth`] (API keys through ACP `authenticate`),
+//! [`AcpServer::models`] (a `model` config option next to the `mode` one),
+//! [`AcpServer::editor_tools`] (the editor's files and terminal as tools) and
+//! [`AcpServer::session_store`] (persistent sessions: load, list, resume, delete). Slash
+//! commands (`/clear`, `/tools`, `/model`, MCP prompts) and `usage_update`s are always on.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,11 +39,23 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
+mod commands;
+mod config;
+mod dispatch;
+mod editor;
+mod lifecycle;
 mod mcp_over_acp;
+mod permissions;
+mod plan;
 mod prompt;
 mod server;
 mod servers;
 mod session;
+mod stdio;
+mod store;
+mod terminal;
 mod updates;
 
+pub use auth::{API_KEY_META, ApiKeyAuth, ApiKeyMethod, AuthError};
 pub use server::{AcpError, AcpServer, SessionContext};

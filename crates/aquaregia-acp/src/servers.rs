@@ -1,4 +1,5 @@
-//! The `mcpServers` of `session/new`: parsed leniently, connected in parallel, each within the
+//! The `mcpServers` of `session/new`: read one entry at a time into the schema's
+//! [`McpServer`], turned into [`McpServerSpec`]s, connected in parallel, each within the
 //! startup budget, all through [`McpToolset`].
 
 use std::collections::HashSet;
@@ -8,20 +9,11 @@ use std::time::Duration;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{HttpHeader, McpServer};
 use aquaregia::mcp::{McpError, McpServerSpec, McpToolset};
 use serde_json::Value;
 
 use crate::mcp_over_acp::McpOverAcp;
-
-/// One declared server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Declared {
-    Spec(McpServerSpec),
-    /// Served by the client over the ACP connection.
-    Acp {
-        server_id: String,
-    },
-}
 
 /// A server that could not be used, and why (reported to the client).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,81 +22,115 @@ pub(crate) struct Failure {
     pub(crate) reason: String,
 }
 
-/// Parses one `mcpServers` entry: stdio (`command`, `args`, `env: [{name, value}]`, no
-/// `type`, though `"stdio"` is accepted), `http`/`sse` (`url`, `headers: [{name, value}]`),
-/// `acp` (`serverId`, or the older `id`).
-pub(crate) fn parse(entry: &Value, cwd: &Path) -> Result<(String, Declared), Failure> {
+/// Reads the raw `mcpServers` of `session/new` (or `load`/`resume`) one entry at a time, so
+/// one bad entry is reported and the others are still used. Older spellings are accepted:
+/// a stray `"type": "stdio"` and an `acp` server's `id` for `serverId`.
+pub(crate) fn declared(entries: &[Value]) -> (Vec<McpServer>, Vec<Failure>) {
+    let mut servers = Vec::new();
+    let mut failures = Vec::new();
+    for entry in entries {
+        match declared_one(entry) {
+            Ok(server) => servers.push(server),
+            Err(failure) => failures.push(failure),
+        }
+    }
+    (servers, failures)
+}
+
+fn declared_one(entry: &Value) -> Result<McpServer, Failure> {
     let name = entry
         .get("name")
         .and_then(Value::as_str)
-        .filter(|name| !name.trim().is_empty())
-        .map(str::to_owned);
+        .filter(|name| !name.trim().is_empty());
     let fail = |reason: String| Failure {
-        name: name.clone().unwrap_or_else(|| entry.to_string()),
+        name: name.map_or_else(|| entry.to_string(), str::to_owned),
         reason,
     };
-    let Some(name) = name.clone() else {
+    if name.is_none() {
         return Err(fail("the entry has no `name`".into()));
+    }
+    let mut entry = entry.clone();
+    let Some(object) = entry.as_object_mut() else {
+        return Err(fail("the entry is not an object".into()));
     };
-    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
-    let pairs = |key: &str| -> Result<Vec<(String, String)>, Failure> {
-        match entry.get(key) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|item| {
-                    match (
-                        item.get("name").and_then(Value::as_str),
-                        item.get("value").and_then(Value::as_str),
-                    ) {
-                        (Some(k), Some(v)) => Ok((k.to_owned(), v.to_owned())),
-                        _ => Err(fail(format!(
-                            "every `{key}` item needs `name` and `value` strings"
-                        ))),
-                    }
-                })
-                .collect(),
-            Some(_) => Err(fail(format!("`{key}` must be an array of {{name, value}}"))),
-        }
+    let kind = match object.remove("type") {
+        None => "stdio".to_owned(),
+        Some(Value::String(kind)) => kind,
+        Some(other) => return Err(fail(format!("`type` must be a string, not {other}"))),
     };
-    let declared = match entry.get("type").and_then(Value::as_str) {
-        None | Some("stdio") => {
-            let command =
-                text("command").ok_or_else(|| fail("a stdio server needs `command`".into()))?;
-            let args = match entry.get("args") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Array(args)) => args
-                    .iter()
-                    .map(|arg| arg.as_str().map(str::to_owned))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| fail("`args` must be strings".into()))?,
-                Some(_) => return Err(fail("`args` must be an array".into())),
-            };
-            let mut spec = McpServerSpec::stdio(command, args);
+    // Lists the spec requires but older clients leave out.
+    let lists: &[&str] = match kind.as_str() {
+        "stdio" => &["args", "env"],
+        "http" | "sse" => &["headers"],
+        _ => &[],
+    };
+    for list in lists {
+        object
+            .entry(*list)
+            .or_insert_with(|| Value::Array(Vec::new()));
+    }
+    if kind == "acp"
+        && !object.contains_key("serverId")
+        && let Some(id) = object.remove("id")
+    {
+        object.insert("serverId".into(), id);
+    }
+    let parsed = match kind.as_str() {
+        "stdio" => serde_json::from_value(entry).map(McpServer::Stdio),
+        "http" => serde_json::from_value(entry).map(McpServer::Http),
+        "sse" => serde_json::from_value(entry).map(McpServer::Sse),
+        "acp" => serde_json::from_value(entry).map(McpServer::Acp),
+        other => return Err(fail(format!("unknown server type `{other}`"))),
+    };
+    parsed.map_err(|error| fail(format!("{kind} server: {error}")))
+}
+
+/// A server's name.
+pub(crate) fn name(server: &McpServer) -> &str {
+    match server {
+        McpServer::Stdio(stdio) => &stdio.name,
+        McpServer::Http(http) => &http.name,
+        McpServer::Sse(sse) => &sse.name,
+        McpServer::Acp(acp) => &acp.name,
+        _ => "",
+    }
+}
+
+/// How the SDK connects a declared server; `Err` for a kind this agent does not know.
+fn spec(server: &McpServer, cwd: &Path) -> Result<McpServerSpec, String> {
+    match server {
+        McpServer::Stdio(stdio) => {
+            let mut spec = McpServerSpec::stdio(
+                stdio.command.to_string_lossy().into_owned(),
+                stdio.args.clone(),
+            );
             if let McpServerSpec::Stdio { env, cwd: dir, .. } = &mut spec {
-                *env = pairs("env")?;
+                *env = stdio
+                    .env
+                    .iter()
+                    .map(|var| (var.name.clone(), var.value.clone()))
+                    .collect();
                 *dir = Some(cwd.to_owned());
             }
-            Declared::Spec(spec)
+            Ok(spec)
         }
-        Some(kind @ ("http" | "sse")) => {
-            let url = text("url").ok_or_else(|| fail(format!("an {kind} server needs `url`")))?;
-            let headers = pairs("headers")?;
-            Declared::Spec(if kind == "http" {
-                McpServerSpec::Http { url, headers }
-            } else {
-                McpServerSpec::Sse { url, headers }
-            })
-        }
-        Some("acp") => {
-            let server_id = text("serverId")
-                .or_else(|| text("id"))
-                .ok_or_else(|| fail("an acp server needs `serverId`".into()))?;
-            Declared::Acp { server_id }
-        }
-        Some(other) => return Err(fail(format!("unknown server type `{other}`"))),
-    };
-    Ok((name, declared))
+        McpServer::Http(http) => Ok(McpServerSpec::Http {
+            url: http.url.clone(),
+            headers: headers(&http.headers),
+        }),
+        McpServer::Sse(sse) => Ok(McpServerSpec::Sse {
+            url: sse.url.clone(),
+            headers: headers(&sse.headers),
+        }),
+        _ => Err("unsupported server kind".into()),
+    }
+}
+
+fn headers(headers: &[HttpHeader]) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|header| (header.name.clone(), header.value.clone()))
+        .collect()
 }
 
 /// How to connect a session's servers.
@@ -118,7 +144,7 @@ pub(crate) struct ConnectPlan {
 /// `<server>__<tool>`). Failures (bad entries, duplicates, servers that do not start in time)
 /// are returned, not fatal.
 pub(crate) async fn connect_all(
-    entries: &[Value],
+    servers: &[McpServer],
     cwd: &Path,
     plan: &ConnectPlan,
     cx: &ConnectionTo<Client>,
@@ -131,34 +157,41 @@ pub(crate) async fn connect_all(
         .startup_timeout(plan.startup_timeout)
         .always_prefix(true)
         .disable_tools(plan.disabled.iter().cloned());
-    for entry in entries {
-        match parse(entry, cwd) {
-            Ok((name, _)) if !names.insert(name.clone()) => failures.push(Failure {
+    for server in servers {
+        let name = name(server).to_owned();
+        if !names.insert(name.clone()) {
+            failures.push(Failure {
                 name,
                 reason: "another server has the same name".into(),
-            }),
-            Ok((name, Declared::Acp { server_id })) if !server_ids.insert(server_id.clone()) => {
+            });
+            continue;
+        }
+        if let McpServer::Acp(entry) = server {
+            let server_id = entry.server_id.0.to_string();
+            if !server_ids.insert(server_id.clone()) {
                 failures.push(Failure {
                     name,
                     reason: format!("serverId `{server_id}` is declared twice"),
                 });
+                continue;
             }
-            Ok((name, Declared::Spec(spec))) => builder = builder.server(name, spec),
-            Ok((name, Declared::Acp { server_id })) => {
-                let (cx, acp, server) = (cx.clone(), acp.clone(), name.clone());
-                builder = builder.connect_with(name, move |connector| async move {
-                    let transport =
-                        acp.open(&cx, &server_id)
-                            .await
-                            .map_err(|message| McpError::Connect {
-                                server,
-                                message,
-                                source: None,
-                            })?;
-                    connector.transport(transport).await
-                });
-            }
-            Err(failure) => failures.push(failure),
+            let (cx, acp, server) = (cx.clone(), acp.clone(), name.clone());
+            builder = builder.connect_with(name, move |connector| async move {
+                let transport =
+                    acp.open(&cx, &server_id)
+                        .await
+                        .map_err(|message| McpError::Connect {
+                            server,
+                            message,
+                            source: None,
+                        })?;
+                connector.transport(transport).await
+            });
+            continue;
+        }
+        match spec(server, cwd) {
+            Ok(spec) => builder = builder.server(name, spec),
+            Err(reason) => failures.push(Failure { name, reason }),
         }
     }
     // Not strict: connecting never fails as a whole.
@@ -175,46 +208,55 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[allow(clippy::needless_pass_by_value)]
+    fn one(entry: Value) -> Result<McpServer, Failure> {
+        declared_one(&entry)
+    }
+
     #[test]
     fn entries_of_every_kind() {
         let cwd = Path::new("/work");
-        let (name, stdio) = parse(
-            &json!({"name": "fs", "command": "npx", "args": ["-y", "x"], "env": [{"name": "K", "value": "v"}]}),
-            cwd,
-        )
-        .unwrap();
-        assert_eq!(name, "fs");
+        let stdio = one(json!({"name": "fs", "command": "npx", "args": ["-y", "x"], "env": [{"name": "K", "value": "v"}]})).unwrap();
+        assert_eq!(name(&stdio), "fs");
         assert_eq!(
-            stdio,
-            Declared::Spec(McpServerSpec::Stdio {
+            spec(&stdio, cwd).unwrap(),
+            McpServerSpec::Stdio {
                 command: "npx".into(),
                 args: vec!["-y".into(), "x".into()],
                 env: vec![("K".into(), "v".into())],
                 cwd: Some(cwd.to_owned()),
                 inherit_env: false,
-            })
-        );
-        let (_, acp) = parse(
-            &json!({"type": "acp", "name": "ws", "id": "old-style"}),
-            cwd,
-        )
-        .unwrap();
-        assert_eq!(
-            acp,
-            Declared::Acp {
-                server_id: "old-style".into()
             }
         );
         assert!(matches!(
-            parse(
-                &json!({"type": "http", "name": "h", "url": "http://127.0.0.1:1/mcp", "headers": []}),
-                cwd
-            ),
-            Ok((_, Declared::Spec(McpServerSpec::Http { .. })))
+            one(json!({"type": "stdio", "name": "s", "command": "x", "args": [], "env": []})),
+            Ok(McpServer::Stdio(_))
         ));
-        let failure = parse(&json!({"type": "carrier", "name": "x"}), cwd).unwrap_err();
+        let Ok(McpServer::Acp(acp)) = one(json!({"type": "acp", "name": "ws", "id": "old-style"}))
+        else {
+            panic!("an acp entry")
+        };
+        assert_eq!(&*acp.server_id.0, "old-style");
+        let http = one(
+            json!({"type": "http", "name": "h", "url": "http://127.0.0.1:1/mcp", "headers": []}),
+        )
+        .unwrap();
+        assert!(matches!(spec(&http, cwd), Ok(McpServerSpec::Http { .. })));
+        let failure = one(json!({"type": "carrier", "name": "x"})).unwrap_err();
         assert_eq!(failure.name, "x");
         assert!(failure.reason.contains("carrier"));
-        assert!(parse(&json!({"command": "x"}), cwd).is_err());
+        assert!(one(json!({"command": "x"})).is_err());
+        assert!(
+            one(json!({"name": "nocmd", "args": []}))
+                .unwrap_err()
+                .reason
+                .contains("command")
+        );
+        assert!(
+            one(json!({"type": "http", "name": "nourl"}))
+                .unwrap_err()
+                .reason
+                .contains("url")
+        );
     }
 }

@@ -1,28 +1,84 @@
-//! The `session/update` notifications: agent text, thoughts and tool calls.
+//! The `session/update` notifications (agent text, thoughts, tool calls, usage), as the
+//! schema's [`SessionUpdate`]s.
 
+use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::{Client, UntypedMessage};
-use aquaregia::{ContentBlock, Tool, ToolExecError, ToolOutput};
-use serde_json::{Map, Value, json};
+use agent_client_protocol::v1::schema::{
+    self as acp, ConfigOptionUpdate, ContentChunk, CurrentModeUpdate, SessionConfigOption,
+    SessionNotification, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind, UsageUpdate,
+};
+use aquaregia::{ContentBlock, Tool, ToolExecError, ToolOutput, Usage};
+use serde_json::{Value, json};
+
+use crate::session::Mode;
 
 /// Sends one `session/update`. A closed connection is not an error worth stopping for.
-pub(crate) fn send(cx: &ConnectionTo<Client>, session_id: &str, update: Value) {
-    let mut params = Map::new();
-    params.insert("sessionId".into(), session_id.into());
-    params.insert("update".into(), update);
-    match UntypedMessage::new("session/update", params) {
-        Ok(message) => {
-            if let Err(error) = cx.send_notification(message) {
-                tracing::debug!(error = %error.message, "session/update not sent");
-            }
-        }
-        Err(error) => tracing::warn!(error = %error.message, "session/update not serializable"),
+pub(crate) fn send(cx: &ConnectionTo<Client>, session_id: &str, update: SessionUpdate) {
+    if let Err(error) =
+        cx.send_notification(SessionNotification::new(session_id.to_owned(), update))
+    {
+        tracing::debug!(error = %error.message, "session/update not sent");
     }
 }
 
-/// `agent_message_chunk` or `agent_thought_chunk` with text.
-pub(crate) fn chunk(kind: &str, text: &str) -> Value {
-    json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+/// `agent_message_chunk` with text.
+pub(crate) fn message(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(ContentChunk::new(text_block(text)))
+}
+
+/// `agent_thought_chunk` with text.
+pub(crate) fn thought(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(ContentChunk::new(text_block(text)))
+}
+
+pub(crate) fn text_block(text: &str) -> acp::ContentBlock {
+    acp::ContentBlock::Text(acp::TextContent::new(text))
+}
+
+/// The session's mode changed.
+pub(crate) fn current_mode(mode: Mode) -> SessionUpdate {
+    SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.id()))
+}
+
+/// The session's config options changed.
+pub(crate) fn config_options(options: Vec<SessionConfigOption>) -> SessionUpdate {
+    SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options))
+}
+
+/// After a model call: the context used (the call's input and output tokens) out of the
+/// model's window (0 when the window is not known), the token counts in `_meta`.
+pub(crate) fn usage(model: &str, usage: &Usage) -> SessionUpdate {
+    let used = usage.input_tokens.saturating_add(usage.output_tokens);
+    let meta = json!({
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cachedInputTokens": usage.cached_input_tokens,
+        "reasoningTokens": usage.reasoning_tokens,
+        "model": model,
+    });
+    SessionUpdate::UsageUpdate(
+        UsageUpdate::new(used, context_window(model).unwrap_or(0)).meta(meta.as_object().cloned()),
+    )
+}
+
+/// The context window of well-known models, by name.
+fn context_window(model: &str) -> Option<u64> {
+    let model = model.rsplit_once('/').map_or(model, |(_, name)| name);
+    const WINDOWS: [(&str, u64); 8] = [
+        ("gpt-5", 400_000),
+        ("gpt-4.1", 1_047_576),
+        ("gpt-4o", 128_000),
+        ("o3", 200_000),
+        ("o4", 200_000),
+        ("claude-", 200_000),
+        ("gemini-2", 1_048_576),
+        ("gemini-1.5", 1_048_576),
+    ];
+    WINDOWS
+        .iter()
+        .find(|(prefix, _)| model.starts_with(prefix))
+        .map(|(_, window)| *window)
 }
 
 /// The title shown for a call: `<tool>: <main argument>`.
@@ -58,81 +114,112 @@ fn main_argument(arguments: &Value) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// The ACP tool kind from the tool's hints.
-pub(crate) fn kind(tool: Option<&Tool>) -> &'static str {
+/// The ACP tool kind: read-only and destructive hints first, then what the tool's name says.
+pub(crate) fn kind(name: &str, tool: Option<&Tool>) -> ToolKind {
     let annotations = tool.map(Tool::annotations);
     if annotations.and_then(|a| a.read_only) == Some(true) {
-        "read"
-    } else if annotations.and_then(|a| a.destructive) == Some(true) {
-        "delete"
+        return ToolKind::Read;
+    }
+    if annotations.and_then(|a| a.destructive) == Some(true) {
+        return ToolKind::Delete;
+    }
+    let name = name
+        .rsplit_once("__")
+        .map_or(name, |(_, tool)| tool)
+        .to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|word| name.contains(word));
+    if has(&["delete", "remove", "unlink"]) {
+        ToolKind::Delete
+    } else if has(&["move", "rename"]) {
+        ToolKind::Move
+    } else if has(&["write", "edit", "patch", "replace", "create_file", "insert"]) {
+        ToolKind::Edit
+    } else if has(&["run", "exec", "command", "shell", "bash", "terminal"]) {
+        ToolKind::Execute
+    } else if has(&["search", "grep", "find", "glob"]) {
+        ToolKind::Search
+    } else if has(&["fetch", "http", "download", "browse"]) {
+        ToolKind::Fetch
+    } else if has(&["think", "plan"]) {
+        ToolKind::Think
+    } else if has(&["read", "view", "list", "get", "cat"]) {
+        ToolKind::Read
     } else {
-        "other"
+        ToolKind::Other
     }
 }
 
-/// A new tool call, waiting (for permission, or to start).
-pub(crate) fn tool_call(id: &str, title: &str, kind: &str, raw_input: &Value) -> Value {
-    json!({
-        "sessionUpdate": "tool_call",
-        "toolCallId": id,
-        "title": title,
-        "kind": kind,
-        "status": "pending",
-        "rawInput": raw_input,
-    })
+/// A new tool call, waiting (for permission, or to start), with what it will change.
+pub(crate) fn tool_call(
+    id: &str,
+    title: &str,
+    kind: ToolKind,
+    raw_input: &Value,
+    (content, locations): (Vec<ToolCallContent>, Vec<acp::ToolCallLocation>),
+) -> SessionUpdate {
+    SessionUpdate::ToolCall(
+        acp::ToolCall::new(id.to_owned(), title)
+            .kind(kind)
+            .status(ToolCallStatus::Pending)
+            .content(content)
+            .locations(locations)
+            .raw_input(raw_input.clone()),
+    )
 }
 
 /// The call has started running.
-pub(crate) fn in_progress(id: &str) -> Value {
-    json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"})
+pub(crate) fn in_progress(id: &str) -> SessionUpdate {
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+        id.to_owned(),
+        ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+    ))
 }
 
-/// The call finished: its content and raw output, or the failure.
-pub(crate) fn finished(id: &str, result: &Result<ToolOutput, ToolExecError>) -> Value {
-    match result {
-        Ok(output) => json!({
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": id,
-            "status": "completed",
-            "content": tool_content(output),
-            "rawOutput": output.to_value(),
-        }),
-        Err(error) => json!({
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": id,
-            "status": "failed",
-            "content": [text_content(&error.to_string())],
-            "rawOutput": {"error": error.to_string()},
-        }),
-    }
-}
-
-fn text_content(text: &str) -> Value {
-    json!({"type": "content", "content": {"type": "text", "text": text}})
+/// The call finished: its content and raw output, or the failure. `keep_content`: a
+/// success leaves the content shown so far (an edit's diff) in place.
+pub(crate) fn finished(
+    id: &str,
+    result: &Result<ToolOutput, ToolExecError>,
+    keep_content: bool,
+) -> SessionUpdate {
+    let fields = match result {
+        Ok(output) if keep_content => ToolCallUpdateFields::new()
+            .status(ToolCallStatus::Completed)
+            .raw_output(output.to_value()),
+        Ok(output) => ToolCallUpdateFields::new()
+            .status(ToolCallStatus::Completed)
+            .content(tool_content(output))
+            .raw_output(output.to_value()),
+        Err(error) => ToolCallUpdateFields::new()
+            .status(ToolCallStatus::Failed)
+            .content(vec![ToolCallContent::from(text_block(&error.to_string()))])
+            .raw_output(json!({"error": error.to_string()})),
+    };
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_owned(), fields))
 }
 
 /// A tool result as ACP tool-call content: text, images, audio, resources and links as their
 /// own blocks; JSON values as pretty-printed text.
-pub(crate) fn tool_content(output: &ToolOutput) -> Vec<Value> {
+pub(crate) fn tool_content(output: &ToolOutput) -> Vec<ToolCallContent> {
     match output {
         ToolOutput::Text(text) if text.is_empty() => Vec::new(),
-        ToolOutput::Text(text) => vec![text_content(text)],
-        ToolOutput::Json(value) => vec![text_content(
-            &serde_json::to_string_pretty(value).unwrap_or_default(),
-        )],
-        ToolOutput::Content(blocks) => blocks.iter().map(block_content).collect(),
-        other => vec![text_content(&other.to_text())],
+        ToolOutput::Text(text) => vec![text_block(text).into()],
+        ToolOutput::Json(value) => {
+            vec![text_block(&serde_json::to_string_pretty(value).unwrap_or_default()).into()]
+        }
+        ToolOutput::Content(blocks) => blocks.iter().map(|b| block_content(b).into()).collect(),
+        other => vec![text_block(&other.to_text()).into()],
     }
 }
 
-fn block_content(block: &ContentBlock) -> Value {
-    let content = match block {
-        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+fn block_content(block: &ContentBlock) -> acp::ContentBlock {
+    match block {
+        ContentBlock::Text { text } => text_block(text),
         ContentBlock::Image { mime_type, data } => {
-            json!({"type": "image", "data": data, "mimeType": mime_type})
+            acp::ContentBlock::Image(acp::ImageContent::new(data, mime_type))
         }
         ContentBlock::Audio { mime_type, data } => {
-            json!({"type": "audio", "data": data, "mimeType": mime_type})
+            acp::ContentBlock::Audio(acp::AudioContent::new(data, mime_type))
         }
         ContentBlock::Resource {
             uri,
@@ -140,41 +227,40 @@ fn block_content(block: &ContentBlock) -> Value {
             text,
             blob,
         } => {
-            let mut resource = Map::new();
-            resource.insert("uri".into(), uri.as_str().into());
-            if let Some(mime) = mime_type {
-                resource.insert("mimeType".into(), mime.as_str().into());
-            }
-            if let Some(text) = text {
-                resource.insert("text".into(), text.as_str().into());
-            } else if let Some(blob) = blob {
-                resource.insert("blob".into(), blob.as_str().into());
-            }
-            json!({"type": "resource", "resource": resource})
+            let resource = match (text, blob) {
+                (Some(text), _) => acp::EmbeddedResourceResource::TextResourceContents(
+                    acp::TextResourceContents::new(text, uri).mime_type(mime_type.clone()),
+                ),
+                (None, Some(blob)) => acp::EmbeddedResourceResource::BlobResourceContents(
+                    acp::BlobResourceContents::new(blob, uri).mime_type(mime_type.clone()),
+                ),
+                (None, None) => acp::EmbeddedResourceResource::TextResourceContents(
+                    acp::TextResourceContents::new("", uri).mime_type(mime_type.clone()),
+                ),
+            };
+            acp::ContentBlock::Resource(acp::EmbeddedResource::new(resource))
         }
         ContentBlock::ResourceLink {
             uri,
             name,
             mime_type,
             description,
-        } => {
-            let mut link = json!({"type": "resource_link", "uri": uri, "name": name});
-            if let Some(mime) = mime_type {
-                link["mimeType"] = mime.as_str().into();
-            }
-            if let Some(description) = description {
-                link["description"] = description.as_str().into();
-            }
-            link
-        }
-        other => return text_content(&other.to_text()),
-    };
-    json!({"type": "content", "content": content})
+        } => acp::ContentBlock::ResourceLink(
+            acp::ResourceLink::new(name, uri)
+                .mime_type(mime_type.clone())
+                .description(description.clone()),
+        ),
+        other => text_block(&other.to_text()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn wire(content: &[ToolCallContent]) -> Value {
+        serde_json::to_value(content).expect("serializes")
+    }
 
     #[test]
     fn titles_name_the_main_argument() {
@@ -197,9 +283,9 @@ mod tests {
             {"type": "resource", "uri": "file:///a", "mimeType": "text/plain", "text": "x"},
             {"type": "resource_link", "uri": "file:///b", "name": "b"}
         ]);
-        let content = tool_content(&ToolOutput::Content(
+        let content = wire(&tool_content(&ToolOutput::Content(
             serde_json::from_value(blocks).expect("blocks"),
-        ));
+        )));
         assert_eq!(
             content[1]["content"],
             json!({"type": "image", "data": "AA==", "mimeType": "image/png"})
@@ -207,13 +293,13 @@ mod tests {
         assert_eq!(content[2]["content"]["resource"]["text"], "x");
         assert_eq!(content[3]["content"]["type"], "resource_link");
         assert_eq!(
-            tool_content(&ToolOutput::Json(json!({"a": 1})))[0]["content"]["type"],
+            wire(&tool_content(&ToolOutput::Json(json!({"a": 1}))))[0]["content"]["type"],
             "text"
         );
         // A JSON array that looks like content stays JSON.
         let lookalike = json!([{"type": "image", "mimeType": "image/png", "data": "AA=="}]);
-        let content = tool_content(&ToolOutput::Json(lookalike));
-        assert_eq!(content.len(), 1);
+        let content = wire(&tool_content(&ToolOutput::Json(lookalike)));
+        assert_eq!(content.as_array().map(Vec::len), Some(1));
         assert_eq!(content[0]["content"]["type"], "text");
     }
 }

@@ -55,7 +55,10 @@ async fn bypass_permissions_mode_runs_tools_without_asking() {
         .iter()
         .map(|m| m["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["default", "bypass_permissions"]);
+    assert_eq!(
+        ids,
+        ["default", "accept_edits", "bypass_permissions", "plan"]
+    );
 
     // Default mode: asked.
     mock.push(Reply::tool_call(

@@ -291,7 +291,14 @@ async fn the_rust_sdk_client_serves_tools_to_the_agent_over_acp() {
                             Seen::Update(u) if u["toolCallId"] == "call-1" => Some(format!(
                                 "{}:{}",
                                 u["sessionUpdate"].as_str().unwrap(),
-                                u["status"].as_str().unwrap_or("-")
+                                // A `tool_call` without status is `pending`, the default.
+                                u["status"].as_str().unwrap_or(
+                                    if u["sessionUpdate"] == "tool_call" {
+                                        "pending"
+                                    } else {
+                                        "-"
+                                    }
+                                )
                             )),
                             Seen::Update(_) => None,
                         })

@@ -127,6 +127,12 @@ async fn one_registration_in_two_sessions() {
     });
     client.initialize().await;
     let first = client.new_session("/tmp", declaration()).await;
+    // Subscriptions open in the background: the first one is in before the second session
+    // starts, so `listens` is in session order.
+    aquaregia_test_support::acp_client::eventually("the first subscription", || {
+        !registry.lock().unwrap().listens.is_empty()
+    })
+    .await;
     let second = client.new_session("/tmp", declaration()).await;
     // Subscriptions open in the background: connecting never waits for their acknowledgment.
     aquaregia_test_support::acp_client::eventually("both subscriptions", || {

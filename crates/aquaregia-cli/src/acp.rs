@@ -1,14 +1,23 @@
 //! `aquaregia acp`: serve an agent over ACP (Agent Client Protocol) on stdio.
 //!
-//! stdout carries only JSON-RPC; logs go to stderr.
+//! stdout carries only JSON-RPC; logs go to stderr. Without the model's API key the agent
+//! still starts: it offers ACP auth methods and waits for `authenticate` (keys entered that
+//! way are stored 0600 in the data dir, `AQUAREGIA_DATA_DIR` overriding it).
 
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::prompt_cache;
 use anyhow::Context;
-use aquaregia::Client;
-use aquaregia_acp::AcpServer;
+use aquaregia::{Client, FileSessionStore};
+use aquaregia_acp::{AcpServer, ApiKeyAuth};
 use clap::Args;
+
+/// The ACP SDK logs whole messages at TRACE: API keys from `authenticate`, headers and env
+/// values from `session/new`. Its logs stop at DEBUG whatever `RUST_LOG` says.
+pub(crate) const LOG_CAP: &str = "agent_client_protocol=debug";
 
 #[derive(Debug, Args)]
 pub(crate) struct AcpArgs {
@@ -33,27 +42,139 @@ pub(crate) struct AcpArgs {
     /// System instructions for the model.
     #[arg(long, value_name = "TEXT")]
     pub(crate) system: Option<String>,
+
+    /// Read the model's API key from the terminal, store it in the data dir and exit (ACP
+    /// terminal auth runs this).
+    #[arg(long)]
+    pub(crate) login: bool,
+}
+
+/// `$AQUAREGIA_DATA_DIR`, else `<platform data dir>/aquaregia`.
+fn data_dir() -> anyhow::Result<PathBuf> {
+    match std::env::var_os("AQUAREGIA_DATA_DIR") {
+        Some(dir) if !dir.is_empty() => Ok(PathBuf::from(dir)),
+        _ => dirs::data_dir()
+            .map(|dir| dir.join("aquaregia"))
+            .context("no data directory: set AQUAREGIA_DATA_DIR"),
+    }
+}
+
+/// One API-key method per key variable (providers sharing a variable share the method).
+fn auth(data_dir: PathBuf) -> ApiKeyAuth {
+    let mut auth = ApiKeyAuth::new(data_dir).terminal_login(vec!["acp".into(), "--login".into()]);
+    let mut seen = Vec::new();
+    for (provider, vars) in Client::provider_key_vars() {
+        let Some(var) = vars.first() else { continue };
+        if seen.contains(var) {
+            continue;
+        }
+        seen.push(var);
+        auth = auth.method(provider, format!("{provider} API key ({var})"), *var);
+    }
+    auth
+}
+
+/// The model's client, built on first use with the key from the environment or the store.
+struct Clients {
+    spec: String,
+    auth: ApiKeyAuth,
+    /// The key it was built with, and the client.
+    built: Mutex<Option<(Option<String>, Client)>>,
+}
+
+impl Clients {
+    fn client(&self) -> Result<Client, aquaregia::Error> {
+        let key = self.auth.required().and_then(|var| self.auth.api_key(var));
+        let mut built = self.built.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((built_key, client)) = built.as_ref()
+            && *built_key == key
+        {
+            return Ok(client.clone());
+        }
+        let (mut builder, _) = Client::builder_from_model_spec(&self.spec)?;
+        if let Some(key) = &key {
+            builder = builder.api_key(key.clone());
+        }
+        let client = builder.build()?;
+        *built = Some((key, client.clone()));
+        Ok(client)
+    }
 }
 
 pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     let spec = args.model.unwrap_or_else(Client::default_model_spec);
-    let (client, model) =
-        Client::from_model_spec(&spec).with_context(|| format!("cannot use model `{spec}`"))?;
-    tracing::info!(model = %spec, "aquaregia acp: serving ACP on stdio");
+    let (builder, model) = Client::builder_from_model_spec(&spec)
+        .with_context(|| format!("cannot use model `{spec}`"))?;
+    let data_dir = data_dir()?;
+    let mut auth = auth(data_dir.clone());
+    // A missing key is not fatal: the client is asked for it through ACP.
+    let (required, built) = match builder.build() {
+        Ok(client) => (None, Some((None, client))),
+        Err(aquaregia::Error::MissingApiKey { env_var }) => {
+            auth = auth.require(env_var);
+            (Some(env_var), None)
+        }
+        Err(error) => return Err(error).with_context(|| format!("cannot use model `{spec}`")),
+    };
+    if args.login {
+        return login(&auth, required);
+    }
+    tracing::info!(model = %spec, key_needed = ?required.filter(|var| auth.api_key(var).is_none()), "aquaregia acp: serving ACP on stdio");
+    let clients = Arc::new(Clients {
+        spec,
+        auth: auth.clone(),
+        built: Mutex::new(built),
+    });
     let (max_steps, system) = (args.max_steps as usize, args.system);
-    AcpServer::new(move |session| {
+    let lister = clients.clone();
+    let default_model = model.clone();
+    AcpServer::try_new(move |session| {
+        let picked = session.model.clone().unwrap_or_else(|| model.clone());
+        let client = clients.client()?;
         let agent = client
-            .agent(model.clone())
+            .agent(picked)
             .max_steps(max_steps)
             .prompt_caching(prompt_cache::for_session(&client, &session.session_id));
-        match &system {
+        Ok(match &system {
             Some(system) => agent.instructions(system.clone()),
             None => agent,
-        }
+        })
+    })
+    .auth(auth)
+    .editor_tools(true)
+    .session_store(Arc::new(FileSessionStore::new(data_dir.join("sessions"))))
+    .models(default_model, move || {
+        let clients = lister.clone();
+        Box::pin(async move {
+            let client = clients.client().map_err(|error| error.to_string())?;
+            client
+                .list_models()
+                .await
+                .map_err(|error| error.to_string())
+        })
     })
     .mcp_startup_timeout(Duration::from_secs(args.mcp_startup_timeout))
     .disable_tools(args.disabled_tools)
     .serve_stdio()
     .await?;
+    Ok(())
+}
+
+/// `--login`: one line from stdin becomes the stored key for the model's variable.
+fn login(auth: &ApiKeyAuth, required: Option<&'static str>) -> anyhow::Result<()> {
+    let Some(var) = required else {
+        eprintln!("The model needs no API key, or its variable is set: nothing to store.");
+        return Ok(());
+    };
+    eprint!("API key for {var}: ");
+    let mut key = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut key)
+        .context("reading the key")?;
+    let key = key.trim();
+    anyhow::ensure!(!key.is_empty(), "no key entered");
+    auth.store_key(var, key)?;
+    eprintln!("Stored.");
     Ok(())
 }

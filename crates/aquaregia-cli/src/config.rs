@@ -81,7 +81,8 @@ impl Config {
         for (name, spec) in &servers.servers {
             self.remove(name);
             self.timeouts.push((name.clone(), servers.timeouts(name)));
-            self.servers.push((name.clone(), spec.clone(), path.clone()));
+            self.servers
+                .push((name.clone(), spec.clone(), path.clone()));
         }
         for name in servers.disabled {
             self.remove(&name);

@@ -12,14 +12,14 @@ mod config;
 mod config_cmd;
 mod console;
 mod conversation;
+mod elicit;
 mod jsonc;
 mod line_input;
-mod elicit;
 mod mcp_cmd;
 mod oauth;
 mod output;
-mod prompt_cache;
 mod permissions;
+mod prompt_cache;
 mod run;
 mod servers;
 mod sessions_cmd;
@@ -173,8 +173,11 @@ fn init_logging(command: &Command) {
         // A server that fails to start is reported once, by the command.
         _ => "warn,rmcp=off,aquaregia::mcp::toolset=error",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    if let Command::Acp(_) = command {
+        filter = filter.add_directive(acp::LOG_CAP.parse().unwrap_or_default());
+    }
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

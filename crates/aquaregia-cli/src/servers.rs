@@ -390,13 +390,10 @@ pub(crate) async fn toolset(
             result
         });
     }
-    let toolset = builder
-        .connect()
-        .await
-        .map_err(|error| match &error {
-            McpError::AuthRequired { .. } => anyhow!(describe(&error, &hints)),
-            _ => error.into(),
-        })?;
+    let toolset = builder.connect().await.map_err(|error| match &error {
+        McpError::AuthRequired { .. } => anyhow!(describe(&error, &hints)),
+        _ => error.into(),
+    })?;
     if progress.is_hidden() {
         for (name, error) in toolset.failures() {
             eprintln!(
@@ -415,10 +412,12 @@ type LoginHints = Vec<(String, String)>;
 /// An error, with the `aquaregia mcp login` to run when a server needs authorizing.
 fn describe(error: &McpError, hints: &LoginHints) -> String {
     match error {
-        McpError::AuthRequired { url, .. } => match hints.iter().find(|(target, _)| target == url) {
-            Some((_, login)) => format!("{error}: run `{login}`"),
-            None => error.to_string(),
-        },
+        McpError::AuthRequired { url, .. } => {
+            match hints.iter().find(|(target, _)| target == url) {
+                Some((_, login)) => format!("{error}: run `{login}`"),
+                None => error.to_string(),
+            }
+        }
         _ => error.to_string(),
     }
 }

@@ -36,7 +36,10 @@ pub(crate) fn agent(
         // Tools added or removed mid-run (`tools/list_changed`) reach the next step.
         .prepare_step(toolset.prepare_step())
         .max_steps(args.max_steps as usize)
-        .prompt_caching(prompt_cache::for_session(client, prompt_cache::process_key()))
+        .prompt_caching(prompt_cache::for_session(
+            client,
+            prompt_cache::process_key(),
+        ))
         // Long tool results reach the model cut to head and tail; `read_tool_output` reads on.
         .tool_output_budget(OutputBudget::tokens(TOOL_OUTPUT_BUDGET_TOKENS))
         .cancellation_token(cancel)

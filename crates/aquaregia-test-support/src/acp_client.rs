@@ -371,12 +371,22 @@ pub fn updates(messages: &[Value], session_id: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The `tool_call` and `tool_call_update` updates among `updates`, in order.
+/// The `tool_call` and `tool_call_update` updates among `updates`, in order. A `tool_call`
+/// without `status` gets the protocol's default, `pending` (the SDK's types leave it out).
 pub fn tool_updates(updates: &[Value]) -> Vec<Value> {
     updates
         .iter()
         .filter(|u| u["sessionUpdate"] == "tool_call" || u["sessionUpdate"] == "tool_call_update")
         .cloned()
+        .map(|mut u| {
+            if u["sessionUpdate"] == "tool_call"
+                && u.get("status").is_none()
+                && let Some(object) = u.as_object_mut()
+            {
+                object.insert("status".into(), "pending".into());
+            }
+            u
+        })
         .collect()
 }
 

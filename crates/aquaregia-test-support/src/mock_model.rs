@@ -141,6 +141,9 @@ struct State {
     requests: Mutex<Vec<Recorded>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
+    /// Served by `GET /v1/models` (kept apart from the scripted replies and requests).
+    models: Mutex<Vec<String>>,
+    model_lists: AtomicUsize,
 }
 
 /// A mock model provider on 127.0.0.1 with a random port. Stops when dropped.
@@ -166,12 +169,33 @@ impl MockServer {
             requests: Mutex::new(Vec::new()),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
+            models: Mutex::new(Vec::new()),
+            model_lists: AtomicUsize::new(0),
         });
         let handler_state = state.clone();
-        let app = Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
-            let state = handler_state.clone();
-            async move { handle(state, uri, headers, body).await }
-        });
+        let models_state = state.clone();
+        let app = Router::new()
+            .route(
+                "/v1/models",
+                axum::routing::get(move || {
+                    let state = models_state.clone();
+                    async move {
+                        state.model_lists.fetch_add(1, Ordering::SeqCst);
+                        let data: Vec<Value> = state
+                            .models
+                            .lock()
+                            .unwrap()
+                            .iter()
+                            .map(|id| json!({"id": id, "object": "model", "owned_by": "mock"}))
+                            .collect();
+                        axum::Json(json!({"object": "list", "data": data}))
+                    }
+                }),
+            )
+            .fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
+                let state = handler_state.clone();
+                async move { handle(state, uri, headers, body).await }
+            });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1");
@@ -207,6 +231,17 @@ impl MockServer {
     /// Sets the reply served whenever the queue is empty.
     pub fn set_fallback(&self, reply: Reply) {
         *self.state.fallback.lock().unwrap() = Some(reply);
+    }
+
+    /// Sets the models `GET /v1/models` lists (none by default). Those requests are not
+    /// scripted replies and are not among [`requests`](Self::requests).
+    pub fn set_models(&self, models: &[&str]) {
+        *self.state.models.lock().unwrap() = models.iter().map(|m| (*m).to_owned()).collect();
+    }
+
+    /// How many times the models were listed.
+    pub fn model_lists(&self) -> usize {
+        self.state.model_lists.load(Ordering::SeqCst)
     }
 
     /// The requests received so far.

@@ -1,5 +1,7 @@
 //! [`Client`]: one configured connection to a model provider.
 
+mod models;
+
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,6 +108,13 @@ impl Client {
     /// assert!(err.to_string().contains("unknown provider `nope`"));
     /// ```
     pub fn from_model_spec(spec: &str) -> Result<(Client, String), Error> {
+        let (builder, model) = Self::builder_from_model_spec(spec)?;
+        Ok((builder.build()?, model))
+    }
+
+    /// Like [`Client::from_model_spec`], but returns the builder, to set the key (or anything
+    /// else) before building.
+    pub fn builder_from_model_spec(spec: &str) -> Result<(ClientBuilder, String), Error> {
         let (id, model) = spec.split_once(':').ok_or_else(|| {
             Error::Config(format!(
                 "model spec `{spec}` is not of the form provider:model (providers: {})",
@@ -121,7 +130,16 @@ impl Client {
                 provider_ids()
             ))
         })?;
-        Ok((ClientBuilder::new(provider).build()?, model.to_owned()))
+        Ok((ClientBuilder::new(provider), model.to_owned()))
+    }
+
+    /// Every provider's id and the environment variables it reads its API key from (empty
+    /// for providers that need none), in the order model specs are documented.
+    pub fn provider_key_vars() -> Vec<(&'static str, &'static [&'static str])> {
+        PROVIDERS
+            .iter()
+            .map(|provider| (provider.id, provider.api_key_vars))
+            .collect()
     }
 
     /// The model spec to use when none is given: `AQUAREGIA_MODEL` if set, else the first

@@ -77,8 +77,8 @@ mod model;
 mod pricing;
 mod prompt_cache;
 mod provider;
-mod structured;
 mod session;
+mod structured;
 mod tool;
 
 pub use agent::{
@@ -100,11 +100,11 @@ pub use model::{
 };
 pub use pricing::{Cost, ModelPrice, PriceTable};
 pub use prompt_cache::PromptCaching;
-pub use structured::{GeneratedObject, OutputSchema};
 pub use session::{
     FileSessionStore, NewSession, SessionError, SessionId, SessionMeta, SessionPage, SessionQuery,
     SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp,
 };
+pub use structured::{GeneratedObject, OutputSchema};
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,
     ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry, TypedToolBuilder,

@@ -1,5 +1,7 @@
 //! [`McpConnection`]: one running MCP client session, and the tools it hands out.
 
+mod prompts;
+
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;

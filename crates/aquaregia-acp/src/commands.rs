@@ -1,0 +1,301 @@
+//! Slash commands: the built-ins (`/clear`, `/model`, `/tools`) and the MCP servers' prompts
+//! (`/<server>:<prompt> arguments`, run with `prompts/get`), announced with
+//! `available_commands_update`.
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionUpdate,
+    UnstructuredCommandInput,
+};
+use aquaregia::mcp::McpToolset;
+use aquaregia::mcp::rmcp::model::{JsonObject, Prompt};
+use aquaregia::{ContentPart, Message, Role};
+use serde_json::Value;
+
+use crate::dispatch::State;
+use crate::session::{Session, lock};
+use crate::updates;
+
+/// An MCP prompt offered as `/<server>:<prompt>`.
+#[derive(Debug, Clone)]
+pub(crate) struct PromptCommand {
+    pub(crate) server: String,
+    pub(crate) prompt: Prompt,
+}
+
+impl PromptCommand {
+    fn name(&self) -> String {
+        format!("{}:{}", self.server, self.prompt.name)
+    }
+
+    fn arguments(&self) -> Vec<&str> {
+        self.prompt
+            .arguments
+            .iter()
+            .flatten()
+            .map(|argument| argument.name.as_str())
+            .collect()
+    }
+}
+
+/// A prompt that is a command.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Command<'a> {
+    Clear,
+    Model(&'a str),
+    Tools,
+    Prompt { name: &'a str, input: &'a str },
+}
+
+/// Reads `/name rest` from the start of the prompt's text.
+pub(crate) fn parse(text: &str) -> Option<Command<'_>> {
+    let command = text.trim_start().strip_prefix('/')?;
+    let (name, input) = command
+        .split_once(char::is_whitespace)
+        .map_or((command, ""), |(name, input)| (name, input.trim()));
+    Some(match name {
+        "clear" => Command::Clear,
+        "model" => Command::Model(input),
+        "tools" => Command::Tools,
+        name if name.contains(':') => Command::Prompt { name, input },
+        _ => return None,
+    })
+}
+
+/// Every MCP prompt of the session's servers; a server whose listing fails is logged and
+/// skipped.
+pub(crate) async fn prompts(toolset: &McpToolset) -> Vec<PromptCommand> {
+    let listings = toolset
+        .connections()
+        .iter()
+        .map(|(server, connection)| async move {
+            match connection.list_prompts().await {
+                Ok(prompts) => prompts
+                    .into_iter()
+                    .map(|prompt| PromptCommand {
+                        server: server.clone(),
+                        prompt,
+                    })
+                    .collect(),
+                Err(error) => {
+                    tracing::warn!(server, %error, "cannot list the server's prompts");
+                    Vec::new()
+                }
+            }
+        });
+    futures::future::join_all(listings)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The `available_commands_update` for these prompts and the built-ins.
+pub(crate) fn update(prompts: &[PromptCommand], has_models: bool) -> SessionUpdate {
+    let mut commands = vec![
+        AvailableCommand::new("clear", "Forget this session's conversation"),
+        AvailableCommand::new("tools", "List the tools the model can use"),
+    ];
+    if has_models {
+        commands.push(
+            AvailableCommand::new("model", "Show the models, or switch: /model <name>").input(
+                AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("model name")),
+            ),
+        );
+    }
+    for command in prompts {
+        let description = command.prompt.description.clone().unwrap_or_else(|| {
+            format!(
+                "Prompt `{}` of MCP server `{}`",
+                command.prompt.name, command.server
+            )
+        });
+        let mut available = AvailableCommand::new(command.name(), description);
+        let arguments = command.arguments();
+        if !arguments.is_empty() {
+            let hint = match arguments.as_slice() {
+                [one] => (*one).to_owned(),
+                many => many
+                    .iter()
+                    .map(|name| format!("{name}=..."))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            };
+            available = available.input(AvailableCommandInput::Unstructured(
+                UnstructuredCommandInput::new(hint),
+            ));
+        }
+        commands.push(available);
+    }
+    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands))
+}
+
+/// The prompt's arguments from the command's input: the whole input for a one-argument
+/// prompt, else `name=value` pairs (values up to the next pair).
+pub(crate) fn arguments(command: &PromptCommand, input: &str) -> JsonObject {
+    let names = command.arguments();
+    let mut arguments = JsonObject::new();
+    match names.as_slice() {
+        [] => {}
+        [one] => {
+            if !input.is_empty() {
+                arguments.insert((*one).to_owned(), Value::String(input.to_owned()));
+            }
+        }
+        _ => {
+            for pair in input.split_whitespace() {
+                if let Some((name, value)) = pair.split_once('=') {
+                    arguments.insert(name.to_owned(), Value::String(value.to_owned()));
+                }
+            }
+        }
+    }
+    arguments
+}
+
+/// Finds the command `name` (`server:prompt`).
+pub(crate) fn find<'a>(prompts: &'a [PromptCommand], name: &str) -> Option<&'a PromptCommand> {
+    prompts.iter().find(|command| command.name() == name)
+}
+
+/// A prompt's messages as conversation messages.
+pub(crate) fn messages(result: &aquaregia::mcp::rmcp::model::GetPromptResult) -> Vec<Message> {
+    result
+        .messages
+        .iter()
+        .map(|message| {
+            let content = serde_json::to_value(&message.content).unwrap_or_default();
+            let field = |name: &str| content.get(name).and_then(Value::as_str);
+            let part = match (
+                field("type"),
+                field("text"),
+                field("data"),
+                field("mimeType"),
+            ) {
+                (Some("text"), Some(text), _, _) => ContentPart::text(text),
+                (Some("image"), _, Some(data), Some(mime)) => ContentPart::image(mime, data),
+                (Some("resource"), ..) => {
+                    let resource = content.get("resource");
+                    let get = |name: &str| {
+                        resource
+                            .and_then(|r| r.get(name))
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                    };
+                    ContentPart::text(format!(
+                        "<resource uri=\"{}\">\n{}\n</resource>",
+                        get("uri"),
+                        get("text")
+                    ))
+                }
+                _ => ContentPart::text(content.to_string()),
+            };
+            let role = match serde_json::to_value(&message.role)
+                .ok()
+                .as_ref()
+                .and_then(Value::as_str)
+            {
+                Some("assistant") => Role::Assistant,
+                _ => Role::User,
+            };
+            Message::new(role, vec![part])
+        })
+        .collect()
+}
+
+impl State {
+    /// Runs a slash command. `Ok(None)`: it was answered here, the model is not called;
+    /// `Ok(Some(messages))`: what the model gets instead of the prompt.
+    pub(crate) async fn command(
+        &self,
+        session: &Session,
+        command: Command<'_>,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<Option<Vec<Message>>, String> {
+        let say = |text: &str| updates::send(cx, &session.id, updates::message(text));
+        match command {
+            Command::Clear => {
+                lock(&session.history).clear();
+                say("The conversation was cleared.");
+            }
+            Command::Tools => {
+                let mut names: Vec<String> = session
+                    .mcp_tools()
+                    .await
+                    .iter()
+                    .map(|tool| format!("- `{}`", tool.name()))
+                    .collect();
+                if names.is_empty() {
+                    names.push("(no MCP tools)".into());
+                }
+                say(&format!("Tools:\n{}\n", names.join("\n")));
+            }
+            Command::Model(_) if self.models.is_none() => {
+                say("This agent offers no model choice.");
+            }
+            Command::Model("") => {
+                let current = session
+                    .model()
+                    .or_else(|| self.models.as_ref().map(|m| m.default.clone()))
+                    .unwrap_or_default();
+                let models = lock(&session.models).join(", ");
+                say(&format!("Model: `{current}` (available: {models})"));
+            }
+            Command::Model(model) => {
+                if !lock(&session.models).iter().any(|known| known == model) {
+                    say(&format!("Unknown model `{model}`."));
+                    return Ok(None);
+                }
+                session.set_model(model.to_owned());
+                self.remember(session, cx);
+                updates::send(
+                    cx,
+                    &session.id,
+                    updates::config_options(self.config_options(session)),
+                );
+                say(&format!("Model: `{model}`."));
+            }
+            Command::Prompt { name, input } => {
+                let found = find(&lock(&session.commands), name).cloned();
+                let Some(command) = found else {
+                    return Ok(Some(Vec::new()));
+                };
+                let connection = session
+                    .toolset
+                    .connections()
+                    .iter()
+                    .find(|(server, _)| *server == command.server)
+                    .map(|(_, connection)| connection.clone())
+                    .ok_or_else(|| format!("MCP server `{}` is gone", command.server))?;
+                let arguments = arguments(&command, input);
+                let result = connection
+                    .get_prompt(&command.prompt.name, arguments)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                return Ok(Some(messages(&result)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_read_from_the_prompt() {
+        assert_eq!(parse("/clear"), Some(Command::Clear));
+        assert_eq!(parse("  /model big-one "), Some(Command::Model("big-one")));
+        assert_eq!(
+            parse("/notes:summarize the week\nplease"),
+            Some(Command::Prompt {
+                name: "notes:summarize",
+                input: "the week\nplease"
+            })
+        );
+        assert_eq!(parse("/unknown thing"), None);
+        assert_eq!(parse("no command"), None);
+    }
+}

@@ -1,0 +1,230 @@
+//! Opening sessions: `session/new` (created in the store when there is one) and
+//! `session/load` (a stored session replayed, its servers connected again).
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::schema::{
+    DeleteSessionResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionConfigOption,
+    SessionModeState,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use aquaregia::{Message, NewSession};
+use serde_json::Value;
+
+use crate::dispatch::{State, invalid_params, report_failures};
+use crate::editor::Editor;
+use crate::servers::{self, Failure, connect_all};
+use crate::session::{Mode, Session, lock};
+use crate::{commands, store, updates};
+
+fn modes(current: Mode) -> SessionModeState {
+    SessionModeState::new(
+        current.id(),
+        Mode::ALL.iter().map(|mode| mode.describe()).collect(),
+    )
+}
+
+impl State {
+    pub(crate) async fn new_session(
+        self: Arc<Self>,
+        request: NewSessionRequest,
+        servers: Vec<Value>,
+        responder: Responder<NewSessionResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        let cwd = request.cwd;
+        if !cwd.is_absolute() {
+            let _ = responder.respond_with_error(invalid_params("`cwd` must be an absolute path"));
+            return;
+        }
+        let id = match &self.store {
+            Some(store) => match store
+                .create(NewSession::new(cwd.clone()).mode(Mode::Default.id()))
+                .await
+            {
+                Ok(meta) => meta.id.to_string(),
+                Err(error) => {
+                    let _ = responder.respond_with_error(store::acp_error(&error));
+                    return;
+                }
+            },
+            None => format!("sess-{}", self.next_session.fetch_add(1, Ordering::Relaxed)),
+        };
+        let (session, failures, options) = self.open(id, cwd, &servers, Vec::new(), &cx).await;
+        let _ = responder.respond(
+            NewSessionResponse::new(session.id.clone())
+                .modes(modes(Mode::Default))
+                .config_options(options),
+        );
+        self.opened(&session, failures, &cx).await;
+    }
+
+    pub(crate) async fn load_session(
+        self: Arc<Self>,
+        request: LoadSessionRequest,
+        servers: Vec<Value>,
+        responder: Responder<LoadSessionResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        let id = request.session_id.0.to_string();
+        match self.restore(&id, request.cwd, &servers, &cx, true).await {
+            Ok((session, mode, failures)) => {
+                let _ = responder.respond(
+                    LoadSessionResponse::new()
+                        .modes(modes(mode))
+                        .config_options(self.config_options(&session)),
+                );
+                self.opened(&session, failures, &cx).await;
+            }
+            Err(error) => {
+                let _ = responder.respond_with_error(error);
+            }
+        }
+    }
+
+    /// `session/resume`: like `session/load`, without the replay.
+    pub(crate) async fn resume_session(
+        self: Arc<Self>,
+        request: ResumeSessionRequest,
+        servers: Vec<Value>,
+        responder: Responder<ResumeSessionResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        let id = request.session_id.0.to_string();
+        match self.restore(&id, request.cwd, &servers, &cx, false).await {
+            Ok((session, mode, failures)) => {
+                let _ = responder.respond(
+                    ResumeSessionResponse::new()
+                        .modes(modes(mode))
+                        .config_options(self.config_options(&session)),
+                );
+                self.opened(&session, failures, &cx).await;
+            }
+            Err(error) => {
+                let _ = responder.respond_with_error(error);
+            }
+        }
+    }
+
+    /// `session/delete`: closes the session if it is open and deletes it from the store.
+    pub(crate) async fn delete_session(
+        self: Arc<Self>,
+        id: String,
+    ) -> Result<DeleteSessionResponse, agent_client_protocol::Error> {
+        let store = self
+            .store
+            .clone()
+            .ok_or_else(agent_client_protocol::Error::method_not_found)?;
+        let open = lock(&self.sessions).remove(&id);
+        if let Some(session) = open {
+            session.close().await;
+        }
+        store
+            .delete(&store::id(&id)?)
+            .await
+            .map_err(|error| store::acp_error(&error))?;
+        Ok(DeleteSessionResponse::new())
+    }
+
+    /// Opens a stored session again (its servers connected, its mode and model back); with
+    /// `replay`, its history is sent as updates first.
+    async fn restore(
+        &self,
+        id: &str,
+        cwd: PathBuf,
+        servers: &[Value],
+        cx: &ConnectionTo<Client>,
+        replay: bool,
+    ) -> Result<(Arc<Session>, Mode, Vec<Failure>), agent_client_protocol::Error> {
+        let store = self
+            .store
+            .clone()
+            .ok_or_else(agent_client_protocol::Error::method_not_found)?;
+        if lock(&self.sessions).contains_key(id) {
+            return Err(invalid_params(format!("session `{id}` is already open")));
+        }
+        let stored = store
+            .load(&store::id(id)?)
+            .await
+            .map_err(|error| store::acp_error(&error))?;
+        let history = stored.messages();
+        let (session, failures, _) = self
+            .open(id.to_owned(), cwd, servers, history.clone(), cx)
+            .await;
+        let mode = stored
+            .meta
+            .mode
+            .as_deref()
+            .and_then(Mode::parse)
+            .unwrap_or(Mode::Default);
+        session.set_mode(mode);
+        if let Some(model) = stored
+            .meta
+            .model
+            .filter(|model| lock(&session.models).contains(model))
+        {
+            session.set_model(model);
+        }
+        if replay {
+            store::replay(cx, id, &history);
+        }
+        tracing::info!(session = %id, turns = stored.turns.len(), replay, "session restored");
+        Ok((session, mode, failures))
+    }
+
+    /// Connects the servers, lists the models and registers the session.
+    async fn open(
+        &self,
+        id: String,
+        cwd: PathBuf,
+        servers: &[Value],
+        history: Vec<Message>,
+        cx: &ConnectionTo<Client>,
+    ) -> (Arc<Session>, Vec<Failure>, Vec<SessionConfigOption>) {
+        let (servers, mut failures) = servers::declared(servers);
+        let list_models = async {
+            match &self.models {
+                Some(models) => models.list().await,
+                None => Vec::new(),
+            }
+        };
+        let ((toolset, connect_failures), models) = futures::join!(
+            connect_all(&servers, &cwd, &self.plan, cx, &self.acp),
+            list_models
+        );
+        failures.extend(connect_failures);
+        for failure in &failures {
+            tracing::warn!(session = %id, server = %failure.name, reason = %failure.reason, "MCP server unavailable");
+        }
+        tracing::info!(session = %id, servers = toolset.connections().len(), failed = failures.len(), "session opened");
+        let editor = Arc::new(Editor {
+            cx: cx.clone(),
+            session_id: id.clone(),
+            cwd: cwd.clone(),
+            capabilities: lock(&self.client_capabilities).clone(),
+            calls: Mutex::default(),
+        });
+        let session = Arc::new(Session::new(id.clone(), cwd, toolset, editor));
+        *lock(&session.history) = history;
+        *lock(&session.models) = models;
+        let options = self.config_options(&session);
+        lock(&self.sessions).insert(id, session.clone());
+        (session, failures, options)
+    }
+
+    /// Once the client knows the session: the servers that failed, the commands.
+    async fn opened(&self, session: &Session, failures: Vec<Failure>, cx: &ConnectionTo<Client>) {
+        report_failures(cx, &session.id, failures);
+        let prompts = commands::prompts(&session.toolset).await;
+        updates::send(
+            cx,
+            &session.id,
+            commands::update(&prompts, self.models.is_some()),
+        );
+        *lock(&session.commands) = prompts;
+    }
+}

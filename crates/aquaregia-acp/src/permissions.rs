@@ -1,0 +1,141 @@
+//! Permission: the hooks that turn the agent's tool calls into `tool_call` updates and, when
+//! the session's mode asks for it, `session/request_permission`.
+
+use std::sync::Arc;
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
+};
+use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision};
+
+use crate::editor;
+use crate::session::{Always, Mode, Session, lock};
+use crate::updates;
+
+/// Turns the agent's tool calls into ACP: the `tool_call` update, the permission request when
+/// the mode asks for one, and `in_progress` once it runs.
+pub(crate) struct AcpHooks {
+    pub(crate) cx: ConnectionTo<Client>,
+    pub(crate) session: Arc<Session>,
+}
+
+const REJECTED: &str = "the user rejected this tool call";
+
+#[aquaregia::async_trait]
+impl AgentHooks for AcpHooks {
+    async fn on_tool_call_start(&self, call: &ToolCall, tool: Option<&Tool>) -> ToolCallDecision {
+        let session = &self.session;
+        let title = updates::title(&call.name, tool, &call.arguments);
+        let kind = updates::kind(&call.name, tool);
+        let builtin = matches!(
+            call.name.as_str(),
+            editor::READ | editor::WRITE | editor::EDIT | editor::RUN
+        );
+        let presented = if builtin {
+            if call.name == editor::RUN {
+                session.editor.expect_run(call);
+            }
+            session.editor.present(call).await
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        updates::send(
+            &self.cx,
+            &session.id,
+            updates::tool_call(&call.id, &title, kind, &call.arguments, presented),
+        );
+        let remembered = lock(&session.always).get(&call.name).copied();
+        let read_only = tool.is_some_and(|t| t.annotations().read_only == Some(true));
+        let allowed = match (session.mode(), remembered) {
+            (Mode::BypassPermissions, _) => true,
+            // Only read-only tools are offered in plan mode; anything else is refused.
+            (Mode::Plan, _) => read_only,
+            (_, Some(Always::Allow)) => true,
+            (_, Some(Always::Reject)) => false,
+            (_, None) if read_only || tool.is_none() => true,
+            (Mode::AcceptEdits, None) if kind == ToolKind::Edit => true,
+            (Mode::Default | Mode::AcceptEdits, None) => self.ask(call, &title, kind).await,
+        };
+        if !allowed {
+            return ToolCallDecision::Deny(REJECTED.into());
+        }
+        updates::send(&self.cx, &session.id, updates::in_progress(&call.id));
+        ToolCallDecision::Allow
+    }
+}
+
+impl AcpHooks {
+    /// `session/request_permission`; "always" answers are remembered for the session.
+    async fn ask(&self, call: &ToolCall, title: &str, kind: ToolKind) -> bool {
+        let option = |id: &'static str, name: &'static str, kind| {
+            PermissionOption::new(PermissionOptionId::new(id), name, kind)
+        };
+        let request = RequestPermissionRequest::new(
+            self.session.id.clone(),
+            ToolCallUpdate::new(
+                call.id.clone(),
+                ToolCallUpdateFields::new()
+                    .title(title.to_owned())
+                    .kind(kind)
+                    .status(ToolCallStatus::Pending)
+                    .raw_input(call.arguments.clone()),
+            ),
+            vec![
+                option("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
+                option(
+                    "allow_always",
+                    "Always allow",
+                    PermissionOptionKind::AllowAlways,
+                ),
+                option("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+                option(
+                    "reject_always",
+                    "Always reject",
+                    PermissionOptionKind::RejectAlways,
+                ),
+            ],
+        );
+        let sent = self.cx.send_request(request);
+        // If the prompt is cancelled while we wait, this future is dropped: the guard tells the
+        // client to stop asking.
+        let mut guard = CancelOnDrop(Some(sent.cancellation_handle()));
+        let reply = sent.block_task().await;
+        guard.0 = None;
+        let option = match &reply {
+            Ok(RequestPermissionResponse {
+                outcome: RequestPermissionOutcome::Selected(selected),
+                ..
+            }) => Some(&*selected.option_id.0),
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!(error = %error.message, "session/request_permission failed");
+                None
+            }
+        };
+        let (allowed, always) = match option {
+            Some("allow_once") => (true, None),
+            Some("allow_always") => (true, Some(Always::Allow)),
+            Some("reject_always") => (false, Some(Always::Reject)),
+            _ => (false, None),
+        };
+        if let Some(always) = always {
+            lock(&self.session.always).insert(call.name.clone(), always);
+        }
+        allowed
+    }
+}
+
+/// Cancels an outgoing request when dropped before it was answered.
+struct CancelOnDrop(Option<agent_client_protocol::RequestCancellationHandle>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            let _ = handle.cancel();
+        }
+    }
+}

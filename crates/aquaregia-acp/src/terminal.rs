@@ -1,0 +1,169 @@
+//! `run_command`: in the editor's terminal (`terminal/create`, shown as terminal content,
+//! killed and released if the prompt is cancelled), or as a local process in the cwd.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{
+    CreateTerminalRequest, KillTerminalRequest, ReleaseTerminalRequest, SessionUpdate, Terminal,
+    TerminalId, TerminalOutputRequest, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
+    WaitForTerminalExitRequest,
+};
+use aquaregia::ToolExecError;
+use serde_json::Value;
+
+use crate::editor::Editor;
+use crate::updates;
+
+/// The most output kept (the tail), for the model and the terminal.
+const OUTPUT_LIMIT: u64 = 64 * 1024;
+
+/// A local command's time limit.
+const LOCAL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Kills and releases the editor's terminal if the call is dropped before it ended (the
+/// prompt was cancelled).
+struct TerminalGuard<'a> {
+    editor: &'a Editor,
+    id: Option<TerminalId>,
+}
+
+impl Drop for TerminalGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            let session = self.editor.session_id.clone();
+            self.editor
+                .cx
+                .send_request(KillTerminalRequest::new(session.clone(), id.clone()))
+                .detach();
+            self.editor
+                .cx
+                .send_request(ReleaseTerminalRequest::new(session, id))
+                .detach();
+        }
+    }
+}
+
+impl Editor {
+    pub(crate) async fn run(&self, args: &Value) -> Result<String, ToolExecError> {
+        let command = args
+            .get("command")
+            .and_then(Value::as_str)
+            .filter(|command| !command.trim().is_empty())
+            .ok_or_else(|| ToolExecError::from("`command` (a string) is required"))?
+            .to_owned();
+        let arguments: Vec<String> = args
+            .get("args")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let call_id = self.take_run(args);
+        if self.capabilities.terminal {
+            self.run_in_terminal(command, arguments, call_id).await
+        } else {
+            self.run_locally(&command, &arguments).await
+        }
+    }
+
+    async fn run_in_terminal(
+        &self,
+        command: String,
+        arguments: Vec<String>,
+        call_id: Option<String>,
+    ) -> Result<String, ToolExecError> {
+        let session = self.session_id.clone();
+        let request = CreateTerminalRequest::new(session.clone(), command)
+            .args(arguments)
+            .cwd(self.cwd.clone())
+            .output_byte_limit(OUTPUT_LIMIT);
+        let created = self
+            .cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map_err(|error| format!("terminal/create: {}", error.message))?;
+        let id = created.terminal_id;
+        let mut guard = TerminalGuard {
+            editor: self,
+            id: Some(id.clone()),
+        };
+        if let Some(call_id) = call_id {
+            let content = vec![ToolCallContent::Terminal(Terminal::new(id.clone()))];
+            updates::send(
+                &self.cx,
+                &session,
+                SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    call_id,
+                    ToolCallUpdateFields::new().content(content),
+                )),
+            );
+        }
+        let exit = self
+            .cx
+            .send_request(WaitForTerminalExitRequest::new(session.clone(), id.clone()))
+            .block_task()
+            .await
+            .map_err(|error| format!("terminal/wait_for_exit: {}", error.message))?;
+        let output = self
+            .cx
+            .send_request(TerminalOutputRequest::new(session.clone(), id.clone()))
+            .block_task()
+            .await
+            .map_err(|error| format!("terminal/output: {}", error.message))?;
+        guard.id = None;
+        self.cx
+            .send_request(ReleaseTerminalRequest::new(session, id))
+            .detach();
+        let status = match (exit.exit_status.exit_code, &exit.exit_status.signal) {
+            (Some(code), _) => format!("exit code {code}"),
+            (None, Some(signal)) => format!("killed by {signal}"),
+            (None, None) => "ended".to_owned(),
+        };
+        let truncated = if output.truncated {
+            " (output truncated)"
+        } else {
+            ""
+        };
+        Ok(format!("{}\n[{status}{truncated}]", output.output))
+    }
+
+    async fn run_locally(
+        &self,
+        command: &str,
+        arguments: &[String],
+    ) -> Result<String, ToolExecError> {
+        let child = tokio::process::Command::new(command)
+            .args(arguments)
+            .current_dir(&self.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|error| format!("cannot run `{command}`: {error}"))?;
+        let output = tokio::time::timeout(LOCAL_TIMEOUT, child.wait_with_output())
+            .await
+            .map_err(|_| format!("`{command}` did not finish within {LOCAL_TIMEOUT:?}"))??;
+        let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&output.stderr));
+        let limit = OUTPUT_LIMIT as usize;
+        if text.len() > limit {
+            let mut start = text.len() - limit;
+            while !text.is_char_boundary(start) {
+                start += 1;
+            }
+            text = text.split_off(start);
+        }
+        let status = output.status.code().map_or_else(
+            || "killed by a signal".to_owned(),
+            |code| format!("exit code {code}"),
+        );
+        Ok(format!("{text}\n[{status}]"))
+    }
+}

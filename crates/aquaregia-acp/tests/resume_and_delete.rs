@@ -1,0 +1,80 @@
+//! With a session store: `session/resume` continues a stored session without replaying it,
+//! `session/close` leaves it stored, `session/delete` removes it.
+
+mod support;
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use aquaregia::FileSessionStore;
+use aquaregia_test_support::mock_model::{MockServer, Reply};
+use support::raw::RawClient;
+use support::{agent_for, updates};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn resume_close_and_delete() {
+    let dir = std::env::temp_dir().join(format!("aquaregia-acp-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = Arc::new(FileSessionStore::new(&dir));
+    let mock = MockServer::start().await;
+
+    let first = RawClient::connect(agent_for(&mock).session_store(store.clone()));
+    let init = first.initialize().await;
+    let sessions = &init["agentCapabilities"]["sessionCapabilities"];
+    assert!(
+        sessions["resume"].is_object() && sessions["delete"].is_object(),
+        "{init}"
+    );
+    let id = first.new_session("/tmp", json!([])).await;
+    mock.push(Reply::text("One."));
+    first.prompt(&id, "First question").await;
+    first.finish().await.unwrap();
+
+    let second = RawClient::connect(agent_for(&mock).session_store(store));
+    second.initialize().await;
+    let resumed = second
+        .request(
+            "session/resume",
+            json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []}),
+        )
+        .await;
+    assert!(resumed.get("result").is_some(), "{resumed}");
+    assert!(
+        !updates(&second.log(), &id)
+            .iter()
+            .any(|u| u["sessionUpdate"] == "user_message_chunk"),
+        "resume does not replay"
+    );
+    mock.push(Reply::text("Two."));
+    let answer = second.prompt(&id, "Second question").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let history = mock.bodies()[1]["messages"].to_string();
+    assert!(
+        history.contains("First question") && history.contains("One."),
+        "{history}"
+    );
+
+    let closed = second
+        .request("session/close", json!({"sessionId": id}))
+        .await;
+    assert_eq!(closed["result"], json!({}), "{closed}");
+    let listed = second.request("session/list", json!({})).await;
+    assert_eq!(listed["result"]["sessions"][0]["sessionId"], id, "{listed}");
+
+    let deleted = second
+        .request("session/delete", json!({"sessionId": id}))
+        .await;
+    assert_eq!(deleted["result"], json!({}), "{deleted}");
+    let listed = second.request("session/list", json!({})).await;
+    assert_eq!(listed["result"]["sessions"], json!([]), "{listed}");
+    let gone = second
+        .request(
+            "session/resume",
+            json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    second.finish().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

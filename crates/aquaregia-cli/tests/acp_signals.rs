@@ -1,0 +1,67 @@
+//! SIGTERM and SIGHUP stop `aquaregia acp` cleanly: every session's stdio servers end first,
+//! the processes they started themselves included.
+
+mod common;
+
+use serde_json::json;
+
+use aquaregia_test_support::acp_client::RawClient;
+use aquaregia_test_support::mock_model::MockServer;
+use aquaregia_test_support::processes::{
+    KillMarked, assert_no_process_left, marker, processes_with_marker,
+};
+use common::{BOUND, Scratch, acp_agent, test_server_script};
+
+/// A stdio server that first starts a grandchild (`sleep`), carrying the marker like it.
+fn server_with_grandchild(name: &str, marker: &str) -> serde_json::Value {
+    json!({
+        "name": name,
+        "command": "sh",
+        "args": ["-c", format!("sleep 600 & exec python3 '{}'", test_server_script())],
+        "env": [{"name": "AQUAREGIA_TEST_MARKER", "value": marker}],
+    })
+}
+
+async fn stops_on(signal: &str) {
+    let mock = MockServer::start().await;
+    let scratch = Scratch::new();
+    let marker = marker(&format!("acp-signal-{signal}"));
+    let _cleanup = KillMarked(marker.clone());
+    let client: RawClient = acp_agent(&scratch, &mock, &marker);
+    client.initialize().await;
+    for _ in 0..2 {
+        let session = client
+            .request(
+                "session/new",
+                json!({"cwd": scratch.path, "mcpServers": [server_with_grandchild("srv", &marker)]}),
+            )
+            .await;
+        assert!(session["result"]["sessionId"].is_string(), "{session}");
+    }
+    // The agent, two servers and their two grandchildren.
+    let running = processes_with_marker(&marker);
+    assert!(running.len() >= 5, "{running:?}");
+
+    let sent = std::process::Command::new("kill")
+        .args([format!("-{signal}"), client.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = client.wait_exit(BOUND).await;
+    assert!(
+        status.success(),
+        "{signal}: {status:?}: {}",
+        client.stderr()
+    );
+    assert_no_process_left(&marker, BOUND).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_closes_every_session_first() {
+    stops_on("TERM").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_closes_every_session_first() {
+    stops_on("HUP").await;
+}

@@ -1,0 +1,82 @@
+//! [`Client::list_models`]: the models a provider offers.
+
+use serde::Deserialize;
+
+use super::Client;
+use crate::client::ProviderKind;
+use crate::error::Error;
+use crate::http::{self, truncate};
+
+/// Anthropic has a models endpoint with its own paging and versions; a short list of current
+/// models is what a picker needs.
+const ANTHROPIC_MODELS: &[&str] = &["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5"];
+
+const GEMINI_MODELS: &[&str] = &[
+    "gemini-2.5-pro",
+    "gemini-2.5-flash",
+    "gemini-2.5-flash-lite",
+];
+
+#[derive(Deserialize)]
+struct ModelList {
+    data: Vec<ModelEntry>,
+}
+
+#[derive(Deserialize)]
+struct ModelEntry {
+    id: String,
+}
+
+impl Client {
+    /// The models this provider offers: `GET /models` for OpenAI-compatible servers and
+    /// Ollama, a short built-in list for Anthropic and Gemini.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), aquaregia::Error> {
+    /// let (client, _model) = aquaregia::Client::from_env()?;
+    /// for model in client.list_models().await? {
+    ///     println!("{model}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_models(&self) -> Result<Vec<String>, Error> {
+        let builtin = match self.kind() {
+            ProviderKind::Anthropic => Some(ANTHROPIC_MODELS),
+            ProviderKind::Gemini => Some(GEMINI_MODELS),
+            _ => None,
+        };
+        if let Some(models) = builtin {
+            return Ok(models.iter().map(|model| (*model).to_owned()).collect());
+        }
+        let config = &self.inner.http;
+        let url = config.url("/models");
+        let response = tokio::time::timeout(
+            config.timeout,
+            config.http.get(&url).headers(config.headers.clone()).send(),
+        )
+        .await
+        .map_err(|_| Error::Timeout {
+            after: config.timeout,
+        })?
+        .map_err(|error| http::transport_error(&url, &error))?;
+        let status = response.status().as_u16();
+        let body = config.read_body(response).await?;
+        if !(200..300).contains(&status) {
+            let text = String::from_utf8_lossy(&body).into_owned();
+            return Err(Error::Provider {
+                provider: self.provider_id(),
+                status,
+                message: truncate(&text, 200),
+                code: None,
+                body: text,
+                request_id: None,
+            });
+        }
+        let list: ModelList = serde_json::from_slice(&body).map_err(|error| Error::Decode {
+            provider: self.provider_id(),
+            message: error.to_string(),
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })?;
+        Ok(list.data.into_iter().map(|entry| entry.id).collect())
+    }
+}
