@@ -233,7 +233,7 @@ impl AcpServer {
     }
 }
 
-/// SIGTERM or SIGHUP (Ctrl-C where there are no such signals).
+/// SIGTERM, SIGHUP or Ctrl-C (SIGINT).
 async fn termination() {
     #[cfg(unix)]
     {
@@ -248,6 +248,7 @@ async fn termination() {
         let name = tokio::select! {
             _ = term.recv() => "SIGTERM",
             _ = hangup.recv() => "SIGHUP",
+            Ok(()) = tokio::signal::ctrl_c() => "SIGINT",
         };
         tracing::info!(signal = name, "stopping: closing every session");
     }

@@ -16,6 +16,7 @@ mod elicit;
 mod jsonc;
 mod line_input;
 mod mcp_cmd;
+mod models_cmd;
 mod oauth;
 mod output;
 mod permissions;
@@ -63,6 +64,8 @@ enum Command {
     Sessions(sessions_cmd::SessionsArgs),
     /// Show the config files read, and where each server and permission rule came from.
     Config,
+    /// List the models the configured providers offer, as provider:model specs.
+    Models(models_cmd::ModelsArgs),
     /// Inspect MCP servers: list their tools, call one.
     #[command(subcommand)]
     Mcp(mcp_cmd::McpCommand),
@@ -106,11 +109,12 @@ fn main() -> ExitCode {
 /// Runs the command. The first Ctrl-C (or SIGTERM, SIGHUP) cancels `run` cleanly (servers
 /// closed); other commands, and a second signal, stop at once: dropping the command kills its
 /// stdio servers' process groups, so nothing is left behind. `chat` handles signals itself
-/// (one cancels the turn in flight).
+/// (one cancels the turn in flight), and so does `acp` (every session's servers are closed,
+/// then it exits with 0).
 async fn run_until_interrupted(cli: Cli) -> ExitCode {
     let cancel = CancellationToken::new();
     let graceful = matches!(cli.command, Command::Run(_));
-    let own_signals = matches!(cli.command, Command::Chat(_));
+    let own_signals = matches!(cli.command, Command::Chat(_) | Command::Acp(_));
     let mut signals = (!own_signals).then(signals::StopSignals::new);
     let mut work = Box::pin(dispatch(cli, cancel.clone()));
     let result = loop {
@@ -159,6 +163,7 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<()> {
         Command::Chat(args) => chat::run(args, config.as_deref()).await,
         Command::Sessions(args) => sessions_cmd::run(args).await,
         Command::Config => config_cmd::run(config.as_deref()),
+        Command::Models(args) => models_cmd::run(args).await,
         Command::Mcp(command) => mcp_cmd::run(command, config.as_deref()).await,
         Command::Acp(args) => acp::run(args).await,
     }

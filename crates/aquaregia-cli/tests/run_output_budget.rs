@@ -24,7 +24,13 @@ async fn a_long_tool_result_reaches_the_model_cut_and_the_rest_is_readable() {
     ])
     .await;
     let mut command = cli(&scratch);
-    command.args(["run", "Echo something long."]);
+    // `--ask-all`: even the read-only echo is asked about, the built-in never is.
+    command.args([
+        "run",
+        "--ask-all",
+        "--answers-from-stdin",
+        "Echo something long.",
+    ]);
     use_mock(&mut command, &model);
     let outcome = run(command, "y\n").await;
 

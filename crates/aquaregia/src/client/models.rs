@@ -3,19 +3,8 @@
 use serde::Deserialize;
 
 use super::Client;
-use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::http::{self, truncate};
-
-/// Anthropic has a models endpoint with its own paging and versions; a short list of current
-/// models is what a picker needs.
-const ANTHROPIC_MODELS: &[&str] = &["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5"];
-
-const GEMINI_MODELS: &[&str] = &[
-    "gemini-2.5-pro",
-    "gemini-2.5-flash",
-    "gemini-2.5-flash-lite",
-];
 
 #[derive(Deserialize)]
 struct ModelList {
@@ -40,12 +29,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn list_models(&self) -> Result<Vec<String>, Error> {
-        let builtin = match self.kind() {
-            ProviderKind::Anthropic => Some(ANTHROPIC_MODELS),
-            ProviderKind::Gemini => Some(GEMINI_MODELS),
-            _ => None,
-        };
-        if let Some(models) = builtin {
+        if let Some(models) = self.inner.provider.known_models {
             return Ok(models.iter().map(|model| (*model).to_owned()).collect());
         }
         let config = &self.inner.http;

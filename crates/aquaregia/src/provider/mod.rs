@@ -81,6 +81,9 @@ pub(crate) struct ProviderInfo {
     pub(crate) static_headers: &'static [(&'static str, &'static str)],
     /// The model `Client::default_model_spec` picks when this provider's key is set.
     pub(crate) default_model: Option<&'static str>,
+    /// What `Client::list_models` answers without asking the server (`None`: it asks
+    /// `GET /models`), for providers whose listing does not suit a model picker.
+    pub(crate) known_models: Option<&'static [&'static str]>,
     /// The wire API's request functions.
     pub(crate) api: &'static dyn Dispatch,
 }

@@ -16,6 +16,7 @@ pub(crate) static OLLAMA: ProviderInfo = ProviderInfo {
     auth_header: bearer_auth,
     static_headers: &[],
     default_model: None,
+    known_models: None,
     api: &Api::<OpenAiChat>::new(),
 };
 

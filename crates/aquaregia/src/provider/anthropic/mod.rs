@@ -29,6 +29,8 @@ pub(crate) static ANTHROPIC: ProviderInfo = ProviderInfo {
     auth_header: |key| (HeaderName::from_static("x-api-key"), key.to_owned()),
     static_headers: &[("anthropic-version", "2023-06-01")],
     default_model: Some("claude-sonnet-4-5"),
+    // Its models endpoint pages with its own versioning; a short current list suits a picker.
+    known_models: Some(&["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5"]),
     api: &Api::<Anthropic>::new(),
 };
 

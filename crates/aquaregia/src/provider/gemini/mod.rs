@@ -40,6 +40,11 @@ pub(crate) static GEMINI: ProviderInfo = ProviderInfo {
     auth_header: |key| (HeaderName::from_static("x-goog-api-key"), key.to_owned()),
     static_headers: &[],
     default_model: Some("gemini-2.5-flash"),
+    known_models: Some(&[
+        "gemini-2.5-pro",
+        "gemini-2.5-flash",
+        "gemini-2.5-flash-lite",
+    ]),
     api: &Api::<Gemini>::new(),
 };
 

@@ -34,6 +34,7 @@ pub(crate) static OPENAI_CHAT: ProviderInfo = ProviderInfo {
     auth_header: bearer_auth,
     static_headers: &[],
     default_model: None,
+    known_models: None,
     api: &Api::<OpenAiChat>::new(),
 };
 

@@ -30,6 +30,7 @@ pub(crate) static OPENAI: ProviderInfo = ProviderInfo {
     auth_header: bearer_auth,
     static_headers: &[],
     default_model: Some("gpt-5-mini"),
+    known_models: None,
     api: &Api::<OpenAiResponses>::new(),
 };
 

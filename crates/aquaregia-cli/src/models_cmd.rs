@@ -1,0 +1,105 @@
+//! `aquaregia models`: what the configured providers offer, as `provider:model` specs.
+
+use anyhow::bail;
+use aquaregia::Client;
+use clap::Args;
+use futures::future::join_all;
+use serde_json::json;
+
+use crate::output::{self, Styles};
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Without PROVIDER, every provider whose API key is set is asked, plus the provider of the
+default model (AQUAREGIA_MODEL, else the first provider with a key, else Ollama). The default
+model is marked. OpenAI-compatible servers and Ollama are asked (GET /models); Anthropic and
+Gemini answer from a built-in list.")]
+pub(crate) struct ModelsArgs {
+    /// Only these providers (openai, openai-chat, anthropic, gemini, ollama).
+    #[arg(value_name = "PROVIDER")]
+    providers: Vec<String>,
+    /// Print them as JSON: `[{"spec", "provider", "model", "default"}]`.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn run(args: ModelsArgs) -> anyhow::Result<()> {
+    let default = Client::default_model_spec();
+    let default_provider = default.split_once(':').map_or("", |(id, _)| id).to_owned();
+    let known: Vec<(&str, &[&str])> = Client::provider_key_vars();
+    for name in &args.providers {
+        if !known.iter().any(|(id, _)| id == name) {
+            let ids: Vec<&str> = known.iter().map(|(id, _)| *id).collect();
+            bail!("unknown provider `{name}` (use one of {})", ids.join(", "));
+        }
+    }
+    let asked: Vec<&str> = known
+        .iter()
+        .filter(|(id, vars)| {
+            if args.providers.is_empty() {
+                *id == default_provider
+                    || vars
+                        .iter()
+                        .any(|var| std::env::var(var).is_ok_and(|value| !value.is_empty()))
+            } else {
+                args.providers.iter().any(|name| name == id)
+            }
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    let listings = join_all(asked.iter().map(|id| async move {
+        // Any model name builds the client; only the provider matters here.
+        let result = match Client::from_model_spec(&format!("{id}:list")) {
+            Ok((client, _)) => client.list_models().await.map_err(anyhow::Error::from),
+            Err(error) => Err(error.into()),
+        };
+        (*id, result)
+    }))
+    .await;
+
+    let styles = Styles::stderr();
+    let mut rows = Vec::new();
+    let mut failures = 0;
+    for (id, result) in listings {
+        match result {
+            Ok(models) => rows.extend(models.into_iter().map(|model| (id, model))),
+            Err(error) => {
+                failures += 1;
+                eprintln!(
+                    "{} {id}: {}",
+                    styles.yellow("warning:"),
+                    output::first_line(&output::clean(&format!("{error:#}")), 300)
+                );
+            }
+        }
+    }
+    if rows.is_empty() && failures > 0 {
+        bail!("no provider answered");
+    }
+    if args.json {
+        let list: Vec<_> = rows
+            .iter()
+            .map(|(id, model)| {
+                let spec = format!("{id}:{model}");
+                json!({"spec": spec, "provider": id, "model": model, "default": spec == default})
+            })
+            .collect();
+        return output::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&list)?));
+    }
+    let stdout = Styles::stdout();
+    let mut out = String::new();
+    for (id, model) in &rows {
+        let spec = format!("{id}:{}", output::clean(model));
+        if spec == default {
+            out.push_str(&format!(
+                "{} {}\n",
+                stdout.bold(&spec),
+                stdout.green("(default)")
+            ));
+        } else {
+            out.push_str(&spec);
+            out.push('\n');
+        }
+    }
+    output::write_stdout(&out)
+}
