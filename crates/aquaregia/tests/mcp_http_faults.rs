@@ -141,43 +141,34 @@ async fn an_http_500_fails_only_that_call() {
 /// Fault 9 over Streamable HTTP: a tool that must run as a task is not offered.
 #[tokio::test]
 async fn task_only_tools_are_hidden_over_http() {
-    let (url, server) = serve(flaky_server(Arc::default())).await;
-    let connection = mcp::Connector::new()
-        .name("tasks")
-        .timeout(BOUND)
-        .http(&url, HttpOptions::new())
-        .await
-        .unwrap();
-    let names: Vec<String> = connection
-        .tools()
-        .await
-        .unwrap()
-        .iter()
-        .map(|t| t.name().to_owned())
-        .collect();
-    assert_eq!(names, ["work"]);
-    server.abort();
+    assert_eq!(offered_tools(flaky_server(Arc::default())).await, ["work"]);
 }
 
 /// Fault 9 when `tools/list` is answered as an event stream: still hidden.
 #[tokio::test]
 async fn task_only_tools_are_hidden_when_listed_over_sse() {
-    let (url, server) = serve(server_answering(Arc::default(), sse_response)).await;
+    let app = server_answering(Arc::default(), sse_response);
+    assert_eq!(offered_tools(app).await, ["work"]);
+}
+
+/// The names of the tools a connection to `app` offers.
+async fn offered_tools(app: Router) -> Vec<String> {
+    let (url, server) = serve(app).await;
     let connection = mcp::Connector::new()
         .name("tasks")
         .timeout(BOUND)
         .http(&url, HttpOptions::new())
         .await
         .unwrap();
-    let names: Vec<String> = connection
+    let names = connection
         .tools()
         .await
         .unwrap()
         .iter()
         .map(|t| t.name().to_owned())
         .collect();
-    assert_eq!(names, ["work"]);
     server.abort();
+    names
 }
 
 /// A 401 with a `WWW-Authenticate` challenge is an authorization request, not a rejection.
