@@ -96,6 +96,10 @@ mod export {
             .build();
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
         let layer = tracing_opentelemetry::layer()
+            // Only the conventions' attributes: no code location, thread or busy/idle times.
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
             .with_tracer(provider.tracer("aquaregia"))
             .with_filter(Targets::new().with_target(TELEMETRY_TARGET, Level::INFO));
         Some((layer, Exporter { provider }))

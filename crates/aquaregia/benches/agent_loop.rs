@@ -149,6 +149,10 @@ mod otel {
             .with_simple_exporter(exporter.clone())
             .build();
         let layer = tracing_opentelemetry::layer()
+            // Only the conventions' attributes: no code location, thread or busy/idle times.
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
             .with_tracer(provider.tracer("bench"))
             .with_filter(
                 tracing_subscriber::filter::Targets::new()

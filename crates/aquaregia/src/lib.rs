@@ -74,6 +74,10 @@
 //!     // .with_batch_exporter(an OTLP exporter)
 //!     .build();
 //! let layer = tracing_opentelemetry::layer()
+//!     // The conventions' attributes only, and about half the cost per span.
+//!     .with_location(false)
+//!     .with_threads(false)
+//!     .with_tracked_inactivity(false)
 //!     .with_tracer(provider.tracer("my-app"))
 //!     .with_filter(Targets::new().with_target(aquaregia::TELEMETRY_TARGET, tracing::Level::INFO));
 //! tracing_subscriber::registry().with(layer).init();

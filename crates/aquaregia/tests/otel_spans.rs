@@ -147,7 +147,7 @@ async fn a_run_exports_agent_chat_tool_and_mcp_spans_in_one_trace() {
         assert_eq!(string(chat, "server.address"), "127.0.0.1");
         assert_eq!(int(chat, "gen_ai.usage.input_tokens"), 10);
         assert_eq!(int(chat, "gen_ai.usage.output_tokens"), 5);
-        assert_eq!(int(chat, "gen_ai.usage.cache_read.input_tokens"), 0);
+        assert!(attribute(chat, "gen_ai.usage.cache_read.input_tokens").is_none());
         match attribute(chat, "gen_ai.response.finish_reasons") {
             Some(Value::Array(Array::String(values))) => {
                 reasons.extend(values.iter().map(|v| v.as_str().to_owned()));

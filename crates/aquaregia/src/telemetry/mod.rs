@@ -130,6 +130,7 @@ pub(crate) fn chat_span(
     content: bool,
 ) -> Span {
     let provider = provider_name(client);
+    let server = client.server();
     let span = tracing::info_span!(
         target: TELEMETRY_TARGET,
         "chat",
@@ -146,8 +147,8 @@ pub(crate) fn chat_span(
         gen_ai.request.temperature = request.temperature.map(f64::from),
         gen_ai.request.stream = streaming,
         gen_ai.output.type = request.output_schema.as_ref().map(|_| "json"),
-        server.address = Empty,
-        server.port = Empty,
+        server.address = server.map(|(host, _)| host),
+        server.port = server.and_then(|(_, port)| port).map(i64::from),
         gen_ai.response.id = Empty,
         gen_ai.response.model = Empty,
         gen_ai.usage.input_tokens = Empty,
@@ -161,14 +162,6 @@ pub(crate) fn chat_span(
     );
     if span.is_disabled() {
         return span;
-    }
-    if let Ok(url) = reqwest::Url::parse(client.base_url()) {
-        if let Some(host) = url.host_str() {
-            span.record("server.address", host);
-        }
-        if let Some(port) = url.port_or_known_default() {
-            span.record("server.port", i64::from(port));
-        }
     }
     if content {
         if let Some(instructions) = &request.instructions {
@@ -221,21 +214,29 @@ pub(crate) fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
+/// Input and output tokens always; cache reads and writes and reasoning tokens when there
+/// were some.
 fn record_usage(span: &Span, usage: &Usage) {
     span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
     span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
-    span.record(
-        "gen_ai.usage.cache_read.input_tokens",
-        int(usage.cached_input_tokens),
-    );
-    span.record(
-        "gen_ai.usage.cache_creation.input_tokens",
-        int(usage.cache_write_tokens),
-    );
-    span.record(
-        "gen_ai.usage.reasoning.output_tokens",
-        int(usage.reasoning_tokens),
-    );
+    for (field, tokens) in [
+        (
+            "gen_ai.usage.cache_read.input_tokens",
+            usage.cached_input_tokens,
+        ),
+        (
+            "gen_ai.usage.cache_creation.input_tokens",
+            usage.cache_write_tokens,
+        ),
+        (
+            "gen_ai.usage.reasoning.output_tokens",
+            usage.reasoning_tokens,
+        ),
+    ] {
+        if tokens > 0 {
+            span.record(field, int(tokens));
+        }
+    }
 }
 
 /// `gen_ai.response.finish_reasons` values.
