@@ -18,6 +18,14 @@ use opentelemetry_proto::tonic::common::v1::any_value;
 use prost::Message as _;
 use serde_json::json;
 
+/// An exported span, decoded.
+struct Exported {
+    trace_id: Vec<u8>,
+    name: String,
+    /// `gen_ai.conversation.id`.
+    conversation: Option<String>,
+}
+
 /// One `POST /v1/traces`: its content type and its body.
 type Posts = Arc<Mutex<Vec<(String, Bytes)>>>;
 
@@ -42,8 +50,8 @@ impl Collector {
         Self { url, posts, task }
     }
 
-    /// The exported spans: `(trace id, name)`, and the service names of their resources.
-    fn spans(&self) -> (Vec<(Vec<u8>, String)>, Vec<String>) {
+    /// The exported spans, and the service names of their resources.
+    fn spans(&self) -> (Vec<Exported>, Vec<String>) {
         let posts = self.posts.lock().unwrap().clone();
         assert!(!posts.is_empty(), "nothing was exported");
         let mut spans = Vec::new();
@@ -63,7 +71,20 @@ impl Collector {
                 }
                 for scope in resource_spans.scope_spans {
                     for span in scope.spans {
-                        spans.push((span.trace_id, span.name));
+                        let conversation = span
+                            .attributes
+                            .iter()
+                            .find(|attribute| attribute.key == "gen_ai.conversation.id")
+                            .and_then(|attribute| attribute.value.as_ref())
+                            .and_then(|value| match &value.value {
+                                Some(any_value::Value::StringValue(id)) => Some(id.clone()),
+                                _ => None,
+                            });
+                        spans.push(Exported {
+                            trace_id: span.trace_id,
+                            name: span.name,
+                            conversation,
+                        });
                     }
                 }
             }
@@ -89,8 +110,8 @@ async fn receive(State(posts): State<Posts>, headers: HeaderMap, body: Bytes) ->
     Vec::new()
 }
 
-fn names(spans: &[(Vec<u8>, String)]) -> Vec<&str> {
-    spans.iter().map(|(_, name)| name.as_str()).collect()
+fn names(spans: &[Exported]) -> Vec<&str> {
+    spans.iter().map(|span| span.name.as_str()).collect()
 }
 
 #[tokio::test]
@@ -124,8 +145,11 @@ async fn run_exports_its_spans_to_the_collector() {
         assert!(names.contains(&expected), "{expected} in {names:?}");
     }
     assert_eq!(names.iter().filter(|name| **name == "chat mock").count(), 2);
-    let trace = &spans[0].0;
-    assert!(spans.iter().all(|(id, _)| id == trace), "one trace");
+    let trace = &spans[0].trace_id;
+    assert!(
+        spans.iter().all(|span| &span.trace_id == trace),
+        "one trace"
+    );
     assert!(
         services.iter().all(|service| service == "aquaregia"),
         "{services:?}"
@@ -165,6 +189,14 @@ async fn acp_exports_its_spans_when_it_exits() {
 
     let (spans, _) = collector.spans();
     let names = names(&spans);
-    assert!(names.contains(&"invoke_agent aquaregia"), "{names:?}");
     assert!(names.contains(&"chat mock"), "{names:?}");
+    let run = spans
+        .iter()
+        .find(|span| span.name == "invoke_agent aquaregia")
+        .expect("the run's span");
+    assert_eq!(
+        run.conversation.as_deref(),
+        id.as_str(),
+        "the ACP session id"
+    );
 }

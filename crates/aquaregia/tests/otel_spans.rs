@@ -398,3 +398,33 @@ async fn an_http_call_reports_its_session_and_server_and_sends_the_trace_context
     connection.close().await;
     task.abort();
 }
+
+#[tokio::test]
+async fn a_failed_model_call_marks_the_chat_and_run_spans_as_errors() {
+    let model = MockServer::start().await;
+    model.push(Reply::error(
+        400,
+        json!({"error": {"message": "bad request", "type": "invalid_request_error"}}),
+    ));
+    let agent = chat_client(&model).agent("mock-model").build().unwrap();
+
+    let (output, spans) = traced(agent.run("go")).await;
+    assert!(output.is_err());
+
+    let chat = one(&spans, "chat mock-model");
+    assert!(
+        matches!(chat.status, Status::Error { .. }),
+        "{:?}",
+        chat.status
+    );
+    assert_eq!(string(chat, "error.type"), "400");
+    assert!(attribute(chat, "gen_ai.usage.input_tokens").is_none());
+    let run = one(&spans, "invoke_agent");
+    assert!(
+        matches!(run.status, Status::Error { .. }),
+        "{:?}",
+        run.status
+    );
+    assert_eq!(string(run, "error.type"), "400");
+    assert_eq!(chat.parent_span_id, run.span_context.span_id());
+}
