@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::prompt_cache;
+use crate::telemetry;
 use anyhow::Context;
 use aquaregia::{Client, FileSessionStore};
 use aquaregia_acp::{AcpServer, ApiKeyAuth};
@@ -134,7 +135,8 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
         let agent = client
             .agent(picked)
             .max_steps(max_steps)
-            .prompt_caching(prompt_cache::for_session(&client, &session.session_id));
+            .prompt_caching(prompt_cache::for_session(&client, &session.session_id))
+            .telemetry(telemetry::agent_telemetry().conversation_id(&session.session_id));
         Ok(match &system {
             Some(system) => agent.instructions(system.clone()),
             None => agent,

@@ -25,6 +25,7 @@ mod run;
 mod servers;
 mod sessions_cmd;
 mod signals;
+mod telemetry;
 mod turn;
 
 use std::path::PathBuf;
@@ -33,6 +34,9 @@ use std::time::Duration;
 
 use aquaregia::CancellationToken;
 use clap::{Parser, Subcommand};
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// Run LLM agents whose tools come from MCP servers.
 #[derive(Debug, Parser)]
@@ -87,7 +91,7 @@ impl std::error::Error for Interrupted {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli.command);
+    let exporter = init_logging(&cli.command);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -103,6 +107,9 @@ fn main() -> ExitCode {
     let code = runtime.block_on(run_until_interrupted(cli));
     // Don't wait on blocking work nobody needs any more (a DNS lookup, a stdin read).
     runtime.shutdown_timeout(Duration::from_millis(200));
+    if let Some(exporter) = exporter {
+        exporter.shutdown();
+    }
     code
 }
 
@@ -169,7 +176,9 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<()> {
     }
 }
 
-fn init_logging(command: &Command) {
+/// Logs to stderr; with the `otel` feature and `OTEL_EXPORTER_OTLP_ENDPOINT` set, the GenAI
+/// spans are also exported (the returned exporter flushes them at exit).
+fn init_logging(command: &Command) -> Option<telemetry::Exporter> {
     // rmcp logs transport failures at ERROR that the SDK already turns into the one error line
     // we print; RUST_LOG brings them back. Editors keep an agent's stderr as its log, so `acp`
     // also says which model and servers it uses.
@@ -183,9 +192,14 @@ fn init_logging(command: &Command) {
     if let Command::Acp(_) = command {
         filter = filter.add_directive(acp::LOG_CAP.parse().unwrap_or_default());
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(output::Styles::stderr().enabled())
-        .init();
+        .with_filter(filter);
+    #[cfg(feature = "otel")]
+    let (export, exporter) = telemetry::start().unzip();
+    #[cfg(not(feature = "otel"))]
+    let (export, exporter) = (None::<tracing_subscriber::layer::Identity>, None);
+    tracing_subscriber::registry().with(log).with(export).init();
+    exporter
 }

@@ -16,6 +16,7 @@ use crate::agent_args::{AgentArgs, OutputFormat};
 use crate::console::Console;
 use crate::output::{self, Styles};
 use crate::prompt_cache;
+use crate::telemetry;
 
 /// What one tool result may put into the model's context.
 const TOOL_OUTPUT_BUDGET_TOKENS: u64 = 25_000;
@@ -43,6 +44,7 @@ pub(crate) fn agent(
         // Long tool results reach the model cut to head and tail; `read_tool_output` reads on.
         .tool_output_budget(OutputBudget::tokens(TOOL_OUTPUT_BUDGET_TOKENS))
         .cancellation_token(cancel)
+        .telemetry(telemetry::agent_telemetry())
         .shared_hooks(console.clone());
     if let Some(system) = &args.system {
         agent = agent.instructions(system);

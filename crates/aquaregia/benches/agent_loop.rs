@@ -127,8 +127,62 @@ async fn replay(http: &reqwest::Client, root: &str, requests: &[support::RawRequ
     }
 }
 
+/// `AGENT_LOOP_OTEL=1` (built with `--features otel`): the runs are traced by a
+/// `tracing-opentelemetry` layer with an in-memory exporter, emptied between rounds.
+#[cfg(feature = "otel")]
+mod otel {
+    use std::sync::OnceLock;
+
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::{Layer, Registry};
+
+    static SPANS: OnceLock<(SdkTracerProvider, InMemorySpanExporter)> = OnceLock::new();
+
+    pub(crate) fn install() {
+        if std::env::var_os("AGENT_LOOP_OTEL").is_none() {
+            return;
+        }
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let layer = tracing_opentelemetry::layer()
+            // Only the conventions' attributes: no code location, thread or busy/idle times.
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_tracer(provider.tracer("bench"))
+            .with_filter(
+                tracing_subscriber::filter::Targets::new()
+                    .with_target(aquaregia::TELEMETRY_TARGET, tracing::Level::INFO),
+            );
+        tracing::subscriber::set_global_default(Registry::default().with(layer))
+            .expect("the only subscriber");
+        let _ = SPANS.set((provider, exporter));
+        println!("(traced: tracing-opentelemetry, in-memory exporter)");
+    }
+
+    /// Drops the spans exported so far; checks that there were some.
+    pub(crate) fn clear() {
+        if let Some((_, exporter)) = SPANS.get() {
+            let spans = exporter.get_finished_spans().expect("spans");
+            assert!(!spans.is_empty(), "runs are traced");
+            exporter.reset();
+        }
+    }
+}
+
+#[cfg(not(feature = "otel"))]
+mod otel {
+    pub(crate) fn install() {}
+    pub(crate) fn clear() {}
+}
+
 fn main() {
     let only: Option<String> = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
+    otel::install();
     let server = support::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -268,6 +322,9 @@ async fn measure(
             }
         })
         .await;
+        if side != "replay" {
+            otel::clear();
+        }
         if round >= WARMUP {
             floor.push(floor_time);
             run.push(run_time);

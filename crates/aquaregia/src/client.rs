@@ -54,6 +54,8 @@ pub struct Client {
 struct ClientInner {
     provider: &'static ProviderInfo,
     http: HttpConfig,
+    /// The base URL's host and port, for spans (`server.address`, `server.port`).
+    server: Option<(String, Option<u16>)>,
 }
 
 impl fmt::Debug for Client {
@@ -181,6 +183,12 @@ impl Client {
     /// The base URL requests go to.
     pub fn base_url(&self) -> &str {
         &self.inner.http.base_url
+    }
+
+    /// The base URL's host and port.
+    pub(crate) fn server(&self) -> Option<(&str, Option<u16>)> {
+        let (host, port) = self.inner.server.as_ref()?;
+        Some((host, *port))
     }
 
     /// Starts building an agent on `model`.
@@ -367,9 +375,14 @@ impl ClientBuilder {
             Some(http) => http,
             None => http::default_client()?,
         };
+        let server = reqwest::Url::parse(&base_url).ok().and_then(|url| {
+            let host = url.host_str()?.to_owned();
+            Some((host, url.port_or_known_default()))
+        });
         Ok(Client {
             inner: Arc::new(ClientInner {
                 provider,
+                server,
                 http: HttpConfig {
                     http,
                     base_url,

@@ -53,12 +53,43 @@
 //! [`Agent::compact`]); above 64 tools the model finds tools with `search_tools`
 //! ([`ToolDeferral`]). Token counts come from one estimator, [`estimate_tokens`].
 //!
+//! ## Observability
+//!
+//! Runs emit `tracing` spans that follow the OpenTelemetry GenAI semantic conventions, with
+//! the target [`TELEMETRY_TARGET`]: `invoke_agent` per run, `chat {model}` per model call
+//! (provider, models, usage, finish reasons), `execute_tool {tool}` per tool call, and
+//! `tools/call {tool}` per MCP request (`mcp.method.name`, `mcp.protocol.version`, server
+//! address). With the `otel` feature, export them with `tracing-opentelemetry` and MCP
+//! servers receive the trace context (`traceparent`) in the request's `_meta`. Prompts,
+//! answers and tool arguments are recorded only when [`Telemetry::record_content`] is set
+//! ([`AgentBuilder::telemetry`]).
+//!
+//! ```no_run
+//! // With opentelemetry_sdk, tracing-opentelemetry and tracing-subscriber:
+//! use opentelemetry::trace::TracerProvider as _;
+//! use tracing_subscriber::filter::Targets;
+//! use tracing_subscriber::{Layer, layer::SubscriberExt, util::SubscriberInitExt};
+//!
+//! let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+//!     // .with_batch_exporter(an OTLP exporter)
+//!     .build();
+//! let layer = tracing_opentelemetry::layer()
+//!     // The conventions' attributes only, and about half the cost per span.
+//!     .with_location(false)
+//!     .with_threads(false)
+//!     .with_tracked_inactivity(false)
+//!     .with_tracer(provider.tracer("my-app"))
+//!     .with_filter(Targets::new().with_target(aquaregia::TELEMETRY_TARGET, tracing::Level::INFO));
+//! tracing_subscriber::registry().with(layer).init();
+//! ```
+//!
 //! ## Cargo features
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `mcp` | off | `aquaregia::mcp`: MCP servers' tools as [`Tool`]s (rmcp) |
 //! | `mcp-oauth` | off | OAuth 2.1 for HTTP MCP servers (`mcp::OAuth`, token stores; rmcp's `auth`) |
+//! | `otel` | off | OpenTelemetry: trace context to MCP servers, array attributes (`opentelemetry`, `tracing-opentelemetry`) |
 //!
 //! ## Sessions
 //!
@@ -79,6 +110,7 @@ mod prompt_cache;
 mod provider;
 mod session;
 mod structured;
+mod telemetry;
 mod tool;
 
 pub use agent::{
@@ -105,6 +137,7 @@ pub use session::{
     SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp,
 };
 pub use structured::{GeneratedObject, OutputSchema};
+pub use telemetry::{TELEMETRY_TARGET, Telemetry};
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,
     ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry, TypedToolBuilder,

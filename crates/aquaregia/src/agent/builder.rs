@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::model::ToolChoice;
 use crate::pricing::PriceTable;
 use crate::prompt_cache::PromptCaching;
+use crate::telemetry::Telemetry;
 use crate::tool::{Tool, ToolRegistry};
 
 pub(crate) type PrepareStepFn = dyn for<'a> Fn(&StepContext<'a>) -> BoxFuture<'static, Result<StepOverrides, Error>>
@@ -56,6 +57,7 @@ pub struct AgentBuilder {
     output_store: Option<ToolOutputStore>,
     context_window: Option<u64>,
     deferral: ToolDeferral,
+    telemetry: Telemetry,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -91,6 +93,7 @@ impl AgentBuilder {
             output_store: None,
             context_window: None,
             deferral: ToolDeferral::new(),
+            telemetry: Telemetry::new(),
         }
     }
 
@@ -278,6 +281,15 @@ impl AgentBuilder {
         self
     }
 
+    /// What the run's GenAI spans record (`invoke_agent`, `chat`, `execute_tool`; see
+    /// [`TELEMETRY_TARGET`](crate::TELEMETRY_TARGET)): the agent's name, the conversation id,
+    /// and whether prompts, answers and tool arguments and results are recorded (off by
+    /// default).
+    pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = telemetry;
+        self
+    }
+
     /// Checks the configuration (tool names, limits) and builds the agent.
     pub fn build(mut self) -> Result<Agent, Error> {
         if self.max_steps == 0 {
@@ -354,6 +366,7 @@ impl AgentBuilder {
                 output_store,
                 context_window: self.context_window,
                 deferral: self.deferral,
+                telemetry: self.telemetry,
             }),
         })
     }

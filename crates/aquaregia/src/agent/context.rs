@@ -10,7 +10,7 @@ use crate::context::{
 };
 use crate::error::Error;
 use crate::message::{Message, ToolResult};
-use crate::model::{ModelRequest, Usage};
+use crate::model::ModelRequest;
 use crate::tool::{Tool, ToolRegistry};
 
 use super::AgentConfig;
@@ -145,9 +145,10 @@ pub(super) async fn compact(
         target: window.saturating_sub(reserve),
         reserve,
         store: config.output_store.as_ref(),
+        record_content: config.telemetry.record_content,
     };
     let mut messages = messages.to_vec();
-    let (report, _) = compaction.run(&mut messages, true).await?;
+    let report = compaction.run(&mut messages, true).await?;
     Ok((messages, report))
 }
 
@@ -158,7 +159,7 @@ pub(super) async fn fit_window(
     request: &mut ModelRequest,
     estimates: &mut Estimates,
     step_local: bool,
-) -> Result<Option<(CompactionReport, Usage)>, Error> {
+) -> Result<Option<CompactionReport>, Error> {
     let provider = config.client.kind();
     let (window, reserve) = window_and_reserve(config, &request.model);
     let target = window.saturating_sub(reserve);
@@ -187,11 +188,12 @@ pub(super) async fn fit_window(
         target,
         reserve,
         store: config.output_store.as_ref(),
+        record_content: config.telemetry.record_content,
     };
     // Changed in place step by step, so a cancelled compaction leaves a valid conversation.
     let outcome = compaction.run(&mut request.messages, false).await;
     estimates.reset_messages();
-    let (report, usage) = outcome?;
+    let report = outcome?;
     tracing::info!(
         before = report.before_tokens,
         after = report.after_tokens,
@@ -199,5 +201,5 @@ pub(super) async fn fit_window(
         summarized = report.summarized_messages,
         "conversation compacted"
     );
-    Ok(Some((report, usage)))
+    Ok(Some(report))
 }

@@ -26,6 +26,7 @@ use crate::model::{FinishReason, ToolChoice, Usage};
 use crate::pricing::{Cost, PriceTable};
 use crate::prompt_cache::PromptCaching;
 use crate::structured::OutputSchema;
+use crate::telemetry::Telemetry;
 use crate::tool::{ToolExecError, ToolOutput, ToolRegistry};
 
 pub use builder::AgentBuilder;
@@ -77,6 +78,7 @@ pub(crate) struct AgentConfig {
     pub(crate) output_store: Option<ToolOutputStore>,
     pub(crate) context_window: Option<u64>,
     pub(crate) deferral: ToolDeferral,
+    pub(crate) telemetry: Telemetry,
 }
 
 impl fmt::Debug for Agent {
@@ -112,7 +114,8 @@ impl Agent {
     /// Compacts a conversation now, whatever its size (what a `/compact` command does): older
     /// tool results are elided and everything before the latest user turn is summarised by
     /// the model, as the run does on its own when a request would not fit the window. Returns
-    /// the compacted conversation, to continue with [`run`](Self::run).
+    /// the compacted conversation, to continue with [`run`](Self::run), and what was done
+    /// (with the summarising call's tokens in [`CompactionReport::usage`]).
     pub async fn compact(
         &self,
         messages: &[Message],
@@ -291,9 +294,10 @@ pub struct AgentOutput {
     pub text: String,
     /// Every step, in order.
     pub steps: Vec<StepResult>,
-    /// Tokens used by all steps.
+    /// Tokens used by all model calls: every step's, and compaction summaries'.
     pub usage: Usage,
-    /// What all steps cost, when the agent has a [`PriceTable`] pricing every step's model.
+    /// What all model calls cost (compaction summaries included), when the agent has a
+    /// [`PriceTable`] pricing every call's model.
     pub cost: Option<Cost>,
     /// The whole conversation, input included; pass it (plus a new message) to continue.
     pub messages: Vec<Message>,
@@ -328,10 +332,14 @@ pub enum AgentEvent {
         result: Result<ToolOutput, ToolExecError>,
     },
     /// A model call answered: its token usage, and the run's so far. Sent after every model
-    /// call, before its tool calls run.
+    /// call, before its tool calls run, and after the summarising call of a compaction
+    /// (`compaction: true`).
     Usage {
-        /// The step number, from 0.
+        /// The step number, from 0 (for a compaction: the step it made room for).
         step: usize,
+        /// Whether this was the summarising call of a compaction rather than the step's own
+        /// model call; its tokens count in `total` but in no [`StepResult`].
+        compaction: bool,
         /// Tokens used by this model call.
         usage: Usage,
         /// Tokens used by the run so far, this call included.
@@ -352,6 +360,8 @@ pub enum AgentEvent {
         elided_tool_results: usize,
         /// How many older messages were replaced by a model-written summary.
         summarized_messages: usize,
+        /// Tokens used by the summarising model call (zero when nothing was summarised).
+        usage: Usage,
     },
     /// A running tool call reported progress (MCP `notifications/progress`, or a tool using
     /// [`ProgressReporter`](crate::ProgressReporter)).

@@ -19,6 +19,7 @@ use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 use crate::model::{FinishReason, ModelRequest, ModelResponse, StreamEvent, Usage};
 use crate::pricing::Cost;
 use crate::provider::RequestCache;
+use crate::telemetry;
 use crate::tool::{
     ProgressReporter, Tool, ToolDescriptor, ToolExecError, ToolOutput, ToolProgress, ToolRegistry,
 };
@@ -33,6 +34,23 @@ fn emit(events: Events<'_>, event: impl FnOnce() -> AgentEvent) {
 }
 
 pub(super) async fn drive(
+    config: &AgentConfig,
+    messages: Vec<Message>,
+    events: Events<'_>,
+) -> Result<AgentOutput, Error> {
+    let span = telemetry::agent_span(&config.client, &config.model, &config.telemetry);
+    let result = drive_run(config, messages, events)
+        .instrument(span.clone())
+        .await;
+    telemetry::record_run(
+        &span,
+        result.as_ref().ok().map(|output| &output.usage),
+        &result,
+    );
+    result
+}
+
+async fn drive_run(
     config: &AgentConfig,
     messages: Vec<Message>,
     events: Events<'_>,
@@ -219,8 +237,10 @@ impl Run<'_> {
                 return Err(error);
             }
         };
-        if let Some((report, usage)) = fitted {
-            self.usage += usage;
+        if let Some(report) = fitted {
+            if report.summarized_messages > 0 {
+                self.account(index, report.usage, true);
+            }
             if !step_local {
                 self.encoding = RequestCache::default();
             }
@@ -229,6 +249,7 @@ impl Run<'_> {
                 after_tokens: report.after_tokens,
                 elided_tool_results: report.elided_tool_results,
                 summarized_messages: report.summarized_messages,
+                usage: report.usage,
             });
         }
 
@@ -272,7 +293,7 @@ impl Run<'_> {
             usage,
             ..
         } = response?;
-        let cost = self.account(index, usage);
+        let cost = self.account(index, usage, false);
 
         let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
         let mut step = StepResult {
@@ -313,7 +334,7 @@ impl Run<'_> {
 
     /// Adds a model call's usage (and cost) to the run's, and reports both. Returns the call's
     /// cost.
-    fn account(&mut self, step: usize, usage: Usage) -> Option<Cost> {
+    fn account(&mut self, step: usize, usage: Usage, compaction: bool) -> Option<Cost> {
         self.usage += usage;
         let cost = self
             .config
@@ -323,6 +344,7 @@ impl Run<'_> {
         self.cost = self.cost.zip(cost).map(|(total, cost)| total + cost);
         emit(self.events, || AgentEvent::Usage {
             step,
+            compaction,
             usage,
             total: self.usage,
             cost,
@@ -437,7 +459,8 @@ async fn run_tool(
         arguments: call.arguments.clone(),
     });
     let tool = registry.get(&call.name);
-    let span = tracing::debug_span!("tool_call", tool = %call.name, id = %call.id);
+    let content = config.telemetry.record_content;
+    let span = telemetry::tool_span(call, content);
     let started = Instant::now();
     let result = async {
         let decision = match &config.hooks {
@@ -464,9 +487,21 @@ async fn run_tool(
     }
     .instrument(span.clone())
     .await;
+    telemetry::record_tool(&span, &result, content);
     span.in_scope(|| match &result {
-        Ok(_) => tracing::debug!(elapsed = ?started.elapsed(), "tool call finished"),
-        Err(error) => tracing::debug!(elapsed = ?started.elapsed(), %error, "tool call failed"),
+        Ok(_) => tracing::debug!(
+            tool = %call.name,
+            id = %call.id,
+            elapsed = ?started.elapsed(),
+            "tool call finished"
+        ),
+        Err(error) => tracing::debug!(
+            tool = %call.name,
+            id = %call.id,
+            elapsed = ?started.elapsed(),
+            %error,
+            "tool call failed"
+        ),
     });
     if let Some(hooks) = &config.hooks {
         hooks.on_tool_call_finish(call, &result).await;
@@ -491,8 +526,25 @@ fn progress_reporter(sender: UnboundedSender<AgentEvent>, id: String) -> Progres
     })
 }
 
-/// Calls the model: streamed when events are wanted, so text arrives as it is generated.
+/// Calls the model in a `chat` span: streamed when events are wanted, so text arrives as it
+/// is generated.
 async fn call_model(
+    config: &AgentConfig,
+    request: &ModelRequest,
+    events: Events<'_>,
+    encoding: &mut RequestCache,
+    partial_text: &mut String,
+) -> Result<ModelResponse, Error> {
+    let content = config.telemetry.record_content;
+    let span = telemetry::chat_span(&config.client, request, events.is_some(), content);
+    let result = model_call(config, request, events, encoding, partial_text)
+        .instrument(span.clone())
+        .await;
+    telemetry::record_chat(&span, &result, content);
+    result
+}
+
+async fn model_call(
     config: &AgentConfig,
     request: &ModelRequest,
     events: Events<'_>,

@@ -2,10 +2,13 @@
 
 use std::fmt::Write as _;
 
+use tracing::Instrument;
+
 use crate::client::{Client, ProviderKind};
 use crate::error::Error;
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{ModelRequest, Usage};
+use crate::telemetry;
 use crate::tool::ToolOutput;
 
 use super::budget::{ceil_char_boundary, floor_char_boundary};
@@ -44,6 +47,9 @@ pub struct CompactionReport {
     pub elided_tool_results: usize,
     /// How many older messages were replaced by a summary (0: no summary was made).
     pub summarized_messages: usize,
+    /// Tokens used by the summarising model call (zero when no summary was made). They count
+    /// in the run's usage, not in any step's.
+    pub usage: Usage,
 }
 
 /// One compaction's settings.
@@ -57,6 +63,8 @@ pub(crate) struct Compaction<'a> {
     /// Output tokens reserved for the summary.
     pub(crate) reserve: u64,
     pub(crate) store: Option<&'a ToolOutputStore>,
+    /// Record the summary call's prompt and answer on its `chat` span.
+    pub(crate) record_content: bool,
 }
 
 impl Compaction<'_> {
@@ -67,7 +75,7 @@ impl Compaction<'_> {
         &self,
         messages: &mut Vec<Message>,
         force: bool,
-    ) -> Result<(CompactionReport, Usage), Error> {
+    ) -> Result<CompactionReport, Error> {
         let provider = self.client.kind();
         let before = self.fixed_tokens + estimate_messages_tokens(messages, provider);
         let mut report = CompactionReport {
@@ -75,9 +83,8 @@ impl Compaction<'_> {
             after_tokens: before,
             ..CompactionReport::default()
         };
-        let mut usage = Usage::default();
         if !force && before <= self.target {
-            return Ok((report, usage));
+            return Ok(report);
         }
         let target = if force { 0 } else { self.target };
         let (elided, mut current) = self.elide(messages, before, target).await;
@@ -90,9 +97,8 @@ impl Compaction<'_> {
                 split_point(messages, provider, tail_budget)
             };
             if let Some(split) = split {
-                let summarized;
-                (summarized, usage) = self.summarise(messages, split).await?;
-                report.summarized_messages = summarized;
+                (report.summarized_messages, report.usage) =
+                    self.summarise(messages, split).await?;
                 current = self.fixed_tokens + estimate_messages_tokens(messages, provider);
             }
         }
@@ -103,7 +109,7 @@ impl Compaction<'_> {
                 limit: self.target,
             });
         }
-        Ok((report, usage))
+        Ok(report)
     }
 
     /// Replaces tool results older than the last tool message, oldest first, until the
@@ -176,7 +182,14 @@ impl Compaction<'_> {
         .max_output_tokens(u32::try_from(self.reserve).unwrap_or(u32::MAX));
         let summarized = rest.len();
         let mut compacted: Vec<Message> = system.into_iter().cloned().collect();
-        let response = self.client.generate(&request).await?;
+        let span = telemetry::chat_span(self.client, &request, false, self.record_content);
+        let response = self
+            .client
+            .generate(&request)
+            .instrument(span.clone())
+            .await;
+        telemetry::record_chat(&span, &response, self.record_content);
+        let response = response?;
         compacted.push(Message::user(format!(
             "{SUMMARY_HEADER}\n{}",
             response.text()

@@ -12,11 +12,13 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, Span};
 
 use super::connection::Shared;
 use super::content::{map_raw_result, map_result};
 use super::error::McpError;
 use super::progress::ProgressRoutes;
+use super::trace;
 use crate::tool::{ProgressReporter, ToolExecError, ToolExecutor, ToolOutput, ToolProgress};
 
 /// What every tool of one `tools()` call shares: the session's sink and the call settings.
@@ -39,13 +41,22 @@ pub(crate) struct McpToolExecutor {
 #[async_trait::async_trait]
 impl ToolExecutor for McpToolExecutor {
     async fn execute(&self, args: Value) -> Result<ToolOutput, ToolExecError> {
-        self.call
+        let span = trace::call_span(self.call.shared.upgrade().as_deref(), &self.name);
+        let result = self
+            .call
             .call(&self.name, args)
-            .await
-            .map_err(|error| match error {
-                CallError::Mcp(error) => ToolExecError::from(error),
-                CallError::Tool(error) => error,
-            })
+            .instrument(span.clone())
+            .await;
+        result.map_err(|error| match error {
+            CallError::Mcp(error) => {
+                trace::record_mcp_error(&span, &error);
+                ToolExecError::from(error)
+            }
+            CallError::Tool(error) => {
+                trace::record_tool_error(&span, &error);
+                error
+            }
+        })
     }
 }
 
@@ -77,6 +88,7 @@ impl CallContext {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
         params.meta.clone_from(&self.meta);
+        trace::inject(&Span::current(), &mut params.meta);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let mut handle = match self
             .peer
@@ -86,6 +98,7 @@ impl CallContext {
             Ok(handle) => handle,
             Err(error) => return Err(self.session_error(error).await.into()),
         };
+        trace::record_request_id(&Span::current(), &handle.id);
         // Dropped with the call (agent cancelled): the server is told to stop.
         let mut guard = CancelOnDrop {
             peer: &self.peer,

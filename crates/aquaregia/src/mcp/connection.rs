@@ -27,6 +27,7 @@ use super::naming::{prefixed_name, sanitized_name};
 use super::progress::ProgressRoutes;
 use super::restart::Restart;
 use super::stdio::StdioProcess;
+use super::trace::Endpoint;
 use crate::tool::{Tool, ToolDescriptor};
 
 /// Default limit on one tool call.
@@ -84,6 +85,7 @@ pub(crate) struct Shared {
     pub(crate) progress: Arc<ProgressRoutes>,
     /// Set for stdio servers that are restarted when they die.
     restart: OnceLock<Restart>,
+    endpoint: Endpoint,
 }
 
 impl Drop for Shared {
@@ -188,6 +190,7 @@ impl McpConnection {
         name: String,
         changes: Arc<Changes>,
         process: Option<StdioProcess>,
+        endpoint: Endpoint,
     ) -> Self {
         let peer = service.peer().clone();
         let progress = service.service().progress.clone();
@@ -214,6 +217,7 @@ impl McpConnection {
                 info,
                 progress,
                 restart: OnceLock::new(),
+                endpoint,
             }),
             view: Arc::new(View {
                 call_timeout: Some(DEFAULT_CALL_TIMEOUT),
@@ -404,6 +408,16 @@ impl McpConnection {
 }
 
 impl Shared {
+    /// Where the server is, for spans.
+    pub(crate) fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The negotiated MCP protocol version.
+    pub(crate) fn protocol_version(&self) -> &str {
+        &self.info.protocol_version
+    }
+
     pub(crate) fn set_restart(&self, restart: Restart) {
         let _ = self.restart.set(restart);
     }

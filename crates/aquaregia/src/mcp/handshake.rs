@@ -23,6 +23,7 @@ use super::fault::LocalFault;
 use super::http::parse_challenge;
 use super::progress::ProgressRoutes;
 use super::stdio::StdioProcess;
+use super::trace::{Endpoint, SessionIdSlot};
 
 /// Which handshake to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +42,8 @@ pub(crate) struct HttpTarget {
     pub(crate) url: String,
     /// Whether credentials (a bearer token or an `Authorization` header) are sent.
     pub(crate) credentials: bool,
+    /// The Streamable HTTP session id, once known (legacy SSE has none).
+    pub(crate) session: Option<SessionIdSlot>,
 }
 
 /// A failed handshake.
@@ -95,7 +98,12 @@ where
     let mut challenge = None;
     let (error, discover_confused) = match started.await {
         Ok(Ok(service)) => {
-            let connection = McpConnection::new(service, name, changes, process);
+            let endpoint = Endpoint::new(
+                process.is_some(),
+                http.as_ref().map(|target| target.url.as_str()),
+                http.as_ref().and_then(|target| target.session.clone()),
+            );
+            let connection = McpConnection::new(service, name, changes, process, endpoint);
             watch_list_changes(&connection);
             return Ok(connection);
         }

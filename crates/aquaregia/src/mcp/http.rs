@@ -23,6 +23,7 @@ use sse_stream::{Sse, SseStream};
 
 use super::fault::LocalFault;
 use super::listing::RAW_TOOLS_LIST;
+use super::trace::SessionIdSlot;
 
 /// The Streamable HTTP client: rmcp's `POST` handling, with the HTTP status kept where
 /// rmcp would turn it into a session-ending transport error. For a request:
@@ -35,8 +36,10 @@ use super::listing::RAW_TOOLS_LIST;
 ///   retried once.
 ///
 /// `GET` streams and `DELETE` are rmcp's own.
+///
+/// The session id last sent or received is kept in a [`SessionIdSlot`] for spans.
 #[derive(Clone)]
-pub(crate) struct RepairingClient(pub(crate) reqwest::Client);
+pub(crate) struct RepairingClient(pub(crate) reqwest::Client, pub(crate) SessionIdSlot);
 
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 
@@ -97,6 +100,7 @@ impl StreamableHttpClient for RepairingClient {
         }
         if let Some(session) = &session_id {
             request = request.header(SESSION_HEADER, session.as_ref());
+            self.1.set(session);
         }
         let response = request.send().await.map_err(StreamableHttpError::Client)?;
         let status = response.status();
@@ -130,6 +134,9 @@ impl StreamableHttpClient for RepairingClient {
             .get(SESSION_HEADER)
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
+        if let Some(session) = &session {
+            self.1.set(session);
+        }
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)

@@ -79,6 +79,7 @@ mod restart;
 mod sse;
 mod stdio;
 mod toolset;
+mod trace;
 
 /// The rmcp version this module is built on. Use this re-export (`aquaregia::mcp::rmcp`)
 /// rather than your own `rmcp` dependency for what [`McpConnection::peer`] exposes (prompts,
@@ -372,9 +373,11 @@ impl Connector {
             };
             return oauth::connect_with_oauth(&session, oauth).await;
         }
-        let client = http::RepairingClient(options.client());
+        let session_id = trace::SessionIdSlot::default();
+        let client = http::RepairingClient(options.client(), session_id.clone());
         let session = streamable_http(
             client,
+            session_id,
             &url,
             &name,
             &options,
@@ -440,6 +443,7 @@ impl Connector {
         let target = HttpTarget {
             url,
             credentials: options.has_credentials(),
+            session: None,
         };
         establish(
             transport,
@@ -479,6 +483,7 @@ impl Connector {
 /// `initialize` on a fresh transport when the server misunderstood it.
 pub(crate) async fn streamable_http<C>(
     client: C,
+    session_id: trace::SessionIdSlot,
     url: &str,
     name: &str,
     options: &HttpOptions,
@@ -496,6 +501,7 @@ where
     let target = HttpTarget {
         url: url.to_owned(),
         credentials: options.has_credentials(),
+        session: Some(session_id),
     };
     let attempt = |handshake| {
         let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())

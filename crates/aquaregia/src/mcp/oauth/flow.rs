@@ -16,6 +16,7 @@ use crate::mcp::elicitation::ElicitationHandler;
 use crate::mcp::error::McpError;
 use crate::mcp::handshake::HandshakeError;
 use crate::mcp::http::{RepairingClient, parse_challenge};
+use crate::mcp::trace::SessionIdSlot;
 use crate::mcp::{McpConnection, streamable_http};
 
 /// How many times a connect may be answered with a new challenge (a step-up after the first
@@ -50,8 +51,12 @@ pub(crate) async fn connect_with_oauth(
     }
     let mut authorizations = 0;
     loop {
+        let session_id = SessionIdSlot::default();
         let client = StepUpClient::new(
-            AuthClient::new(RepairingClient(options.client()), manager),
+            AuthClient::new(
+                RepairingClient(options.client(), session_id.clone()),
+                manager,
+            ),
             url,
             name,
             oauth,
@@ -59,7 +64,9 @@ pub(crate) async fn connect_with_oauth(
         let connected = client.connected();
         let HandshakeError {
             error, challenge, ..
-        } = match streamable_http(client, url, name, options, timeout, elicitation).await {
+        } = match streamable_http(client, session_id, url, name, options, timeout, elicitation)
+            .await
+        {
             Ok(connection) => {
                 connected.store(true, std::sync::atomic::Ordering::SeqCst);
                 return Ok(connection);
