@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::mcp::McpToolset;
-use aquaregia::{AgentOutput, CancellationToken, Client, Message, StopReason};
+use aquaregia::{AgentOutput, CancellationToken, Client, Message, PriceTable, StopReason};
 use clap::Args;
 use tokio::io::AsyncReadExt;
 
@@ -18,8 +18,9 @@ use crate::conversation::Conversation;
 use crate::line_input::LineInput;
 use crate::output::{self, Styles};
 use crate::permissions::Permissions;
+use crate::prices;
 use crate::servers::{self, ConnectOptions, Selection};
-use crate::turn;
+use crate::turn::{self, Model};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -90,10 +91,10 @@ pub(crate) async fn run(
         .or_else(|| conversation.model().map(str::to_owned));
     let defaulted = chosen.is_none();
     let spec = chosen.unwrap_or_else(Client::default_model_spec);
-    let (client, model) =
-        Client::from_model_spec(&spec).with_context(|| format!("cannot use model `{spec}`"))?;
+    let model = Model::new(&spec)?;
     let selection = servers::select(config, &args.agent.servers, &args.agent.inline)?;
     let permissions = permissions(&args.agent, &selection);
+    let prices = prices::table(&selection.prices);
     // Dropping the connection attempts on Ctrl-C kills any server already started.
     let options = connect_options(&args.agent);
     let toolset = tokio::select! {
@@ -108,8 +109,7 @@ pub(crate) async fn run(
     let console = Arc::new(Console::new(permissions, answers, AnswerText::new()));
     let result = run_turn(
         &args,
-        &client,
-        (&model, &spec),
+        (&model, &prices),
         &toolset,
         &console,
         &mut conversation,
@@ -122,11 +122,9 @@ pub(crate) async fn run(
     result
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run_turn(
     args: &RunArgs,
-    client: &Client,
-    (model, spec): (&str, &str),
+    (model, prices): (&Model, &PriceTable),
     toolset: &McpToolset,
     console: &Arc<Console>,
     conversation: &mut Conversation,
@@ -137,8 +135,8 @@ async fn run_turn(
         tools = toolset.tools() => tools?,
         () = cancel.cancelled() => return Err(Interrupted.into()),
     };
-    tracing::info!(%model, tools = tools.len(), servers = toolset.connections().len(), "starting the agent");
-    let agent = turn::agent(&args.agent, client, model, tools, toolset, console, cancel)?;
+    tracing::info!(model = %model.id, tools = tools.len(), servers = toolset.connections().len(), "starting the agent");
+    let agent = turn::agent(&args.agent, model, prices, tools, toolset, console, cancel)?;
     let mut messages = conversation.history().to_vec();
     messages.push(Message::user(prompt));
     let output = turn::run(
@@ -150,14 +148,15 @@ async fn run_turn(
     )
     .await?;
     if args.usage {
-        eprintln!("{}", Styles::stderr().dim(&turn::usage_line(&output.usage)));
+        let line = turn::usage_line(&output.usage, output.cost.as_ref());
+        eprintln!("{}", Styles::stderr().dim(&line));
     }
     if output.stop_reason != StopReason::Cancelled {
-        conversation.record(&output, spec).await;
+        conversation.record(&output, &model.spec).await;
     }
     if args.output != OutputFormat::Text {
         let session = conversation.meta().map(|meta| meta.id.to_string());
-        let summary = turn::summary_json(&output, spec, session.as_deref());
+        let summary = turn::summary_json(&output, &model.spec, session.as_deref());
         let text = match args.output {
             OutputFormat::Json => format!("{summary:#}\n"),
             _ => format!("{summary}\n"),
