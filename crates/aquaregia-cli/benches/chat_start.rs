@@ -30,6 +30,14 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("create the bench directory");
     write_session(&dir);
 
+    // The session is the one resumed, whole.
+    let check = chat(&bin, &dir, true)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run aquaregia chat --continue");
+    let said = String::from_utf8_lossy(&check.stderr);
+    assert!(said.contains("(200 turns)"), "{said}");
+
     let true_times = time(|| Command::new("/bin/true"));
     let fresh = time(|| chat(&bin, &dir, false));
     let resumed = time(|| chat(&bin, &dir, true));

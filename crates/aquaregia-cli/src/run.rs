@@ -37,7 +37,8 @@ Tool calls: tools annotated read-only, and those matching --allow, run without a
 --ask-all); those matching --deny never run. Before any other call,
 `Allow <tool>(<arguments>)? [y/N/always]` is asked on stderr and the answer read from stdin:
 y runs the call, always allows that tool for the rest of the run, anything else denies it
-(the model is told the user declined). While asking, calls run one at a time. When stdin is
+(the model is told the user declined); on a terminal the arguments are wrapped to its width
+and v shows them as JSON. While asking, calls run one at a time. When stdin is
 not a terminal (and --answers-from-stdin is given, or nothing else was piped), one line is
 read per question, so a script can answer; once stdin is closed every further call is denied.
 --yes allows every call without asking.
@@ -46,6 +47,12 @@ Prompt caching: on Anthropic the system prompt, the tools and the latest turn ar
 caching; on OpenAI the run's requests share a prompt_cache_key. A tool result longer than
 25k tokens reaches the model as its head and tail; the model reads the rest with
 read_tool_output.
+
+Output: on a terminal the answer's Markdown is rendered as its lines arrive; piped, or with
+NO_COLOR, it is printed as the model wrote it. --usage and --output json give the cost when
+the model's price is known: list prices of the main OpenAI, Anthropic and Gemini models, and
+the config's \"prices\": {\"<model>\": {\"input\": 0.5, \"output\": 1.5}} (USD per million
+tokens; also \"cachedInput\", \"cacheWrite\").
 
 Sessions: every run is saved (in $AQUAREGIA_DATA_DIR/sessions, default the user data dir);
 --continue goes on with this directory's latest session, --resume <ID> with a given one.
