@@ -5,9 +5,11 @@ Tools: `greet` (text), `fail` (isError), `media` (image, resource and link block
 (never answers; writes the file named by AQUAREGIA_TEST_HANG_FILE when called, so a test
 knows the call is in flight). With AQUAREGIA_TEST_DUPLICATES set, `greet` is listed twice and
 `a.b` beside `a_b`. With AQUAREGIA_TEST_PROGRESS_GATE set to a path, a `copy` tool reports
-progress (3/10, "copying files") and answers once that file exists. With AQUAREGIA_TEST_LIST_CHANGED set, calling `greet` adds a `later` tool
-and sends `notifications/tools/list_changed` before answering. Exits when stdin closes, unless AQUAREGIA_TEST_STUBBORN is set:
-then it ignores both stdin closing and SIGTERM, and only SIGKILL stops it.
+progress (3/10, "copying files") and answers once that file exists. With
+AQUAREGIA_TEST_LIST_CHANGED set, calling `greet` adds a `later` tool and sends
+`notifications/tools/list_changed` before answering. Exits when stdin closes, unless
+AQUAREGIA_TEST_STUBBORN is set: then it ignores both stdin closing and SIGTERM, and only
+SIGKILL stops it.
 """
 
 import json
