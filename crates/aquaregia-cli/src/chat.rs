@@ -5,9 +5,8 @@ use std::path::Path;
 use std::pin::pin;
 use std::sync::Arc;
 
-use anyhow::Context;
 use aquaregia::mcp::McpToolset;
-use aquaregia::{CancellationToken, Client, Message, StopReason, Usage};
+use aquaregia::{CancellationToken, Client, Cost, Message, PriceTable, StopReason, Usage};
 use clap::Args;
 
 use crate::Interrupted;
@@ -17,16 +16,19 @@ use crate::console::{AnswerText, Console};
 use crate::conversation::Conversation;
 use crate::line_input::{LineInput, Read};
 use crate::output::{self, Styles};
+use crate::prices;
 use crate::run::{connect_options, explain_unreachable_default, permissions};
 use crate::servers;
 use crate::signals::StopSignals;
-use crate::turn;
+use crate::turn::{self, Model};
 
 const HELP: &str = "\
 /help            this list
 /tools           the tools the agent can use
 /model <spec>    switch the model (provider:model) from the next turn on
 /clear           start a new conversation (the current one stays saved)
+/compact         summarise the conversation so far (all but the latest turn) to free the
+                 model's context; saved as a new session, the full one stays saved
 /save [title]    say where the conversation is saved, and set its title
 /usage           tokens used in this chat
 /prompts         the MCP servers' prompts
@@ -47,25 +49,6 @@ pub(crate) struct ChatArgs {
     agent: AgentArgs,
 }
 
-/// The model in use, switchable with `/model`.
-struct Model {
-    client: Client,
-    id: String,
-    spec: String,
-}
-
-impl Model {
-    fn new(spec: &str) -> anyhow::Result<Self> {
-        let (client, id) =
-            Client::from_model_spec(spec).with_context(|| format!("cannot use model `{spec}`"))?;
-        Ok(Self {
-            client,
-            id,
-            spec: spec.to_owned(),
-        })
-    }
-}
-
 pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result<()> {
     let mut signals = StopSignals::new();
     let mut conversation = Conversation::open(&args.agent.session).await?;
@@ -79,6 +62,7 @@ pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result
     let mut model = Model::new(&spec)?;
     let selection = servers::select(config, &args.agent.servers, &args.agent.inline)?;
     let permissions = permissions(&args.agent, &selection);
+    let prices = prices::table(&selection.prices);
     let options = connect_options(&args.agent);
     let toolset = tokio::select! {
         toolset = servers::toolset(selection.targets, &options) => toolset?,
@@ -99,6 +83,8 @@ pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result
         signals: &mut signals,
         conversation: &mut conversation,
         usage: Usage::default(),
+        cost: Some(Cost::default()),
+        prices,
         styles: Styles::stderr(),
     };
     let result = chat
@@ -124,6 +110,9 @@ struct Chat<'a> {
     signals: &'a mut StopSignals,
     conversation: &'a mut Conversation,
     usage: Usage,
+    /// What the chat cost so far; `None` once a turn had no known price.
+    cost: Option<Cost>,
+    prices: PriceTable,
     interactive: bool,
     styles: Styles,
 }
@@ -261,7 +250,15 @@ impl Chat<'_> {
                 eprintln!("started a new conversation");
             }
             "save" => self.save(rest).await,
-            "usage" => eprintln!("{}", turn::usage_line(&self.usage)),
+            "compact" => {
+                if let Err(error) = self.compact(model).await {
+                    if error.is::<Interrupted>() || !self.interactive {
+                        return Err(error);
+                    }
+                    output::print_error(&error);
+                }
+            }
+            "usage" => eprintln!("{}", turn::usage_line(&self.usage, self.cost.as_ref())),
             other => eprintln!("unknown command /{other}; /help lists them"),
         }
         Ok(Next::Read)
@@ -283,14 +280,59 @@ impl Chat<'_> {
         }
     }
 
+    /// `/compact`: the model summarises everything before the latest turn; the result replaces
+    /// the history and is saved as a new session. A stop signal cancels it (history kept).
+    async fn compact(&mut self, model: &Model) -> anyhow::Result<()> {
+        if self.conversation.history().is_empty() {
+            eprintln!("nothing to compact yet");
+            return Ok(());
+        }
+        let cancel = CancellationToken::new();
+        let agent = turn::agent(
+            self.args,
+            model,
+            &self.prices,
+            Vec::new(),
+            self.toolset,
+            &self.console,
+            cancel.clone(),
+        )?;
+        self.console.start_thinking();
+        let compacted = tokio::select! {
+            compacted = agent.compact(self.conversation.history()) => compacted,
+            () = self.signals.recv() => {
+                self.console.stop_thinking();
+                eprintln!("{}", self.styles.dim("(compaction cancelled, history kept)"));
+                return Ok(());
+            }
+        };
+        self.console.stop_thinking();
+        let (messages, report) = compacted?;
+        if report.summarized_messages == 0 && report.elided_tool_results == 0 {
+            eprintln!("nothing to compact: the conversation is only its latest turn");
+            return Ok(());
+        }
+        let session = self.conversation.replace(messages, &model.spec).await?;
+        let saved = session.map_or_else(String::new, |id| format!("; saved as session {id}"));
+        eprintln!(
+            "compacted: {} messages summarised, {} tool results elided, about {} → {} \
+             tokens{saved}",
+            report.summarized_messages,
+            report.elided_tool_results,
+            report.before_tokens,
+            report.after_tokens
+        );
+        Ok(())
+    }
+
     /// Sends `new` (a prompt, or an MCP prompt's messages) after the history.
     async fn turn(&mut self, model: &Model, new: Vec<Message>) -> anyhow::Result<()> {
         let tools = self.toolset.tools().await?;
         let cancel = CancellationToken::new();
         let agent = turn::agent(
             self.args,
-            &model.client,
-            &model.id,
+            model,
+            &self.prices,
             tools,
             self.toolset,
             &self.console,
@@ -319,6 +361,7 @@ impl Chat<'_> {
             }
         };
         self.usage += output.usage;
+        self.cost = self.cost.zip(output.cost).map(|(sum, cost)| sum + cost);
         match output.stop_reason {
             StopReason::Cancelled => {
                 eprintln!("{}", self.styles.dim("(turn cancelled, not kept)"));

@@ -1,14 +1,16 @@
 //! Finding and loading the MCP servers config: `aquaregia.json`, Claude Code's `.mcp.json`
 //! and the user's file, in the `mcpServers` format or VS Code's `servers`, with comments and
-//! trailing commas allowed (JSONC), plus `"permissions": {"allow": [...], "deny": [...]}`.
+//! trailing commas allowed (JSONC), plus `"permissions": {"allow": [...], "deny": [...]}` and
+//! `"prices": {"<model>": {"input": ..., "output": ...}}`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
+use aquaregia::ModelPrice;
 use aquaregia::mcp::{ConfigError, McpServerSpec, McpServerTimeouts, McpServersConfig};
 use serde_json::{Map, Value};
 
-use crate::jsonc;
+use crate::{jsonc, prices};
 
 /// The config file's name, in the current directory and in the user config directory.
 const FILE_NAME: &str = "aquaregia.json";
@@ -30,6 +32,8 @@ pub(crate) struct Config {
     pub(crate) allow: Vec<String>,
     /// Tool globs never run.
     pub(crate) deny: Vec<String>,
+    /// Model prices, USD per million tokens (a later file's price wins).
+    pub(crate) prices: Vec<(String, ModelPrice)>,
 }
 
 impl Config {
@@ -58,7 +62,12 @@ impl Config {
     fn add_file(&mut self, path: PathBuf) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read config file {}", path.display()))?;
-        let (servers, allow, deny) = parse(&text).map_err(|error| match error {
+        let Parsed {
+            servers,
+            allow,
+            deny,
+            prices,
+        } = parse(&text).map_err(|error| match error {
             ConfigError::Syntax {
                 line,
                 column,
@@ -90,6 +99,7 @@ impl Config {
         }
         self.allow.extend(allow);
         self.deny.extend(deny);
+        self.prices.extend(prices);
         self.files.push(path);
         Ok(())
     }
@@ -182,9 +192,15 @@ impl Config {
     }
 }
 
-type Parsed = (McpServersConfig, Vec<String>, Vec<String>);
+/// One file's contents.
+struct Parsed {
+    servers: McpServersConfig,
+    allow: Vec<String>,
+    deny: Vec<String>,
+    prices: Vec<(String, ModelPrice)>,
+}
 
-/// One file: JSONC to JSON, `permissions` taken out, VS Code's `servers` read as
+/// One file: JSONC to JSON, `permissions` and `prices` taken out, VS Code's `servers` read as
 /// `mcpServers`.
 fn parse(text: &str) -> Result<Parsed, ConfigError> {
     let plain = jsonc::to_json(text);
@@ -216,6 +232,10 @@ fn parse(text: &str) -> Result<Parsed, ConfigError> {
             ));
         }
     };
+    let prices = match root.remove("prices") {
+        Some(prices) => prices::parse(&prices).map_err(ConfigError::Invalid)?,
+        None => Vec::new(),
+    };
     if !root.contains_key("mcpServers")
         && let Some(servers) = root.remove("servers")
     {
@@ -224,7 +244,12 @@ fn parse(text: &str) -> Result<Parsed, ConfigError> {
     // VS Code's prompted variables: not supported, and not worth a warning per file.
     root.remove("inputs");
     let servers = McpServersConfig::from_json(&Value::Object(root).to_string())?;
-    Ok((servers, allow, deny))
+    Ok(Parsed {
+        servers,
+        allow,
+        deny,
+        prices,
+    })
 }
 
 fn globs(permissions: &mut Map<String, Value>, key: &str) -> Result<Vec<String>, ConfigError> {

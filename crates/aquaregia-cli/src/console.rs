@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -12,6 +11,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio::sync::mpsc;
 
 use crate::line_input::{LineInput, Read};
+use crate::markdown::MarkdownStream;
 use crate::output::{self, Styles};
 use crate::permissions::{Permissions, Verdict};
 
@@ -97,33 +97,68 @@ impl Console {
                 return ToolCallDecision::Deny(DECLINED.to_owned());
             }
         };
-        let question = format!("Allow {}? [y/N/always] ", self.styles.bold(label));
-        let answer = match input.read(&question).await {
-            Read::Line(answer) => answer,
-            Read::Interrupted => String::new(),
-            Read::Eof => {
-                eprintln!();
-                eprintln!(
-                    "{} no answer (stdin is closed), so the call is denied; pass --yes to allow \
-                 tool calls without asking",
-                    self.styles.yellow("warning:")
-                );
-                return ToolCallDecision::Deny(DECLINED.to_owned());
+        // A person can also ask to see the arguments in full (`v`).
+        let person = input.is_terminal();
+        let question = self.question(label, person);
+        loop {
+            let answer = match input.read(&question).await {
+                Read::Line(answer) => answer,
+                Read::Interrupted => String::new(),
+                Read::Eof => {
+                    eprintln!();
+                    eprintln!(
+                        "{} no answer (stdin is closed), so the call is denied; pass --yes to \
+                         allow tool calls without asking",
+                        self.styles.yellow("warning:")
+                    );
+                    return ToolCallDecision::Deny(DECLINED.to_owned());
+                }
+            };
+            let answer = answer.trim().to_ascii_lowercase();
+            if !person {
+                // Nobody typed it, so it was not echoed.
+                eprintln!("{answer}");
             }
+            return match answer.as_str() {
+                "y" | "yes" => ToolCallDecision::Allow,
+                "a" | "always" => {
+                    lock(&self.always_allowed).insert(call.name.clone());
+                    ToolCallDecision::Allow
+                }
+                "v" | "view" => {
+                    let pretty = serde_json::to_string_pretty(&call.arguments)
+                        .unwrap_or_else(|_| call.arguments.to_string());
+                    eprintln!("{}", output::clean(&pretty));
+                    continue;
+                }
+                _ => ToolCallDecision::Deny(DECLINED.to_owned()),
+            };
+        }
+    }
+
+    /// `Allow <label>? [y/N/always] `; on a terminal too narrow for it, the label wrapped to
+    /// the width on lines of their own, then the choices as the prompt.
+    fn question(&self, label: &str, person: bool) -> String {
+        let choices = if person {
+            "[y/N/always/v]"
+        } else {
+            "[y/N/always]"
         };
-        let answer = answer.trim().to_ascii_lowercase();
-        if !input.is_terminal() {
-            // Nobody typed it, so it was not echoed.
-            eprintln!("{answer}");
+        let one_line = format!("Allow {}? {choices} ", self.styles.bold(label));
+        let width = match ::console::Term::stderr().size_checked() {
+            Some((_, columns)) if person => usize::from(columns),
+            _ => return one_line,
+        };
+        let question = format!("{label}?");
+        if output::display_width(&question) + choices.len() + 8 <= width {
+            return one_line;
         }
-        match answer.as_str() {
-            "y" | "yes" => ToolCallDecision::Allow,
-            "a" | "always" => {
-                lock(&self.always_allowed).insert(call.name.clone());
-                ToolCallDecision::Allow
-            }
-            _ => ToolCallDecision::Deny(DECLINED.to_owned()),
+        let lines = output::wrap_text(&question, width.saturating_sub(6), width.saturating_sub(2));
+        for (index, line) in lines.iter().enumerate() {
+            let lead = if index == 0 { "Allow " } else { "  " };
+            eprintln!("{lead}{}", self.styles.bold(line));
         }
+        format!("{choices} ")
     }
 
     fn start(&self, call: &ToolCall, label: String) {
@@ -175,6 +210,29 @@ impl Console {
         };
         // Other calls' spinners are cleared while the line is written, then redrawn below it.
         self.progress.suspend(|| eprintln!("{line}"));
+    }
+
+    /// Shows a running call's progress (MCP `notifications/progress`) on its spinner:
+    /// `label 3/10 copying files`.
+    pub(crate) fn tool_progress(
+        &self,
+        id: &str,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) {
+        let running = lock(&self.running);
+        let Some(running) = running.get(id) else {
+            return;
+        };
+        let mut line = format!("{} {}", running.label, progress_amount(progress, total));
+        if let Some(message) = message.map(|message| output::first_line(message, 80))
+            && !message.is_empty()
+        {
+            line.push(' ');
+            line.push_str(&message);
+        }
+        running.bar.set_message(line);
     }
 
     /// A call the agent gave up on when cancelled: its finish hook never ran.
@@ -229,17 +287,38 @@ impl AgentHooks for Console {
     }
 }
 
-/// The answer on stdout, and whether its last line is still open.
+/// The answer on stdout: Markdown rendered as it streams on a terminal that takes colours
+/// (see [`markdown`](crate::markdown)), the raw text anywhere else (a pipe, a file,
+/// `NO_COLOR`), so scripts get exactly what the model wrote.
 pub(crate) struct AnswerText {
-    open_line: AtomicBool,
-    terminal: bool,
+    state: Mutex<AnswerState>,
+}
+
+enum AnswerState {
+    Raw {
+        /// The last line written has no newline yet.
+        open_line: bool,
+        terminal: bool,
+    },
+    Markdown(MarkdownStream),
 }
 
 impl AnswerText {
     pub(crate) fn new() -> Self {
+        let terminal = std::io::stdout().is_terminal();
+        let state = if terminal && Styles::stdout().enabled() {
+            let width = ::console::Term::stdout()
+                .size_checked()
+                .map_or(80, |(_, columns)| usize::from(columns));
+            AnswerState::Markdown(MarkdownStream::new(width))
+        } else {
+            AnswerState::Raw {
+                open_line: false,
+                terminal,
+            }
+        };
         Self {
-            open_line: AtomicBool::new(false),
-            terminal: std::io::stdout().is_terminal(),
+            state: Mutex::new(state),
         }
     }
 
@@ -247,23 +326,42 @@ impl AnswerText {
         if text.is_empty() {
             return Ok(());
         }
-        output::write_stdout(&output::clean(text))?;
-        self.open_line
-            .store(!text.ends_with('\n'), Ordering::Relaxed);
+        let text = output::clean(text);
+        match &mut *lock(&self.state) {
+            AnswerState::Raw { open_line, .. } => {
+                output::write_stdout(&text)?;
+                *open_line = !text.ends_with('\n');
+            }
+            AnswerState::Markdown(stream) => output::write_stdout(&stream.push(&text))?,
+        }
         Ok(())
     }
 
     /// Ends the open line before tool output appears, when both share a terminal.
     pub(crate) fn break_line(&self) {
-        if self.terminal && self.open_line.swap(false, Ordering::Relaxed) {
-            let _ = output::write_stdout("\n");
-        }
+        let _ = self.close_line(true);
     }
 
     /// Text output ends with a newline.
     pub(crate) fn end(&self) -> anyhow::Result<()> {
-        if self.open_line.swap(false, Ordering::Relaxed) {
-            output::write_stdout("\n")?;
+        self.close_line(false)
+    }
+
+    fn close_line(&self, only_on_terminal: bool) -> anyhow::Result<()> {
+        match &mut *lock(&self.state) {
+            AnswerState::Raw {
+                open_line,
+                terminal,
+            } => {
+                if (*terminal || !only_on_terminal) && std::mem::take(open_line) {
+                    output::write_stdout("\n")?;
+                }
+            }
+            AnswerState::Markdown(stream) => {
+                if stream.is_open() {
+                    output::write_stdout(&stream.finish())?;
+                }
+            }
         }
         Ok(())
     }
@@ -307,6 +405,16 @@ fn read_stdin_lines() -> mpsc::Receiver<String> {
         tracing::warn!(%error, "cannot read stdin");
     }
     receiver
+}
+
+/// `3/10` when both are counts, `30%` for fractions, `3` without a total.
+fn progress_amount(progress: f64, total: Option<f64>) -> String {
+    let whole = |value: f64| value.fract() == 0.0 && value.abs() < 1e15;
+    match total {
+        Some(total) if whole(progress) && whole(total) => format!("{progress}/{total}"),
+        Some(total) if total > 0.0 => format!("{:.0}%", progress / total * 100.0),
+        _ => format!("{progress}"),
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -138,6 +138,30 @@ impl Conversation {
         Ok(())
     }
 
+    /// Replaces the history with `messages` (a compacted conversation), saved as a new session
+    /// with the same title; the old session stays as it was. Returns the new session's id.
+    pub(crate) async fn replace(
+        &mut self,
+        messages: Vec<Message>,
+        model: &str,
+    ) -> anyhow::Result<Option<SessionId>> {
+        self.history.clone_from(&messages);
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        let mut new = NewSession::new(self.cwd.clone()).model(model);
+        if let Some(title) = self.meta.as_ref().and_then(|meta| meta.title.clone()) {
+            new = new.title(title);
+        }
+        let meta = store.create(new).await?;
+        self.meta = Some(
+            store
+                .append_turn(&meta.id, SessionTurn::new(messages))
+                .await?,
+        );
+        Ok(Some(meta.id))
+    }
+
     /// Starts over: an empty history, saved as a new session from the next turn on.
     pub(crate) fn clear(&mut self) {
         self.history.clear();

@@ -15,12 +15,15 @@ mod conversation;
 mod elicit;
 mod jsonc;
 mod line_input;
+mod markdown;
 mod mcp_cmd;
 mod models_cmd;
 mod oauth;
 mod output;
 mod permissions;
+mod prices;
 mod prompt_cache;
+mod reaper;
 mod run;
 mod servers;
 mod sessions_cmd;
@@ -75,6 +78,9 @@ enum Command {
     Mcp(mcp_cmd::McpCommand),
     /// Serve an agent over ACP (Agent Client Protocol) on stdio, for editors.
     Acp(acp::AcpArgs),
+    /// Ends the stdio servers' process groups when the CLI that started it dies (internal).
+    #[command(name = reaper::SUBCOMMAND, hide = true)]
+    Reaper,
 }
 
 /// The command was stopped by Ctrl-C; exits with 130 like a shell would report SIGINT.
@@ -91,6 +97,9 @@ impl std::error::Error for Interrupted {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Reaper = cli.command {
+        return reaper::run();
+    }
     let exporter = init_logging(&cli.command);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -173,6 +182,7 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<()> {
         Command::Models(args) => models_cmd::run(args).await,
         Command::Mcp(command) => mcp_cmd::run(command, config.as_deref()).await,
         Command::Acp(args) => acp::run(args).await,
+        Command::Reaper => Ok(()),
     }
 }
 

@@ -264,6 +264,43 @@ pub(crate) fn arguments_full(arguments: &Value) -> String {
     clean(&text).into_owned()
 }
 
+/// Columns `text` takes on a terminal.
+pub(crate) fn display_width(text: &str) -> usize {
+    text.chars()
+        .map(|c| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0))
+        .sum()
+}
+
+/// `text` cut into lines of at most `first` columns, then `rest`: at the last space that
+/// leaves the line at least half full, else mid-word.
+pub(crate) fn wrap_text(text: &str, first: usize, rest: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut remaining = text;
+    while !remaining.is_empty() {
+        let limit = if lines.is_empty() { first } else { rest }.max(10);
+        let mut end = remaining.len();
+        let mut columns = 0;
+        for (index, c) in remaining.char_indices() {
+            columns += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+            if columns > limit {
+                end = index;
+                break;
+            }
+        }
+        if end < remaining.len()
+            && let Some(space) = remaining[..end].rfind(' ')
+            && display_width(&remaining[..space]) >= limit / 2
+        {
+            end = space + 1;
+        }
+        let (line, tail) =
+            remaining.split_at(end.max(remaining.chars().next().map_or(1, char::len_utf8)));
+        lines.push(line.trim_end().to_owned());
+        remaining = tail;
+    }
+    lines
+}
+
 /// A tool result for people: text as text, media and resources as one-line summaries,
 /// JSON as pretty JSON.
 pub(crate) fn render_result(result: &ToolOutput) -> String {
@@ -440,5 +477,18 @@ mod tests {
         assert_eq!(human_size(100), "100 B");
         assert_eq!(human_size(1229), "1.2 KB");
         assert_eq!(human_size(5 * 1024 * 1024), "5.0 MB");
+    }
+
+    #[test]
+    fn text_wraps_at_spaces_or_mid_word() {
+        assert_eq!(
+            wrap_text("alpha beta gamma delta", 12, 10),
+            ["alpha beta", "gamma", "delta"]
+        );
+        assert_eq!(
+            wrap_text(&"x".repeat(25), 10, 10),
+            ["x".repeat(10), "x".repeat(10), "x".repeat(5)]
+        );
+        assert_eq!(wrap_text("", 10, 10), Vec::<String>::new());
     }
 }

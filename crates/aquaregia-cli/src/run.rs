@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::mcp::McpToolset;
-use aquaregia::{AgentOutput, CancellationToken, Client, Message, StopReason};
+use aquaregia::{AgentOutput, CancellationToken, Client, Message, PriceTable, StopReason};
 use clap::Args;
 use tokio::io::AsyncReadExt;
 
@@ -18,8 +18,9 @@ use crate::conversation::Conversation;
 use crate::line_input::LineInput;
 use crate::output::{self, Styles};
 use crate::permissions::Permissions;
+use crate::prices;
 use crate::servers::{self, ConnectOptions, Selection};
-use crate::turn;
+use crate::turn::{self, Model};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -36,7 +37,8 @@ Tool calls: tools annotated read-only, and those matching --allow, run without a
 --ask-all); those matching --deny never run. Before any other call,
 `Allow <tool>(<arguments>)? [y/N/always]` is asked on stderr and the answer read from stdin:
 y runs the call, always allows that tool for the rest of the run, anything else denies it
-(the model is told the user declined). While asking, calls run one at a time. When stdin is
+(the model is told the user declined); on a terminal the arguments are wrapped to its width
+and v shows them as JSON. While asking, calls run one at a time. When stdin is
 not a terminal (and --answers-from-stdin is given, or nothing else was piped), one line is
 read per question, so a script can answer; once stdin is closed every further call is denied.
 --yes allows every call without asking.
@@ -45,6 +47,12 @@ Prompt caching: on Anthropic the system prompt, the tools and the latest turn ar
 caching; on OpenAI the run's requests share a prompt_cache_key. A tool result longer than
 25k tokens reaches the model as its head and tail; the model reads the rest with
 read_tool_output.
+
+Output: on a terminal the answer's Markdown is rendered as its lines arrive; piped, or with
+NO_COLOR, it is printed as the model wrote it. --usage and --output json give the cost when
+the model's price is known: list prices of the main OpenAI, Anthropic and Gemini models, and
+the config's \"prices\": {\"<model>\": {\"input\": 0.5, \"output\": 1.5}} (USD per million
+tokens; also \"cachedInput\", \"cacheWrite\").
 
 Sessions: every run is saved (in $AQUAREGIA_DATA_DIR/sessions, default the user data dir);
 --continue goes on with this directory's latest session, --resume <ID> with a given one.
@@ -90,10 +98,10 @@ pub(crate) async fn run(
         .or_else(|| conversation.model().map(str::to_owned));
     let defaulted = chosen.is_none();
     let spec = chosen.unwrap_or_else(Client::default_model_spec);
-    let (client, model) =
-        Client::from_model_spec(&spec).with_context(|| format!("cannot use model `{spec}`"))?;
+    let model = Model::new(&spec)?;
     let selection = servers::select(config, &args.agent.servers, &args.agent.inline)?;
     let permissions = permissions(&args.agent, &selection);
+    let prices = prices::table(&selection.prices);
     // Dropping the connection attempts on Ctrl-C kills any server already started.
     let options = connect_options(&args.agent);
     let toolset = tokio::select! {
@@ -108,8 +116,7 @@ pub(crate) async fn run(
     let console = Arc::new(Console::new(permissions, answers, AnswerText::new()));
     let result = run_turn(
         &args,
-        &client,
-        (&model, &spec),
+        (&model, &prices),
         &toolset,
         &console,
         &mut conversation,
@@ -122,11 +129,9 @@ pub(crate) async fn run(
     result
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run_turn(
     args: &RunArgs,
-    client: &Client,
-    (model, spec): (&str, &str),
+    (model, prices): (&Model, &PriceTable),
     toolset: &McpToolset,
     console: &Arc<Console>,
     conversation: &mut Conversation,
@@ -137,8 +142,8 @@ async fn run_turn(
         tools = toolset.tools() => tools?,
         () = cancel.cancelled() => return Err(Interrupted.into()),
     };
-    tracing::info!(%model, tools = tools.len(), servers = toolset.connections().len(), "starting the agent");
-    let agent = turn::agent(&args.agent, client, model, tools, toolset, console, cancel)?;
+    tracing::info!(model = %model.id, tools = tools.len(), servers = toolset.connections().len(), "starting the agent");
+    let agent = turn::agent(&args.agent, model, prices, tools, toolset, console, cancel)?;
     let mut messages = conversation.history().to_vec();
     messages.push(Message::user(prompt));
     let output = turn::run(
@@ -150,14 +155,15 @@ async fn run_turn(
     )
     .await?;
     if args.usage {
-        eprintln!("{}", Styles::stderr().dim(&turn::usage_line(&output.usage)));
+        let line = turn::usage_line(&output.usage, output.cost.as_ref());
+        eprintln!("{}", Styles::stderr().dim(&line));
     }
     if output.stop_reason != StopReason::Cancelled {
-        conversation.record(&output, spec).await;
+        conversation.record(&output, &model.spec).await;
     }
     if args.output != OutputFormat::Text {
         let session = conversation.meta().map(|meta| meta.id.to_string());
-        let summary = turn::summary_json(&output, spec, session.as_deref());
+        let summary = turn::summary_json(&output, &model.spec, session.as_deref());
         let text = match args.output {
             OutputFormat::Json => format!("{summary:#}\n"),
             _ => format!("{summary}\n"),

@@ -13,7 +13,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::config::Config;
 use crate::output::{self, Styles};
-use crate::{elicit, oauth};
+use crate::{elicit, oauth, reaper};
 
 /// Servers given on the command line (`run`: any number).
 #[derive(Debug, Args)]
@@ -109,6 +109,8 @@ pub(crate) struct Selection {
     pub(crate) allow: Vec<String>,
     /// The config's `permissions.deny` globs.
     pub(crate) deny: Vec<String>,
+    /// The config's model prices.
+    pub(crate) prices: Vec<(String, aquaregia::ModelPrice)>,
 }
 
 /// The servers of a `run`: the named ones plus the inline ones, or every server of the config
@@ -139,6 +141,7 @@ pub(crate) fn select(
             }));
             selection.allow = config.allow;
             selection.deny = config.deny;
+            selection.prices = config.prices;
         }
         return Ok(selection);
     }
@@ -146,6 +149,7 @@ pub(crate) fn select(
         let config = Config::require(config_path)?;
         selection.allow.clone_from(&config.allow);
         selection.deny.clone_from(&config.deny);
+        selection.prices.clone_from(&config.prices);
         let targets = &mut selection.targets;
         for name in names {
             if targets.iter().all(|target| &target.name != name) {
@@ -368,7 +372,8 @@ pub(crate) async fn toolset(
         let hints = hints.clone();
         builder = builder.connect_with(target.name, move |connector| async move {
             let started = Instant::now();
-            let result = spec.connect(connector).await;
+            // A reaper ends the server's process group if this process is killed outright.
+            let result = spec.connect(connector.on_process(reaper::on_process)).await;
             let done = ProgressStyle::with_template("{msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner());
             bar.set_style(done);

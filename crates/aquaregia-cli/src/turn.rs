@@ -1,10 +1,11 @@
 //! One agent turn, shared by `run` and `chat`: the agent built from the common flags, its
 //! events streamed as text or JSON, and the JSON summaries of `--output json|stream-json`.
 
+use anyhow::Context;
 use aquaregia::mcp::McpToolset;
 use aquaregia::{
-    Agent, AgentEvent, AgentOutput, CancellationToken, Client, Message, OutputBudget, StepResult,
-    StopReason, Tool, ToolExecError, ToolOutput, Usage,
+    Agent, AgentEvent, AgentOutput, CancellationToken, Client, Cost, Message, OutputBudget,
+    PriceTable, StepResult, StopReason, Tool, ToolExecError, ToolOutput, Usage,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -15,25 +16,47 @@ use anyhow::bail;
 use crate::agent_args::{AgentArgs, OutputFormat};
 use crate::console::Console;
 use crate::output::{self, Styles};
-use crate::prompt_cache;
-use crate::telemetry;
+use crate::{prices, prompt_cache, telemetry};
 
 /// What one tool result may put into the model's context.
 const TOOL_OUTPUT_BUDGET_TOKENS: u64 = 25_000;
 
+/// The model in use (`chat` switches it with `/model`).
+pub(crate) struct Model {
+    pub(crate) client: Client,
+    /// The model id the provider knows.
+    pub(crate) id: String,
+    /// `provider:model`, as given.
+    pub(crate) spec: String,
+}
+
+impl Model {
+    pub(crate) fn new(spec: &str) -> anyhow::Result<Self> {
+        let (client, id) =
+            Client::from_model_spec(spec).with_context(|| format!("cannot use model `{spec}`"))?;
+        Ok(Self {
+            client,
+            id,
+            spec: spec.to_owned(),
+        })
+    }
+}
+
 /// Builds the agent for one turn.
 pub(crate) fn agent(
     args: &AgentArgs,
-    client: &Client,
-    model: &str,
+    model: &Model,
+    prices: &PriceTable,
     tools: Vec<Tool>,
     toolset: &McpToolset,
     console: &Arc<Console>,
     cancel: CancellationToken,
 ) -> anyhow::Result<Agent> {
+    let client = &model.client;
     let mut agent = client
-        .agent(model)
+        .agent(&model.id)
         .tools(tools)
+        .price_table(prices.clone())
         // Tools added or removed mid-run (`tools/list_changed`) reach the next step.
         .prepare_step(toolset.prepare_step())
         .max_steps(args.max_steps as usize)
@@ -103,6 +126,12 @@ pub(crate) async fn run(
                 }
                 console.answer.write(&text)?;
             }
+            AgentEvent::ToolProgress {
+                id,
+                progress,
+                total,
+                message,
+            } => console.tool_progress(&id, progress, total, message.as_deref()),
             AgentEvent::ToolCallFinish { id, result, .. } => console.abandoned(&id, &result),
             AgentEvent::Finish(output) => {
                 if format == OutputFormat::Text {
@@ -135,6 +164,13 @@ fn event_json(event: &AgentEvent) -> Option<Value> {
             line["name"] = json!(name);
             line
         }
+        AgentEvent::ToolProgress {
+            id,
+            progress,
+            total,
+            message,
+        } => json!({"type": "tool_progress", "id": id, "progress": progress, "total": total,
+                    "message": message}),
         AgentEvent::StepFinish(step) => step_json(step),
         _ => return None,
     })
@@ -179,16 +215,34 @@ pub(crate) fn stop_reason_name(reason: StopReason) -> &'static str {
     }
 }
 
-/// `tokens: ...` for `--usage` and `/usage`.
-pub(crate) fn usage_line(usage: &Usage) -> String {
-    format!(
+/// `tokens: ...` for `--usage` and `/usage`, and the cost when the model's price is known.
+pub(crate) fn usage_line(usage: &Usage, cost: Option<&Cost>) -> String {
+    let mut line = format!(
         "tokens: {} in ({} cached), {} out ({} reasoning), {} total",
         usage.input_tokens,
         usage.cached_input_tokens,
         usage.output_tokens,
         usage.reasoning_tokens,
         usage.total_tokens()
-    )
+    );
+    if let Some(cost) = cost {
+        line.push_str(&format!("; cost {}", prices::dollars(cost)));
+    }
+    line
+}
+
+/// `{"total": ..., "input": ..., ...}` in USD, or `null` when the model has no known price.
+pub(crate) fn cost_json(cost: Option<&Cost>) -> Value {
+    cost.map_or(Value::Null, |cost| {
+        json!({
+            "currency": "USD",
+            "total": cost.total(),
+            "input": cost.input,
+            "cachedInput": cost.cached_input,
+            "cacheWrite": cost.cache_write,
+            "output": cost.output,
+        })
+    })
 }
 
 /// The `--output json` object (and the last `stream-json` line, `"type": "result"`).
@@ -211,6 +265,7 @@ pub(crate) fn summary_json(output: &AgentOutput, model: &str, session: Option<&s
         "stopReason": stop_reason_name(output.stop_reason),
         "toolCalls": tool_calls,
         "usage": usage_json(&output.usage),
+        "cost": cost_json(output.cost.as_ref()),
         "steps": output.steps.len(),
         "model": model,
         "sessionId": session,

@@ -101,3 +101,36 @@ async fn nothing_of_it_when_piped() {
     assert_eq!(outcome.stdout, "Hi there.\n");
     assert!(outcome.stderr.is_empty(), "{outcome:?}");
 }
+
+/// A running tool's spinner shows the server's `notifications/progress`: `copy() 3/10 copying
+/// files`, from the in-repo server, which answers only once the test has seen it.
+#[tokio::test]
+async fn tool_spinners_show_the_servers_progress() {
+    let scratch = Scratch::new();
+    let gate = scratch.path.join("progress-seen");
+    let model = MockServer::with_replies(vec![
+        Reply::tool_call("call_1", "copy", serde_json::json!({})),
+        Reply::text_stream(&["Copied."]),
+    ])
+    .await;
+    let mut server = common::test_server_entry();
+    server["env"] = serde_json::json!({"AQUAREGIA_TEST_PROGRESS_GATE": gate});
+    scratch.config(&serde_json::json!({ "test": server }));
+    let mut command = cli(&scratch);
+    command.args(["run", "--yes", "Copy."]);
+    use_mock(&mut command, &model);
+    let mut child = common::on_pty(&command, 100).spawn().expect("start script");
+    let mut screen = child.stdout.take().expect("piped stdout");
+    let mut seen = Vec::new();
+    common::read_until(&mut screen, &mut seen, "copy() 3/10 copying files").await;
+    std::fs::write(&gate, "seen").expect("open the gate");
+    tokio::time::timeout(common::BOUND, screen.read_to_end(&mut seen))
+        .await
+        .expect("the run ends")
+        .expect("read the pty output");
+    let status = child.wait().await.expect("wait for script");
+    let screen = String::from_utf8_lossy(&seen);
+    assert!(status.success(), "{screen}");
+    assert!(screen.contains(" copy() ok"), "{screen}");
+    assert!(screen.contains("Copied."), "{screen}");
+}

@@ -114,3 +114,64 @@ fn a_connection_outliving_its_runtime_leaves_no_process() {
     }
     let _ = std::fs::remove_file(&term);
 }
+
+/// `Connector::on_process` hears of the server's process when it starts (its pid, which leads
+/// its process group) and once the group is gone.
+#[tokio::test]
+async fn the_process_hook_hears_start_and_end() {
+    use std::sync::{Arc, Mutex};
+
+    use aquaregia::mcp::ServerProcess;
+
+    let marker = marker("stdio-hook");
+    let _cleanup = KillMarked(marker.clone());
+    let term = term_file("hook");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let heard = events.clone();
+    let connection = mcp::Connector::new()
+        .on_process(move |event| heard.lock().unwrap().push(event))
+        .stdio(stubborn_server(&marker, &term))
+        .await
+        .unwrap();
+    let started = events.lock().unwrap().clone();
+    let [ServerProcess::Started { pid }] = started.as_slice() else {
+        panic!("one start: {started:?}");
+    };
+    let pid = *pid;
+    assert!(processes_with_marker(&marker).contains(&pid), "{pid}");
+    // The pid is the group's id: the grandchild is in it.
+    let groups: Vec<String> = processes_with_marker(&marker)
+        .iter()
+        .filter_map(|process| std::fs::read_to_string(format!("/proc/{process}/stat")).ok())
+        .filter_map(|stat| {
+            Some(
+                stat.rsplit(')')
+                    .next()?
+                    .split_whitespace()
+                    .nth(2)?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        groups.len() >= 2 && groups.iter().all(|group| *group == pid.to_string()),
+        "{groups:?}"
+    );
+
+    connection.close().await;
+    assert_no_process_left(&marker, BOUND).await;
+    let deadline = Instant::now() + BOUND;
+    while events.lock().unwrap().len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no end: {:?}",
+            events.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        events.lock().unwrap().as_slice(),
+        [ServerProcess::Started { pid }, ServerProcess::Ended { pid }]
+    );
+    let _ = std::fs::remove_file(&term);
+}

@@ -222,3 +222,63 @@ pub fn transcript(body: &Value) -> Vec<(String, String)> {
         })
         .unwrap_or_default()
 }
+
+/// `command` on a pty `columns` wide, made by `script(1)`: stdin, stdout and stderr all go
+/// through the pty (stdout of the returned command is the screen's bytes; what is written to
+/// its stdin is typed). Colours are on (`TERM=xterm`, and `NO_COLOR` left out, even though
+/// [`cli`] sets it: set it on the returned command to turn them off).
+pub fn on_pty(command: &std::process::Command, columns: u16) -> tokio::process::Command {
+    let quote =
+        |word: &std::ffi::OsStr| format!("'{}'", word.to_string_lossy().replace('\'', r"'\''"));
+    let line = std::iter::once(quote(command.get_program()))
+        .chain(command.get_args().map(quote))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut script = std::process::Command::new("script");
+    script.args([
+        "-qfec",
+        &format!("stty cols {columns} rows 50; exec {line}"),
+        "/dev/null",
+    ]);
+    script.env_remove("NO_COLOR");
+    for (key, value) in command.get_envs().filter(|(key, _)| *key != "NO_COLOR") {
+        match value {
+            Some(value) => script.env(key, value),
+            None => script.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        script.current_dir(dir);
+    }
+    script.env("TERM", "xterm");
+    let mut script = tokio::process::Command::from(script);
+    script
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    script
+}
+
+/// Reads the pty's bytes until `seen` contains `text`, within [`BOUND`].
+pub async fn read_until(
+    screen: &mut (impl tokio::io::AsyncRead + Unpin),
+    seen: &mut Vec<u8>,
+    text: &str,
+) {
+    use tokio::io::AsyncReadExt;
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while !String::from_utf8_lossy(seen).contains(text) {
+        let mut chunk = [0u8; 4096];
+        let read = tokio::time::timeout_at(deadline, screen.read(&mut chunk))
+            .await
+            .unwrap_or_else(|_| panic!("`{text}` never showed: {}", String::from_utf8_lossy(seen)))
+            .expect("read the pty output");
+        assert!(
+            read > 0,
+            "ended before `{text}` showed: {}",
+            String::from_utf8_lossy(seen)
+        );
+        seen.extend_from_slice(&chunk[..read]);
+    }
+}

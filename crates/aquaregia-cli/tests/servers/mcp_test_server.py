@@ -4,9 +4,12 @@ Tools: `greet` (text), `fail` (isError), `media` (image, resource and link block
 (terminal escape sequences in its description, result and error) and `hang`
 (never answers; writes the file named by AQUAREGIA_TEST_HANG_FILE when called, so a test
 knows the call is in flight). With AQUAREGIA_TEST_DUPLICATES set, `greet` is listed twice and
-`a.b` beside `a_b`. With AQUAREGIA_TEST_LIST_CHANGED set, calling `greet` adds a `later` tool
-and sends `notifications/tools/list_changed` before answering. Exits when stdin closes, unless AQUAREGIA_TEST_STUBBORN is set:
-then it ignores both stdin closing and SIGTERM, and only SIGKILL stops it.
+`a.b` beside `a_b`. With AQUAREGIA_TEST_PROGRESS_GATE set to a path, a `copy` tool reports
+progress (3/10, "copying files") and answers once that file exists. With
+AQUAREGIA_TEST_LIST_CHANGED set, calling `greet` adds a `later` tool and sends
+`notifications/tools/list_changed` before answering. Exits when stdin closes, unless
+AQUAREGIA_TEST_STUBBORN is set: then it ignores both stdin closing and SIGTERM, and only
+SIGKILL stops it.
 """
 
 import json
@@ -62,6 +65,9 @@ if os.environ.get("AQUAREGIA_TEST_DUPLICATES"):
         {"name": "a.b", "description": "dotted", "inputSchema": {"type": "object"}},
         {"name": "a_b", "description": "underscored", "inputSchema": {"type": "object"}},
     ]
+PROGRESS_GATE = os.environ.get("AQUAREGIA_TEST_PROGRESS_GATE")
+if PROGRESS_GATE:
+    TOOLS.append({"name": "copy", "description": "Reports progress.", "inputSchema": {"type": "object"}})
 LIST_CHANGED = bool(os.environ.get("AQUAREGIA_TEST_LIST_CHANGED"))
 LATER = {"name": "later", "description": "Added mid-run.", "inputSchema": {"type": "object"}}
 
@@ -75,7 +81,23 @@ def text(value):
     return {"content": [{"type": "text", "text": value}]}
 
 
-def call(name, arguments):
+def copy(token):
+    """Reports progress 3/10, then waits (up to 60 s) for the gate file before answering."""
+    if token is not None:
+        send({
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": 3, "total": 10, "message": "copying files"},
+        })
+    deadline = time.time() + 60
+    while not os.path.exists(PROGRESS_GATE) and time.time() < deadline:
+        time.sleep(0.05)
+    return text("copied")
+
+
+def call(name, arguments, token=None):
+    if name == "copy" and PROGRESS_GATE:
+        return copy(token)
     if name == "greet":
         if LIST_CHANGED and LATER not in TOOLS:
             TOOLS.append(LATER)
@@ -127,7 +149,8 @@ for line in sys.stdin:
         result = {"tools": TOOLS}
     elif method == "tools/call":
         params = message.get("params", {})
-        result = call(params.get("name"), params.get("arguments") or {})
+        token = (params.get("_meta") or {}).get("progressToken")
+        result = call(params.get("name"), params.get("arguments") or {}, token)
         if result is None:
             continue
     elif method == "ping":

@@ -87,6 +87,7 @@ mod trace;
 pub use rmcp;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::RoleClient;
@@ -108,7 +109,7 @@ pub use oauth::{
     AuthorizationPrompt, AuthorizeError, FileTokenStore, MemoryTokenStore, OAuth, TokenStore,
     TokenStoreError,
 };
-pub use stdio::DEFAULT_INHERITED_ENV_VARS;
+pub use stdio::{DEFAULT_INHERITED_ENV_VARS, ServerProcess};
 pub use toolset::{McpToolset, McpToolsetBuilder, glob_match};
 
 /// How many times a stdio server that died is started again, by default.
@@ -174,6 +175,7 @@ pub struct Connector {
     inherit_env: bool,
     max_restarts: u32,
     elicitation: Option<elicitation::ElicitationHandler>,
+    on_process: Option<stdio::ProcessHook>,
     #[cfg(feature = "mcp-oauth")]
     oauth: Option<OAuth>,
 }
@@ -188,7 +190,8 @@ impl fmt::Debug for Connector {
             .field(
                 "elicitation",
                 &self.elicitation.as_ref().map(|_| "<handler>"),
-            );
+            )
+            .field("on_process", &self.on_process.as_ref().map(|_| "<hook>"));
         #[cfg(feature = "mcp-oauth")]
         f.field("oauth", &self.oauth);
         f.finish()
@@ -211,6 +214,7 @@ impl Connector {
             inherit_env: false,
             max_restarts: DEFAULT_MAX_RESTARTS,
             elicitation: None,
+            on_process: None,
             #[cfg(feature = "mcp-oauth")]
             oauth: None,
         }
@@ -273,6 +277,27 @@ impl Connector {
         self
     }
 
+    /// Tells `hook` when each stdio server process starts (with its process id, on Unix also
+    /// its process group's) and when it has ended, restarts included: what a supervisor that
+    /// must clean up after this process (if it is killed before it can) needs to know. Called
+    /// synchronously, so it should be quick.
+    ///
+    /// ```
+    /// use aquaregia::mcp::{Connector, ServerProcess};
+    /// let connector = Connector::new().on_process(|event| match event {
+    ///     ServerProcess::Started { pid } => eprintln!("server {pid} started"),
+    ///     ServerProcess::Ended { pid } => eprintln!("server {pid} is gone"),
+    ///     _ => {}
+    /// });
+    /// ```
+    pub fn on_process<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(ServerProcess) + Send + Sync + 'static,
+    {
+        self.on_process = Some(Arc::new(hook));
+        self
+    }
+
     /// OAuth for HTTP servers whose [`HttpOptions`] set none and that are given no
     /// `Authorization` header (feature `mcp-oauth`).
     #[cfg(feature = "mcp-oauth")]
@@ -307,7 +332,7 @@ impl Connector {
         }
         let restart = (self.max_restarts > 0)
             .then(|| restart::Restart::stdio(&self, &command, &name, self.max_restarts));
-        let (process, stdout, stdin) = stdio::spawn(command, &name)?;
+        let (process, stdout, stdin) = stdio::spawn(command, &name, self.on_process.as_ref())?;
         let first = establish(
             lines::StdioTransport::new(stdout, stdin),
             name.clone(),
@@ -323,7 +348,8 @@ impl Connector {
             Err(failed) if failed.discover_confused => {
                 // The server misunderstood `server/discover`; start it again for `initialize`.
                 tracing::debug!(server = %name, error = %failed.error, "retrying with initialize");
-                let (process, stdout, stdin) = stdio::spawn(retry, &name)?;
+                let (process, stdout, stdin) =
+                    stdio::spawn(retry, &name, self.on_process.as_ref())?;
                 establish(
                     lines::StdioTransport::new(stdout, stdin),
                     name,

@@ -78,6 +78,27 @@ pub(crate) fn restrict_env(command: &mut Command) {
     }
 }
 
+/// A stdio server's process, as [`Connector::on_process`](super::Connector::on_process)
+/// reports it.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerProcess {
+    /// The server was started: its process id, which on Unix is also the id of the process
+    /// group it leads (its own children are in that group unless they leave it).
+    Started {
+        /// The process id (and process group id).
+        pid: u32,
+    },
+    /// The server exited and whatever was left of its process group (or job) was killed.
+    Ended {
+        /// The process id it was started with.
+        pid: u32,
+    },
+}
+
+/// Called with each [`ServerProcess`] event.
+pub(crate) type ProcessHook = Arc<dyn Fn(ServerProcess) + Send + Sync>;
+
 /// A running stdio server process.
 pub(crate) struct StdioProcess {
     /// To the task that owns the child. Dropping the sender kills the process group.
@@ -122,33 +143,49 @@ enum Signal {
 
 /// The spawned child. Dropping it kills whatever is left of its process group or job, so the
 /// group dies with the task that owns it even when a runtime shutting down drops that task.
-struct Group(Box<dyn ChildWrapper>);
+struct Group {
+    child: Box<dyn ChildWrapper>,
+    /// Told when the group is gone, with its id.
+    hook: Option<(ProcessHook, u32)>,
+}
 
 impl Group {
+    fn new(child: Box<dyn ChildWrapper>, hook: Option<&ProcessHook>) -> Self {
+        let hook = hook.and_then(|hook| Some((hook.clone(), child.id()?)));
+        if let Some((hook, pid)) = &hook {
+            hook(ServerProcess::Started { pid: *pid });
+        }
+        Self { child, hook }
+    }
+
     fn signal(&mut self, signal: Signal) {
         #[cfg(unix)]
         if let Signal::Term = signal {
             // ESRCH just means the group is already gone.
-            let _ = self.0.signal(libc::SIGTERM);
+            let _ = self.child.signal(libc::SIGTERM);
             return;
         }
         let _ = signal;
-        let _ = self.0.start_kill();
+        let _ = self.child.start_kill();
     }
 }
 
 impl Drop for Group {
     fn drop(&mut self) {
         // Synchronous: a signal to the group (Unix) or terminating the job (Windows).
-        let _ = self.0.start_kill();
+        let _ = self.child.start_kill();
+        if let Some((hook, pid)) = self.hook.take() {
+            hook(ServerProcess::Ended { pid });
+        }
     }
 }
 
 /// Starts `command` with piped stdio as the leader of a new process group (Unix) or in a new
-/// job object (Windows).
+/// job object (Windows), telling `hook` it started (and, later, that it ended).
 pub(crate) fn spawn(
     mut command: Command,
     name: &str,
+    hook: Option<&ProcessHook>,
 ) -> Result<(StdioProcess, ChildStdout, ChildStdin), McpError> {
     command
         .stdin(Stdio::piped())
@@ -173,11 +210,11 @@ pub(crate) fn spawn(
         };
         McpError::connect(name, format!("could not start `{program}`: {what}"))
     })?;
-    let mut child = Group(child);
+    let mut child = Group::new(child, hook);
     let (Some(stdin), Some(stdout), Some(mut stderr)) = (
-        child.0.stdin().take(),
-        child.0.stdout().take(),
-        child.0.stderr().take(),
+        child.child.stdin().take(),
+        child.child.stdout().take(),
+        child.child.stderr().take(),
     ) else {
         return Err(McpError::connect(
             name,
@@ -215,7 +252,7 @@ pub(crate) fn spawn(
         let mut owner_alive = true;
         let status = loop {
             tokio::select! {
-                status = child.0.wait() => break status,
+                status = child.child.wait() => break status,
                 signal = signal_rx.recv(), if owner_alive => match signal {
                     Some(signal) => child.signal(signal),
                     // The `StdioProcess` was dropped.
