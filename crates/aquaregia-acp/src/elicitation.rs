@@ -201,22 +201,31 @@ impl Elicitation {
         text: &str,
         tool_call: Option<String>,
     ) -> Answer {
-        let id = tool_call.unwrap_or_else(|| {
-            format!("elicitation-{}", self.asked.fetch_add(1, Ordering::Relaxed))
-        });
+        let question = asking(server, message);
+        // On the tool call that asked, only the question is added (its title and status stay
+        // the call's); a question outside any call gets one of its own.
+        let (id, fields) = match tool_call {
+            Some(id) => (
+                id,
+                ToolCallUpdateFields::new().content(vec![
+                    updates::text_block(&format!("{question}\n\n{text}")).into(),
+                ]),
+            ),
+            None => (
+                format!("elicitation-{}", self.asked.fetch_add(1, Ordering::Relaxed)),
+                ToolCallUpdateFields::new()
+                    .title(question)
+                    .kind(ToolKind::Other)
+                    .status(ToolCallStatus::Pending)
+                    .content(vec![updates::text_block(text).into()]),
+            ),
+        };
         let option = |id: &'static str, name: &'static str, kind| {
             PermissionOption::new(PermissionOptionId::new(id), name, kind)
         };
         let request = RequestPermissionRequest::new(
             self.session_id.clone(),
-            ToolCallUpdate::new(
-                id,
-                ToolCallUpdateFields::new()
-                    .title(asking(server, message))
-                    .kind(ToolKind::Other)
-                    .status(ToolCallStatus::Pending)
-                    .content(vec![updates::text_block(text).into()]),
-            ),
+            ToolCallUpdate::new(id, fields),
             vec![
                 option("accept", "Accept", PermissionOptionKind::AllowOnce),
                 option("decline", "Decline", PermissionOptionKind::RejectOnce),
