@@ -16,7 +16,8 @@ use aquaregia_acp::{AcpServer, ApiKeyAuth};
 use clap::Args;
 
 /// The ACP SDK logs whole messages at TRACE: API keys from `authenticate`, headers and env
-/// values from `session/new`. Its logs stop at DEBUG whatever `RUST_LOG` says.
+/// values from `session/new`. Its logs stop at DEBUG whatever `RUST_LOG` says (the cap is
+/// added only when something logs at TRACE, so it never raises the SDK's level).
 pub(crate) const LOG_CAP: &str = "agent_client_protocol=debug";
 
 #[derive(Debug, Args)]
