@@ -485,7 +485,7 @@ async fn bench() {
     client.finish().await;
 
     // 3. session/load of a 200-turn session: the stored file read, the history replayed as
-    // updates (1,000 of them) before the answer.
+    // updates (800 of them) before the answer.
     let session = long_session(&scratch().join("data")).await;
     let mut client = AcpClient::spawn(&model.url);
     client.request("initialize", initialize()).await;
