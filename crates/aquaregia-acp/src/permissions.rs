@@ -64,6 +64,7 @@ impl AgentHooks for AcpHooks {
             return ToolCallDecision::Deny(REJECTED.into());
         }
         updates::send(&self.cx, &session.id, updates::in_progress(&call.id));
+        session.call_started(&call.name, &call.id);
         ToolCallDecision::Allow
     }
 }
@@ -130,7 +131,7 @@ impl AcpHooks {
 }
 
 /// Cancels an outgoing request when dropped before it was answered.
-struct CancelOnDrop(Option<agent_client_protocol::RequestCancellationHandle>);
+pub(crate) struct CancelOnDrop(pub(crate) Option<agent_client_protocol::RequestCancellationHandle>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {

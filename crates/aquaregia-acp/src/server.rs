@@ -17,6 +17,9 @@ use crate::dispatch::State;
 use crate::servers::ConnectPlan;
 use crate::stdio;
 
+/// How long the end of serving waits for stdout to take what was sent.
+const STDOUT_DRAIN: Duration = Duration::from_secs(1);
+
 /// The ACP agent's default tool output budget.
 const DEFAULT_OUTPUT_BUDGET: OutputBudget = OutputBudget::tokens(25_000);
 
@@ -182,11 +185,16 @@ impl AcpServer {
     /// included). A line that is not UTF-8 or longer than 64 MiB is answered with a parse
     /// error.
     pub async fn serve_stdio(self) -> Result<(), AcpError> {
+        let (stdout, written) = stdio::stdout_lines();
         let transport = agent_client_protocol::Lines::new(
-            Box::pin(stdio::sink(tokio::io::stdout())),
+            Box::pin(stdout),
             Box::pin(stdio::stdin_lines(stdio::MAX_LINE_BYTES)),
         );
-        self.serve_until(transport, termination()).await
+        let result = self.serve_until(transport, termination()).await;
+        // What was sent reaches stdout before the caller goes on (and likely exits); bounded,
+        // as a client that stopped reading must not hold the agent up.
+        let _ = tokio::time::timeout(STDOUT_DRAIN, written).await;
+        result
     }
 
     /// Serves ACP over any transport of the SDK (byte streams, channels...).

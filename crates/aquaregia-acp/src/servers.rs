@@ -13,6 +13,7 @@ use agent_client_protocol::v1::schema::{HttpHeader, McpServer};
 use aquaregia::mcp::{McpError, McpServerSpec, McpToolset};
 use serde_json::Value;
 
+use crate::elicitation::Elicitation;
 use crate::mcp_over_acp::McpOverAcp;
 
 /// A server that could not be used, and why (reported to the client).
@@ -141,14 +142,14 @@ pub(crate) struct ConnectPlan {
 }
 
 /// Connects every entry in parallel through an [`McpToolset`] (tools named
-/// `<server>__<tool>`). Failures (bad entries, duplicates, servers that do not start in time)
-/// are returned, not fatal.
+/// `<server>__<tool>`, questions to the user through `elicitation`). Failures (bad entries,
+/// duplicates, servers that do not start in time) are returned, not fatal.
 pub(crate) async fn connect_all(
     servers: &[McpServer],
     cwd: &Path,
     plan: &ConnectPlan,
-    cx: &ConnectionTo<Client>,
-    acp: &Arc<McpOverAcp>,
+    (cx, acp): (&ConnectionTo<Client>, &Arc<McpOverAcp>),
+    elicitation: Arc<Elicitation>,
 ) -> (McpToolset, Vec<Failure>) {
     let mut failures = Vec::new();
     let mut names = HashSet::new();
@@ -156,7 +157,8 @@ pub(crate) async fn connect_all(
     let mut builder = McpToolset::builder()
         .startup_timeout(plan.startup_timeout)
         .always_prefix(true)
-        .disable_tools(plan.disabled.iter().cloned());
+        .disable_tools(plan.disabled.iter().cloned())
+        .on_elicitation(move |request| elicitation.clone().answer(request));
     for server in servers {
         let name = name(server).to_owned();
         if !names.insert(name.clone()) {

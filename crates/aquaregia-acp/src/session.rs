@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::SessionMode;
@@ -96,6 +97,12 @@ pub(crate) struct Session {
     pub(crate) always: Mutex<HashMap<String, Always>>,
     /// The running prompt's cancellation token.
     prompt: Mutex<Option<CancellationToken>>,
+    /// Tool calls running now: (tool name, call id), oldest first.
+    running: Mutex<Vec<(String, String)>>,
+    /// What to tell the user at the start of the next turn (servers that failed).
+    notices: Mutex<Vec<String>>,
+    /// How many turns the store holds for this session.
+    stored_turns: AtomicU64,
 }
 
 impl Session {
@@ -113,7 +120,28 @@ impl Session {
             commands: Mutex::new(Vec::new()),
             always: Mutex::new(HashMap::new()),
             prompt: Mutex::new(None),
+            running: Mutex::new(Vec::new()),
+            notices: Mutex::new(Vec::new()),
+            stored_turns: AtomicU64::new(0),
         }
+    }
+
+    /// Keeps `notice` for the start of the next turn.
+    pub(crate) fn add_notice(&self, notice: String) {
+        lock(&self.notices).push(notice);
+    }
+
+    /// The notices kept so far (each is told once).
+    pub(crate) fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.notices))
+    }
+
+    pub(crate) fn stored_turns(&self) -> u64 {
+        self.stored_turns.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_stored_turns(&self, turns: u64) {
+        self.stored_turns.store(turns, Ordering::Release);
     }
 
     pub(crate) fn mode(&self) -> Mode {
@@ -155,7 +183,35 @@ impl Session {
         let mut prompt = lock(&self.prompt);
         if prompt.as_ref().is_some_and(|current| current == token) {
             *prompt = None;
+            lock(&self.running).clear();
         }
+    }
+
+    /// The running prompt's cancellation token, if a prompt runs.
+    pub(crate) fn prompt_token(&self) -> Option<CancellationToken> {
+        lock(&self.prompt).clone()
+    }
+
+    /// A tool call started running.
+    pub(crate) fn call_started(&self, name: &str, id: &str) {
+        lock(&self.running).push((name.to_owned(), id.to_owned()));
+    }
+
+    /// A tool call finished.
+    pub(crate) fn call_finished(&self, id: &str) {
+        lock(&self.running).retain(|(_, running)| running != id);
+    }
+
+    /// The latest running call of one of `server`'s tools (`<server>__<tool>`).
+    pub(crate) fn running_call_of(&self, server: &str) -> Option<String> {
+        lock(&self.running)
+            .iter()
+            .rev()
+            .find(|(name, _)| {
+                name.strip_prefix(server)
+                    .is_some_and(|rest| rest.starts_with("__"))
+            })
+            .map(|(_, id)| id.clone())
     }
 
     /// `session/cancel`: stops the running prompt, if any.

@@ -4,10 +4,9 @@
 
 use std::io;
 
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 
 use futures::Stream;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// The longest line read (64 MiB: room for large embedded resources and images).
 pub(crate) const MAX_LINE_BYTES: usize = 64 << 20;
@@ -110,17 +109,47 @@ pub(crate) fn stdin_lines(max: usize) -> impl Stream<Item = io::Result<String>> 
     })
 }
 
-/// Writes each outgoing line to `writer`, flushed.
-pub(crate) fn sink<W>(writer: W) -> impl futures::Sink<String, Error = io::Error> + Send
-where
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    futures::sink::unfold(writer, async |mut writer, line: String| {
-        writer.write_all(line.as_bytes()).await?;
-        writer.write_all(b"\n").await?;
-        writer.flush().await?;
-        Ok::<_, io::Error>(writer)
-    })
+/// Outgoing lines, written to stdout on a thread of their own: tokio's stdout hands every
+/// write to the blocking pool and waits for it, a thread round trip per message (most of the
+/// time of a 200-turn `session/load` replay). Lines that wait together are written at once,
+/// then flushed. The receiver completes once everything sent was written (or stdout failed).
+pub(crate) fn stdout_lines() -> (
+    impl futures::Sink<String, Error = io::Error> + Send,
+    tokio::sync::oneshot::Receiver<()>,
+) {
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<String>(64);
+    let (done, written) = tokio::sync::oneshot::channel();
+    let writer = std::thread::Builder::new()
+        .name("acp-stdout".into())
+        .spawn(move || {
+            let mut stdout = io::stdout().lock();
+            let mut batch = Vec::new();
+            while let Some(line) = receiver.blocking_recv() {
+                batch.clear();
+                batch.extend_from_slice(line.as_bytes());
+                batch.push(b'\n');
+                while let Ok(line) = receiver.try_recv() {
+                    batch.extend_from_slice(line.as_bytes());
+                    batch.push(b'\n');
+                }
+                if let Err(error) = stdout.write_all(&batch).and_then(|()| stdout.flush()) {
+                    tracing::debug!(%error, "stdout is closed");
+                    break;
+                }
+            }
+            let _ = done.send(());
+        });
+    if let Err(error) = writer {
+        tracing::error!(%error, "cannot start the stdout writer");
+    }
+    let sink = futures::sink::unfold(sender, async |sender, line: String| {
+        sender
+            .send(line)
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"))?;
+        Ok::<_, io::Error>(sender)
+    });
+    (sink, written)
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@ use agent_client_protocol::v1::schema::{
 };
 use aquaregia::{
     ContentPart, Message, Role, SessionId, SessionMeta, SessionQuery, SessionStore, SessionTurn,
-    Usage,
+    StoredSession, Usage,
 };
+use serde::{Deserialize, Serialize};
 
 use crate::dispatch::invalid_params;
 use crate::updates;
@@ -55,30 +56,90 @@ fn info(meta: &SessionMeta) -> SessionInfo {
         .updated_at(meta.updated_at.to_string())
 }
 
-/// Appends a completed turn; when it gave the session its title, tells the client.
+/// The metadata entry holding a session's [`Base`].
+const BASE: &str = "aquaregia.acp.base";
+
+/// What the model's history starts from instead of the first `turns` stored turns: their
+/// compaction (a summary and the newest messages), or nothing after `/clear`. The turns stay
+/// stored, so `session/load` still replays the whole conversation to the user.
+#[derive(Debug, Serialize, Deserialize)]
+struct Base {
+    turns: u64,
+    messages: Vec<Message>,
+}
+
+/// The history the model continues from: the stored base, then the turns after it.
+pub(crate) fn history(stored: &StoredSession) -> Vec<Message> {
+    let base = stored
+        .meta
+        .metadata
+        .get(BASE)
+        .and_then(|base| serde_json::from_value::<Base>(base.clone()).ok())
+        .and_then(|base| Some((usize::try_from(base.turns).ok()?, base.messages)))
+        .filter(|(turns, _)| *turns <= stored.turns.len());
+    let Some((covered, mut messages)) = base else {
+        return stored.messages();
+    };
+    let later = stored.turns.get(covered..).unwrap_or_default();
+    messages.extend(later.iter().flat_map(|turn| turn.messages.iter().cloned()));
+    messages
+}
+
+/// Stores `messages` as the history that replaces the first `turns` turns.
+pub(crate) async fn save_base(
+    store: &dyn SessionStore,
+    session_id: &str,
+    turns: u64,
+    messages: &[Message],
+) {
+    let Ok(id) = SessionId::new(session_id) else {
+        return;
+    };
+    let base = Base {
+        turns,
+        messages: messages.to_vec(),
+    };
+    let saved = match serde_json::to_value(&base) {
+        Ok(value) => store
+            .update(&id, aquaregia::SessionUpdate::new().metadata(BASE, value))
+            .await
+            .map(|_| ())
+            .map_err(|error| error.to_string()),
+        Err(error) => Err(error.to_string()),
+    };
+    if let Err(error) = saved {
+        tracing::warn!(session = session_id, %error, "the compacted history was not stored");
+    }
+}
+
+/// Appends a completed turn; when it gave the session its title, tells the client. Returns
+/// whether the turn was stored.
 pub(crate) async fn append(
     store: &dyn SessionStore,
     cx: &ConnectionTo<Client>,
     session_id: &str,
     messages: Vec<Message>,
     usage: Usage,
-) {
+) -> bool {
     let Ok(id) = SessionId::new(session_id) else {
-        return;
+        return false;
     };
     match store
         .append_turn(&id, SessionTurn::new(messages).usage(usage))
         .await
     {
-        Ok(meta) if meta.turns == 1 => {
-            let update = SessionInfoUpdate::new()
-                .title(meta.title.clone())
-                .updated_at(meta.updated_at.to_string());
-            updates::send(cx, session_id, SessionUpdate::SessionInfoUpdate(update));
+        Ok(meta) => {
+            if meta.turns == 1 {
+                let update = SessionInfoUpdate::new()
+                    .title(meta.title.clone())
+                    .updated_at(meta.updated_at.to_string());
+                updates::send(cx, session_id, SessionUpdate::SessionInfoUpdate(update));
+            }
+            true
         }
-        Ok(_) => {}
         Err(error) => {
             tracing::warn!(session = session_id, %error, "the turn was not stored");
+            false
         }
     }
 }

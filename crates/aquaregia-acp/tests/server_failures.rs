@@ -1,5 +1,6 @@
-//! Bad `mcpServers` entries and servers that do not start are reported as session updates
-//! naming them, and never fail the session: the other servers' tools are still used.
+//! Bad `mcpServers` entries and servers that do not start are reported naming them, at the
+//! start of the session's first turn (not as stray updates before any prompt, which clients
+//! drop), and never fail the session: the other servers' tools are still used.
 
 mod support;
 
@@ -24,18 +25,27 @@ fn messages(client: &RawClient, session: &str) -> Vec<String> {
         .collect()
 }
 
-async fn reported(client: &RawClient, session: &str, name: &str) -> String {
+fn reported(client: &RawClient, session: &str, name: &str) -> String {
     let needle = format!("`{name}`");
-    support::eventually(&format!("a report about {name}"), || {
-        messages(client, session)
-            .iter()
-            .any(|m| m.contains(&needle))
-    })
-    .await;
     messages(client, session)
         .into_iter()
         .find(|m| m.contains(&needle))
-        .unwrap()
+        .unwrap_or_else(|| panic!("a report about {name}: {:?}", messages(client, session)))
+}
+
+/// Waits until the session is set up (its commands announced): nothing was said yet.
+async fn assert_quiet_until_the_first_prompt(client: &RawClient, session: &str) {
+    support::eventually("the available commands", || {
+        updates(&client.log(), session)
+            .iter()
+            .any(|u| u["sessionUpdate"] == "available_commands_update")
+    })
+    .await;
+    assert_eq!(
+        messages(client, session),
+        Vec::<String>::new(),
+        "no message before the first prompt"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -59,19 +69,21 @@ async fn invalid_entries_are_reported_and_the_session_still_works() {
             ]),
         )
         .await;
+    assert_quiet_until_the_first_prompt(&client, &session).await;
 
-    assert!(
-        reported(&client, &session, "nocmd")
-            .await
-            .contains("command")
+    mock.push(Reply::text_stream(&["Works."]));
+    let answer = client.prompt(&session, "hi").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(reported(&client, &session, "nocmd").contains("command"));
+    assert!(reported(&client, &session, "pigeon").contains("carrier-pigeon"));
+    assert!(reported(&client, &session, "second").contains("dup"));
+    assert!(reported(&client, &session, "nourl").contains("url"));
+    let said = messages(&client, &session);
+    assert_eq!(
+        said.last().map(String::as_str),
+        Some("Works."),
+        "the reports open the turn: {said:?}"
     );
-    assert!(
-        reported(&client, &session, "pigeon")
-            .await
-            .contains("carrier-pigeon")
-    );
-    assert!(reported(&client, &session, "second").await.contains("dup"));
-    assert!(reported(&client, &session, "nourl").await.contains("url"));
     assert!(
         !messages(&client, &session)
             .iter()
@@ -79,13 +91,15 @@ async fn invalid_entries_are_reported_and_the_session_still_works() {
         "the valid servers are not reported: {:?}",
         messages(&client, &session)
     );
-
-    mock.push(Reply::text("Works."));
-    let answer = client.prompt(&session, "hi").await;
-    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let names = tool_names(&mock.bodies()[0]);
     assert!(names.contains(&"first__peek".to_owned()), "{names:?}");
     assert!(names.contains(&"box__echo".to_owned()), "{names:?}");
+
+    // Told once.
+    let before = messages(&client, &session).len();
+    mock.push(Reply::text_stream(&["Again."]));
+    client.prompt(&session, "again").await;
+    assert_eq!(&messages(&client, &session)[before..], ["Again."]);
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
 }
@@ -123,18 +137,19 @@ async fn a_server_that_fails_or_hangs_at_startup_does_not_fail_the_session() {
         "session/new is bounded by the startup timeout, not by the stuck server"
     );
 
-    let broken = reported(&client, &session, "broken").await;
-    assert!(
-        broken.contains("refusing to start") || broken.contains("status 7"),
-        "the failure says why: {broken}"
-    );
-    let stuck = reported(&client, &session, "stuck").await;
-    assert!(stuck.contains("3"), "the timeout is named: {stuck}");
+    assert_quiet_until_the_first_prompt(&client, &session).await;
 
     mock.push(Reply::tool_call("call-1", "good__read_note", json!({})))
         .push(Reply::text("Read it."));
     let answer = client.prompt(&session, "read the note").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let broken = reported(&client, &session, "broken");
+    assert!(
+        broken.contains("refusing to start") || broken.contains("status 7"),
+        "the failure says why: {broken}"
+    );
+    let stuck = reported(&client, &session, "stuck");
+    assert!(stuck.contains("3"), "the timeout is named: {stuck}");
     let names = tool_names(&mock.bodies()[0]);
     assert!(names.contains(&"good__read_note".to_owned()), "{names:?}");
     assert!(

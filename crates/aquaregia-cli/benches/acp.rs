@@ -1,12 +1,15 @@
-//! `aquaregia acp` figures: start-up to the `initialize` answer, exit on stdin EOF, memory,
-//! `session/new` with slow servers in parallel, and a tool call over MCP-over-ACP against the
-//! same MCP server over stdio.
+//! `aquaregia acp` figures: start-up to the `initialize` answer (against a minimal C agent
+//! compiled with the machine's `cc`, measured in the same run), exit on stdin EOF, memory per
+//! idle session, `session/load` of a 200-turn session, `session/new` with slow servers in
+//! parallel, and a tool call over MCP-over-ACP against the same MCP server over stdio.
 //!
 //! `cargo bench -p aquaregia-cli --bench acp`. The bench binary is also the MCP server
-//! (`--serve-mcp`) and the mock model; the agent is the real `aquaregia` binary.
+//! (`--serve-mcp`) and the mock model; the agent is the real `aquaregia` binary. Sessions are
+//! stored under the target directory, not in the user's data dir.
 #![allow(missing_docs, clippy::print_stdout)]
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,6 +23,95 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_aquaregia");
+
+/// The bench's scratch directory (the agents' data dir, the C agent).
+fn scratch() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("acp-bench")
+}
+
+/// The floor: an ACP agent in C that answers `initialize` and reads until EOF.
+const C_AGENT: &str = r#"
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+    static char line[1 << 16];
+    while (fgets(line, sizeof line, stdin)) {
+        char id[64] = "null";
+        char *p = strstr(line, "\"id\":");
+        if (p) {
+            p += 5;
+            size_t n = 0;
+            while (*p && *p != ',' && *p != '}' && n < sizeof id - 1) id[n++] = *p++;
+            id[n] = 0;
+        }
+        if (strstr(line, "\"initialize\"")) {
+            printf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":1,"
+                   "\"agentCapabilities\":{},\"authMethods\":[]}}\n", id);
+            fflush(stdout);
+        }
+    }
+    return 0;
+}
+"#;
+
+/// Compiles [`C_AGENT`] with `cc -O2` into the scratch directory.
+fn compile_c_agent() -> PathBuf {
+    let dir = scratch();
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let source = dir.join("min_agent.c");
+    let binary = dir.join("min_agent");
+    std::fs::write(&source, C_AGENT).expect("write the C agent");
+    let status = std::process::Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .status()
+        .expect("run cc");
+    assert!(status.success(), "cc failed");
+    binary
+}
+
+/// A stored 200-turn session (a tool call per turn, about 190 KB), written as one file.
+async fn long_session(data_dir: &Path) -> String {
+    use aquaregia::{
+        ContentPart, FileSessionStore, Message, NewSession, Role, SessionStore, SessionTurn,
+        ToolCall, ToolOutput, ToolResult,
+    };
+    let store = FileSessionStore::new(data_dir.join("sessions"));
+    let meta = store
+        .create(NewSession::new("/tmp"))
+        .await
+        .expect("create a session");
+    let path = store.session_path(&meta.id);
+    let mut body = std::fs::read_to_string(&path).expect("the session file");
+    for n in 0..200 {
+        let turn = SessionTurn::new(vec![
+            Message::user(format!("prompt {n}: {}", "lorem ipsum ".repeat(20))),
+            Message::new(
+                Role::Assistant,
+                vec![ContentPart::ToolCall(ToolCall {
+                    id: format!("call_{n}"),
+                    name: "bench__noop".into(),
+                    arguments: json!({"a": 2, "b": 40}),
+                })],
+            ),
+            Message::new(
+                Role::Tool,
+                vec![ContentPart::ToolResult(ToolResult {
+                    call_id: format!("call_{n}"),
+                    name: "bench__noop".into(),
+                    output: ToolOutput::Json(json!({"sum": 42, "note": "dolor sit ".repeat(20)})),
+                    is_error: false,
+                })],
+            ),
+            Message::assistant(format!("The sum is 42 ({n}). {}", "amet ".repeat(30))),
+        ]);
+        body.push_str(&json!({"type": "turn", "turn": turn}).to_string());
+        body.push('\n');
+    }
+    std::fs::write(&path, body).expect("write the session");
+    meta.id.to_string()
+}
 
 /// The one MCP server both transports reach: `server/discover`, `tools/list`, `tools/call`.
 fn handle_mcp(method: &str) -> Result<Value, Value> {
@@ -134,13 +226,21 @@ struct AcpClient {
 }
 
 impl AcpClient {
+    /// `aquaregia acp` on the mock model, its data dir in the scratch directory.
     fn spawn(model_url: &str) -> Self {
-        let mut child = Command::new(AGENT)
+        let mut command = Command::new(AGENT);
+        command
             .args(["acp", "--max-steps", "200"])
             .env("AQUAREGIA_MODEL", "openai-chat:mock")
             .env("OPENAI_BASE_URL", model_url)
             .env("OPENAI_API_KEY", "bench")
-            .env("RUST_LOG", "error")
+            .env("AQUAREGIA_DATA_DIR", scratch().join("data"))
+            .env("RUST_LOG", "error");
+        Self::spawn_command(command)
+    }
+
+    fn spawn_command(mut command: Command) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -327,46 +427,89 @@ fn stdio_server(name: &str, delay_ms: u64) -> Value {
 async fn bench() {
     let model = MockModel::start().await;
 
-    // 1. Spawn to the initialize answer, and exit on EOF.
-    let (mut starts, mut exits) = (Vec::new(), Vec::new());
+    let _ = std::fs::remove_dir_all(scratch());
+    let c_agent = compile_c_agent();
+
+    // 1. Spawn to the initialize answer, and exit on EOF, against the C floor: the two take
+    // turns, so load on the machine hits both alike.
+    let (mut starts, mut floor, mut exits) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..30 {
+        let started = Instant::now();
+        let mut client = AcpClient::spawn_command(Command::new(&c_agent));
+        client.request("initialize", initialize()).await;
+        floor.push(started.elapsed());
+        client.finish().await;
+
         let started = Instant::now();
         let mut client = AcpClient::spawn(&model.url);
         client.request("initialize", initialize()).await;
         starts.push(started.elapsed());
         exits.push(client.finish().await);
     }
+    let (starts, floor) = (median(starts), median(floor));
     println!(
-        "spawn -> initialize answer      {:>8.2} ms (median of 30)",
-        ms(median(starts))
+        "spawn -> initialize answer      {:>8.2} ms; minimal C agent {:.2} ms (ratio {:.2}, median of 30)",
+        ms(starts),
+        ms(floor),
+        starts.as_secs_f64() / floor.as_secs_f64()
     );
     println!(
         "stdin EOF -> exit               {:>8.2} ms",
         ms(median(exits))
     );
 
-    // 2. Memory, idle and per session.
+    // 2. Memory, idle and per idle session.
+    const SESSIONS: u32 = 100;
     let mut client = AcpClient::spawn(&model.url);
     client.request("initialize", initialize()).await;
+    client
+        .request("session/new", json!({"cwd": "/tmp", "mcpServers": []}))
+        .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let idle = rss_kib(client.pid());
-    for _ in 0..50 {
+    for _ in 0..SESSIONS {
         client
             .request("session/new", json!({"cwd": "/tmp", "mcpServers": []}))
             .await;
     }
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let with_sessions = rss_kib(client.pid());
     println!(
-        "memory idle                     {:>8.1} MiB",
+        "memory idle (one session)       {:>8.1} MiB",
         idle as f64 / 1024.0
     );
     println!(
-        "memory per session (50)         {:>8.1} KiB",
-        with_sessions.saturating_sub(idle) as f64 / 50.0
+        "memory per idle session ({SESSIONS})   {:>8.1} KiB",
+        with_sessions.saturating_sub(idle) as f64 / f64::from(SESSIONS)
     );
     client.finish().await;
 
-    // 3. session/new with slow servers: 5 in parallel against 1.
+    // 3. session/load of a 200-turn session: the stored file read, the history replayed as
+    // updates (800 of them) before the answer.
+    let session = long_session(&scratch().join("data")).await;
+    let mut client = AcpClient::spawn(&model.url);
+    client.request("initialize", initialize()).await;
+    let mut loads = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        client
+            .request(
+                "session/load",
+                json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []}),
+            )
+            .await;
+        loads.push(started.elapsed());
+        client
+            .request("session/close", json!({"sessionId": session}))
+            .await;
+    }
+    println!(
+        "session/load, 200 turns         {:>8.2} ms (median of 20)",
+        ms(median(loads))
+    );
+    client.finish().await;
+
+    // 4. session/new with slow servers: 5 in parallel against 1.
     let mut client = AcpClient::spawn(&model.url);
     client.request("initialize", initialize()).await;
     let mut timings = Vec::new();
@@ -397,7 +540,7 @@ async fn bench() {
     client.finish().await;
     assert_eq!(children_of(pid), 0);
 
-    // 4. A tool call over MCP-over-ACP against the same server over stdio. The baseline
+    // 5. A tool call over MCP-over-ACP against the same server over stdio. The baseline
     // session's model calls a tool that does not exist: a step with no MCP round trip.
     // Sessions take turns each round, so drift hits all three alike.
     const CALLS: usize = 60;
@@ -461,7 +604,7 @@ async fn bench() {
         round_trip("acp").as_secs_f64() / round_trip("stdio").as_secs_f64()
     );
 
-    // 5. session/cancel while a tool call is in flight: until session/prompt answers.
+    // 6. session/cancel while a tool call is in flight: until session/prompt answers.
     let (label, id, _) = &sessions[2];
     assert_eq!(*label, "acp");
     let mut cancels = Vec::new();
@@ -491,6 +634,7 @@ async fn bench() {
     );
     client.finish().await;
     model.task.abort();
+    let _ = std::fs::remove_dir_all(scratch());
 }
 
 fn main() {

@@ -17,7 +17,8 @@ use aquaregia_acp::{AcpServer, ApiKeyAuth};
 use clap::Args;
 
 /// The ACP SDK logs whole messages at TRACE: API keys from `authenticate`, headers and env
-/// values from `session/new`. Its logs stop at DEBUG whatever `RUST_LOG` says.
+/// values from `session/new`. Its logs stop at DEBUG whatever `RUST_LOG` says (the cap is
+/// added only when something logs at TRACE, so it never raises the SDK's level).
 pub(crate) const LOG_CAP: &str = "agent_client_protocol=debug";
 
 #[derive(Debug, Args)]
@@ -108,12 +109,13 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot use model `{spec}`"))?;
     let data_dir = data_dir()?;
     let mut auth = auth(data_dir.clone());
-    // A missing key is not fatal: the client is asked for it through ACP.
-    let (required, built) = match builder.build() {
-        Ok(client) => (None, Some((None, client))),
+    // A missing key is not fatal: the client is asked for it through ACP. The HTTP client
+    // (TLS roots and all) is built on first use, not before the `initialize` answer.
+    let required = match builder.check() {
+        Ok(()) => None,
         Err(aquaregia::Error::MissingApiKey { env_var }) => {
             auth = auth.require(env_var);
-            (Some(env_var), None)
+            Some(env_var)
         }
         Err(error) => return Err(error).with_context(|| format!("cannot use model `{spec}`")),
     };
@@ -124,7 +126,7 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     let clients = Arc::new(Clients {
         spec,
         auth: auth.clone(),
-        built: Mutex::new(built),
+        built: Mutex::new(None),
     });
     let (max_steps, system) = (args.max_steps as usize, args.system);
     let lister = clients.clone();

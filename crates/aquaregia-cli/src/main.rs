@@ -199,7 +199,13 @@ fn init_logging(command: &Command) -> Option<telemetry::Exporter> {
     };
     let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    if let Command::Acp(_) = command {
+    // Only when something logs at TRACE: the directive would otherwise raise the SDK's logs to
+    // DEBUG (lines for every message, slowing a session/load replay down by half).
+    if let Command::Acp(_) = command
+        && filter
+            .max_level_hint()
+            .is_none_or(|level| level == tracing_subscriber::filter::LevelFilter::TRACE)
+    {
         filter = filter.add_directive(acp::LOG_CAP.parse().unwrap_or_default());
     }
     let log = tracing_subscriber::fmt::layer()

@@ -316,8 +316,8 @@ impl ClientBuilder {
         self
     }
 
-    /// Checks the configuration and builds the client.
-    pub fn build(self) -> Result<Client, Error> {
+    /// The base URL and the headers (API key included), checked.
+    fn resolve(&self) -> Result<(String, HeaderMap), Error> {
         let provider = self.provider;
         let configured_url = self
             .base_url
@@ -333,6 +333,7 @@ impl ClientBuilder {
 
         let api_key = self
             .api_key
+            .clone()
             .or_else(|| provider.api_key_vars.iter().find_map(|var| env_var(var)));
         let key_needed = match provider.key {
             KeyPolicy::Required => true,
@@ -371,6 +372,25 @@ impl ClientBuilder {
             headers.insert(header_name, header_value);
         }
 
+        Ok((base_url, headers))
+    }
+
+    /// Checks the configuration (base URL, API key, headers) without building the HTTP
+    /// client, which loads TLS roots: a cheap way to report a bad configuration or a missing
+    /// key early and build the client only when it is first needed.
+    ///
+    /// ```
+    /// let builder = aquaregia::Client::anthropic().base_url("not a url");
+    /// assert!(builder.check().is_err());
+    /// ```
+    pub fn check(&self) -> Result<(), Error> {
+        self.resolve().map(|_| ())
+    }
+
+    /// Checks the configuration and builds the client.
+    pub fn build(self) -> Result<Client, Error> {
+        let (base_url, headers) = self.resolve()?;
+        let provider = self.provider;
         let http = match self.http {
             Some(http) => http,
             None => http::default_client()?,
