@@ -7,10 +7,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::ErrorData;
+#[allow(deprecated)] // sampling: deprecated by SEP-2577, still used by 2025-11-25 servers
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationCapability, ExtensionCapabilities,
     FormElicitationCapability, Implementation, ProtocolVersion, RequestMetaObject,
-    UrlElicitationCapability,
+    SamplingCapability, TASKS_EXTENSION_ID, UrlElicitationCapability,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
@@ -19,9 +21,9 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::call::{CallContext, McpToolExecutor};
-use super::elicitation::{ElicitationHandler, answer};
 use super::error::McpError;
 use super::fault::LocalFault;
+use super::input::ServerInput;
 use super::listing::McpTool;
 use super::naming::{prefixed_name, sanitized_name};
 use super::progress::ProgressRoutes;
@@ -82,6 +84,8 @@ pub(crate) struct Shared {
     process: Mutex<Option<Arc<StdioProcess>>>,
     info: McpServerInfo,
     pub(crate) progress: Arc<ProgressRoutes>,
+    /// Answers to what the server asks mid-call.
+    pub(crate) input: Arc<ServerInput>,
     /// Set for stdio servers that are restarted when they die.
     restart: OnceLock<Restart>,
 }
@@ -127,24 +131,42 @@ pub(crate) struct Handler {
     pub(crate) server: String,
     /// Filled by the session's transport (see `HandshakeGuard`), read by tool calls.
     pub(crate) progress: Arc<ProgressRoutes>,
-    pub(crate) elicitation: Option<ElicitationHandler>,
+    pub(crate) input: Arc<ServerInput>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // The 2026-07-28 tasks extension: the server may answer a call with a task.
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.extensions = Some(ExtensionCapabilities::from([(
+            TASKS_EXTENSION_ID.to_owned(),
+            Map::new(),
+        )]));
         let mut info = ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("aquaregia", env!("CARGO_PKG_VERSION")),
         );
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-        if self.elicitation.is_some() {
+        if self.input.handlers.elicitation.is_some() {
             info.capabilities.elicitation = Some(
                 ElicitationCapability::new()
                     .with_form(FormElicitationCapability::new())
                     .with_url(UrlElicitationCapability::new()),
             );
         }
+        if self.input.handlers.sampling.is_some() {
+            info.capabilities.sampling = Some(SamplingCapability::default());
+        }
         info
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        request: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.input.sample_request(request).await
     }
 
     async fn create_elicitation(
@@ -152,7 +174,7 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Ok(answer(self.elicitation.as_ref(), &self.server, request).await)
+        Ok(self.input.elicit(request).await)
     }
 
     fn on_tool_list_changed(
@@ -191,6 +213,7 @@ impl McpConnection {
     ) -> Self {
         let peer = service.peer().clone();
         let progress = service.service().progress.clone();
+        let input = service.service().input.clone();
         let info = peer
             .peer_info()
             .map(|info| McpServerInfo {
@@ -213,6 +236,7 @@ impl McpConnection {
                 process: Mutex::new(process.map(Arc::new)),
                 info,
                 progress,
+                input,
                 restart: OnceLock::new(),
             }),
             view: Arc::new(View {
@@ -281,6 +305,8 @@ impl McpConnection {
             meta: self.view.meta.clone(),
             shared: Arc::downgrade(&self.shared),
             progress: self.shared.progress.clone(),
+            input: self.shared.input.clone(),
+            augment_tasks: self.shared.info.protocol_version.as_str() < "2026-07-28",
         });
         tools
             .iter()
@@ -303,6 +329,7 @@ impl McpConnection {
                 let executor = Arc::new(McpToolExecutor {
                     call: call.clone(),
                     name: tool.name.clone(),
+                    tasks: tool.tasks,
                 });
                 Some(Tool::new(descriptor, executor).with_annotations(tool.annotations.clone()))
             })

@@ -105,6 +105,16 @@ pub enum McpError {
         /// What was wrong with it.
         reason: String,
     },
+    /// A tool call the server asked client input for (a 2026-07-28 `input_required`
+    /// result) could not be completed: the server asked something this client cannot answer,
+    /// or kept asking for more than the allowed number of rounds.
+    #[error("MCP server `{server}` asked for input the call could not give: {message}")]
+    InputRequired {
+        /// The server's name.
+        server: String,
+        /// What was asked, and why it could not be answered.
+        message: String,
+    },
     /// Something else broke in the transport.
     #[error("MCP transport error with server `{server}`: {message}")]
     Transport {

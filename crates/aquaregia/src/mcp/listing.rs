@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::connection::Shared;
 use super::error::McpError;
+use super::task::TaskSupport;
 use crate::tool::ToolAnnotations;
 
 /// Limit on each `tools/list` page.
@@ -30,6 +31,8 @@ pub(crate) struct McpTool {
     pub(crate) description: String,
     pub(crate) schema: Value,
     pub(crate) annotations: ToolAnnotations,
+    /// Whether it runs as a task (`execution.taskSupport`).
+    pub(crate) tasks: TaskSupport,
 }
 
 impl Shared {
@@ -120,17 +123,11 @@ impl Shared {
             tracing::warn!(server = %self.name, tool = %item, "skipping a tool without a name");
             return None;
         };
-        let task_support = item
-            .get("execution")
-            .and_then(|execution| execution.get("taskSupport"))
-            .and_then(Value::as_str);
-        if task_support == Some("required") {
-            tracing::debug!(
-                server = %self.name, tool = name,
-                "hiding a tool that only runs as a task (tasks are not supported yet)"
-            );
-            return None;
-        }
+        let tasks = TaskSupport::parse(
+            item.get("execution")
+                .and_then(|execution| execution.get("taskSupport"))
+                .and_then(Value::as_str),
+        );
         let schema = item.get("inputSchema").cloned().unwrap_or(Value::Null);
         if !schema.is_object() {
             tracing::warn!(
@@ -154,6 +151,7 @@ impl Shared {
             description: text(item.get("description")).or(title).unwrap_or_default(),
             schema,
             annotations,
+            tasks,
         })
     }
 }

@@ -69,6 +69,7 @@ mod fault;
 mod handshake;
 mod http;
 mod http_options;
+mod input;
 mod lines;
 mod listing;
 mod naming;
@@ -76,8 +77,10 @@ mod naming;
 mod oauth;
 mod progress;
 mod restart;
+mod sampling;
 mod sse;
 mod stdio;
+mod task;
 mod toolset;
 
 /// The rmcp version this module is built on. Use this re-export (`aquaregia::mcp::rmcp`)
@@ -107,6 +110,7 @@ pub use oauth::{
     AuthorizationPrompt, AuthorizeError, FileTokenStore, MemoryTokenStore, OAuth, TokenStore,
     TokenStoreError,
 };
+pub use sampling::{SamplingRequest, SamplingResponse, sample_with_model};
 pub use stdio::DEFAULT_INHERITED_ENV_VARS;
 pub use toolset::{McpToolset, McpToolsetBuilder, glob_match};
 
@@ -172,7 +176,7 @@ pub struct Connector {
     timeout: Duration,
     inherit_env: bool,
     max_restarts: u32,
-    elicitation: Option<elicitation::ElicitationHandler>,
+    handlers: input::Handlers,
     #[cfg(feature = "mcp-oauth")]
     oauth: Option<OAuth>,
 }
@@ -186,7 +190,11 @@ impl fmt::Debug for Connector {
             .field("max_restarts", &self.max_restarts)
             .field(
                 "elicitation",
-                &self.elicitation.as_ref().map(|_| "<handler>"),
+                &self.handlers.elicitation.as_ref().map(|_| "<handler>"),
+            )
+            .field(
+                "sampling",
+                &self.handlers.sampling.as_ref().map(|_| "<handler>"),
             );
         #[cfg(feature = "mcp-oauth")]
         f.field("oauth", &self.oauth);
@@ -209,7 +217,7 @@ impl Connector {
             timeout: DEFAULT_CONNECT_TIMEOUT,
             inherit_env: false,
             max_restarts: DEFAULT_MAX_RESTARTS,
-            elicitation: None,
+            handlers: input::Handlers::default(),
             #[cfg(feature = "mcp-oauth")]
             oauth: None,
         }
@@ -268,7 +276,20 @@ impl Connector {
         F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ElicitationResponse> + Send + 'static,
     {
-        self.elicitation = Some(elicitation::handler(answer));
+        self.handlers.elicitation = Some(elicitation::handler(answer));
+        self
+    }
+
+    /// Answers the server's requests to sample the model (MCP sampling,
+    /// `sampling/createMessage`); the client then advertises the `sampling` capability.
+    /// Without it, such requests are refused. [`sample_with_model`] answers with an
+    /// aquaregia [`Client`](crate::Client) and model behind an approval callback.
+    pub fn on_sampling<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(SamplingRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = SamplingResponse> + Send + 'static,
+    {
+        self.handlers.sampling = Some(sampling::handler(answer));
         self
     }
 
@@ -314,7 +335,7 @@ impl Connector {
             Some(process),
             Handshake::Auto,
             None,
-            self.elicitation.clone(),
+            self.handlers.clone(),
         )
         .await;
         let connection = match first {
@@ -330,7 +351,7 @@ impl Connector {
                     Some(process),
                     Handshake::Initialize,
                     None,
-                    self.elicitation.clone(),
+                    self.handlers.clone(),
                 )
                 .await
                 .map_err(|failed| failed.error)
@@ -368,19 +389,12 @@ impl Connector {
                 name: &name,
                 options: &options,
                 timeout: self.timeout,
-                elicitation: self.elicitation.as_ref(),
+                handlers: &self.handlers,
             };
             return oauth::connect_with_oauth(&session, oauth).await;
         }
         let client = http::RepairingClient(options.client());
-        let session = streamable_http(
-            client,
-            &url,
-            &name,
-            &options,
-            self.timeout,
-            self.elicitation.as_ref(),
-        );
+        let session = streamable_http(client, &url, &name, &options, self.timeout, &self.handlers);
         let error = match session.await {
             Ok(connection) => return Ok(connection),
             Err(failed) => failed.error,
@@ -448,7 +462,7 @@ impl Connector {
             None,
             Handshake::Initialize,
             Some(target),
-            self.elicitation,
+            self.handlers,
         )
         .await
         .map_err(|failed| failed.error)
@@ -468,7 +482,7 @@ impl Connector {
             None,
             Handshake::Auto,
             None,
-            self.elicitation,
+            self.handlers,
         )
         .await
         .map_err(|failed| failed.error)
@@ -483,7 +497,7 @@ pub(crate) async fn streamable_http<C>(
     name: &str,
     options: &HttpOptions,
     timeout: Duration,
-    elicitation: Option<&elicitation::ElicitationHandler>,
+    handlers: &input::Handlers,
 ) -> Result<McpConnection, HandshakeError>
 where
     C: StreamableHttpClient + Clone + Send + Sync + 'static,
@@ -517,7 +531,7 @@ where
             None,
             handshake,
             Some(target.clone()),
-            elicitation.cloned(),
+            handlers.clone(),
         )
     };
     match attempt(Handshake::Auto).await {

@@ -12,10 +12,10 @@ use super::step_up::StepUpClient;
 use super::store::ServerSlot;
 use super::{AuthorizationPrompt, OAuth};
 use crate::mcp::HttpOptions;
-use crate::mcp::elicitation::ElicitationHandler;
 use crate::mcp::error::McpError;
 use crate::mcp::handshake::HandshakeError;
 use crate::mcp::http::{RepairingClient, parse_challenge};
+use crate::mcp::input::Handlers;
 use crate::mcp::{McpConnection, streamable_http};
 
 /// How many times a connect may be answered with a new challenge (a step-up after the first
@@ -28,7 +28,7 @@ pub(crate) struct Session<'a> {
     pub(crate) name: &'a str,
     pub(crate) options: &'a HttpOptions,
     pub(crate) timeout: Duration,
-    pub(crate) elicitation: Option<&'a ElicitationHandler>,
+    pub(crate) handlers: &'a Handlers,
 }
 
 /// Connects to a Streamable HTTP server, authorizing with `oauth` when it asks.
@@ -41,7 +41,7 @@ pub(crate) async fn connect_with_oauth(
         name,
         options,
         timeout,
-        elicitation,
+        handlers,
     } = *session;
     let mut manager = manager(url, name, oauth).await?;
     if let Err(error) = manager.initialize_from_store().await {
@@ -59,7 +59,7 @@ pub(crate) async fn connect_with_oauth(
         let connected = client.connected();
         let HandshakeError {
             error, challenge, ..
-        } = match streamable_http(client, url, name, options, timeout, elicitation).await {
+        } = match streamable_http(client, url, name, options, timeout, handlers).await {
             Ok(connection) => {
                 connected.store(true, std::sync::atomic::Ordering::SeqCst);
                 return Ok(connection);
