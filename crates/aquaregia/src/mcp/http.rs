@@ -11,8 +11,7 @@ use futures::{Stream, StreamExt};
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, CustomResult, JsonRpcMessage, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
 };
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, HttpStatusError, InsufficientScopeError, SseError, StreamableHttpClient,
@@ -22,7 +21,7 @@ use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
 use super::fault::LocalFault;
-use super::listing::RAW_TOOLS_LIST;
+use super::listing::keeping_execution;
 
 /// The Streamable HTTP client: rmcp's `POST` handling, with the HTTP status kept where
 /// rmcp would turn it into a session-ending transport error. For a request:
@@ -195,7 +194,7 @@ impl StreamableHttpClient for RepairingClient {
             let list_id = list_tools.then(|| id.clone());
             let mut events = answer_oversized_events(events, id, limits.max_sse_event_size);
             if let Some(id) = list_id {
-                events = keep_tools_list_raw(events, &id);
+                events = keep_tools_execution(events, &id);
             }
             return Ok(StreamableHttpPostResponse::Sse(events, session));
         }
@@ -218,13 +217,12 @@ impl StreamableHttpClient for RepairingClient {
                 error.id = Some(id);
                 JsonRpcMessage::Error(error)
             }
-            // `tools/list` answers are handed over raw, so fields rmcp's types drop
-            // (`execution`) reach the listing, as over stdio.
+            // `tools/list` answers keep what rmcp's types drop (`execution`), as over stdio.
             Ok(JsonRpcMessage::Response(mut response)) if list_tools => {
                 if let Ok(Value::Object(mut raw)) = serde_json::from_slice::<Value>(&body.bytes)
                     && let Some(result) = raw.remove("result")
                 {
-                    response.result = ServerResult::CustomResult(CustomResult(result));
+                    response.result = keeping_execution(result);
                 }
                 JsonRpcMessage::Response(response)
             }
@@ -508,9 +506,9 @@ fn answer_oversized_events(
         .boxed()
 }
 
-/// An event stream answering `tools/list` in which the answer's result is handed over raw
-/// (see [`RAW_TOOLS_LIST`]), as JSON answers and stdio lines are.
-fn keep_tools_list_raw(
+/// An event stream answering `tools/list` in which the answer keeps what rmcp's types drop
+/// (see [`keeping_execution`]), as JSON answers and stdio lines do.
+fn keep_tools_execution(
     stream: BoxStream<'static, Result<Sse, SseError>>,
     id: &RequestId,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
@@ -525,10 +523,9 @@ fn keep_tools_list_raw(
             if let Some(Value::Object(mut message)) = raw
                 && message.get("id") == Some(&id)
                 && let Some(result) = message.remove("result")
+                && let Ok(kept) = serde_json::to_value(keeping_execution(result))
             {
-                let mut wrapped = serde_json::Map::new();
-                wrapped.insert(RAW_TOOLS_LIST.to_owned(), result);
-                message.insert("result".to_owned(), Value::Object(wrapped));
+                message.insert("result".to_owned(), kept);
                 event.data = serde_json::to_string(&message).ok();
             }
             Ok(event)
