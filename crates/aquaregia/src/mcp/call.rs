@@ -19,6 +19,7 @@ use super::content::{map_raw_result, map_result};
 use super::error::McpError;
 use super::input::{MAX_INPUT_ROUNDS, ServerInput, state_only_pause};
 use super::progress::ProgressRoutes;
+use super::reconnect::{self, Reconnects, lost_in_reinit};
 use super::task::{TaskState, TaskSupport};
 use crate::tool::{ProgressReporter, ToolExecError, ToolExecutor, ToolOutput, ToolProgress};
 
@@ -34,24 +35,35 @@ pub(crate) struct CallContext {
     pub(crate) input: Arc<ServerInput>,
     /// Whether tools that run as tasks are called with a `task` parameter (2025-11-25).
     pub(crate) augment_tasks: bool,
+    /// The sessions re-established under an HTTP connection.
+    pub(crate) reconnects: Option<Arc<Reconnects>>,
 }
 
-/// Calls one tool by its server-side name.
+/// Calls one tool.
 pub(crate) struct McpToolExecutor {
     pub(crate) call: Arc<CallContext>,
+    pub(crate) tool: ToolTarget,
+}
+
+/// What a call needs to know of its tool.
+pub(crate) struct ToolTarget {
+    /// The server-side name.
     pub(crate) name: String,
     pub(crate) tasks: TaskSupport,
+    /// Annotated read-only or idempotent: safe to call again when unsure whether it ran.
+    pub(crate) retry_safe: bool,
 }
 
 #[async_trait::async_trait]
 impl ToolExecutor for McpToolExecutor {
     async fn execute(&self, args: Value) -> Result<ToolOutput, ToolExecError> {
         self.call
-            .call(&self.name, args, self.tasks)
+            .call(&self.tool, args)
             .await
             .map_err(|error| match error {
                 CallError::Mcp(error) => ToolExecError::from(error),
                 CallError::Tool(error) => error,
+                CallError::SessionLost => ToolExecError::from(McpError::Disconnected),
             })
     }
 }
@@ -59,6 +71,9 @@ impl ToolExecutor for McpToolExecutor {
 pub(crate) enum CallError {
     Mcp(McpError),
     Tool(ToolExecError),
+    /// The answer was pending when the HTTP session was re-initialised (see
+    /// [`lost_in_reinit`]); [`CallContext::call`] decides what it becomes.
+    SessionLost,
 }
 
 impl From<McpError> for CallError {
@@ -68,15 +83,11 @@ impl From<McpError> for CallError {
 }
 
 impl CallContext {
-    async fn call(
-        &self,
-        name: &str,
-        args: Value,
-        tasks: TaskSupport,
-    ) -> Result<ToolOutput, CallError> {
+    async fn call(&self, tool: &ToolTarget, args: Value) -> Result<ToolOutput, CallError> {
         if self.closed.is_cancelled() || self.peer.is_transport_closed() {
-            return self.call_restarted(name, args, tasks).await;
+            return self.call_restarted(tool, args).await;
         }
+        let name = tool.name.as_str();
         let arguments = match args {
             Value::Object(arguments) => Some(arguments),
             Value::Null => None,
@@ -90,8 +101,23 @@ impl CallContext {
         params.arguments = arguments;
         params.meta.clone_from(&self.meta);
         let (mut rounds, mut state_only_rounds) = (0, 0);
+        let mut repeated = false;
         loop {
-            let result = self.send(self.request(&params, tasks)).await?;
+            let result = match self.send(self.request(&params, tool.tasks)).await {
+                Err(CallError::SessionLost) if tool.retry_safe && !repeated => {
+                    tracing::info!(server = %self.input.server, tool = name, "calling again on the new session");
+                    repeated = true;
+                    continue;
+                }
+                Err(CallError::SessionLost) => {
+                    return Err(McpError::SessionLost {
+                        server: self.input.server.clone(),
+                        tool: name.to_owned(),
+                    }
+                    .into());
+                }
+                other => other?,
+            };
             if let Some(task) = TaskState::created(&result) {
                 return self.follow_task(name, task).await;
             }
@@ -149,6 +175,20 @@ impl CallContext {
     /// One request: its progress reported, its inactivity timer, and the server told to stop
     /// when the call is dropped or times out.
     async fn send(&self, request: ClientRequest) -> Result<ServerResult, CallError> {
+        let reconnects = self.reconnects.as_ref().map(|r| (r, r.count()));
+        let result = self.send_once(request).await;
+        if let Some((reconnects, before)) = reconnects
+            && reconnects.count() != before
+        {
+            reconnect::report(format!(
+                "the session with MCP server `{}` expired and was re-established",
+                self.input.server
+            ));
+        }
+        result
+    }
+
+    async fn send_once(&self, request: ClientRequest) -> Result<ServerResult, CallError> {
         let mut handle = match self
             .peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
@@ -205,6 +245,9 @@ impl CallContext {
         guard.id = None;
         match response {
             Ok(Ok(result)) => Ok(result),
+            Ok(Err(ServiceError::McpError(error))) if lost_in_reinit(&error) => {
+                Err(CallError::SessionLost)
+            }
             Ok(Err(error)) => Err(self.session_error(error, "tools/call").await.into()),
             Err(_) => Err(self
                 .session_error(ServiceError::TransportClosed, "tools/call")
@@ -217,9 +260,8 @@ impl CallContext {
     /// else fails.
     async fn call_restarted(
         &self,
-        name: &str,
+        tool: &ToolTarget,
         args: Value,
-        tasks: TaskSupport,
     ) -> Result<ToolOutput, CallError> {
         let Some(shared) = self.shared.upgrade() else {
             return Err(McpError::Disconnected.into());
@@ -231,7 +273,13 @@ impl CallContext {
         if !shared.exited().await {
             return Err(McpError::Disconnected.into());
         }
-        let session = restart.session().await?;
+        let (session, restarted) = restart.session().await?;
+        if restarted {
+            reconnect::report(format!(
+                "MCP server `{}` stopped and was restarted",
+                self.input.server
+            ));
+        }
         let replacement = session.shared();
         let context = CallContext {
             peer: replacement.peer.clone(),
@@ -242,8 +290,9 @@ impl CallContext {
             progress: replacement.progress.clone(),
             input: replacement.input.clone(),
             augment_tasks: self.augment_tasks,
+            reconnects: replacement.reconnects().cloned(),
         };
-        Box::pin(context.call(name, args, tasks)).await
+        Box::pin(context.call(tool, args)).await
     }
 
     pub(crate) async fn session_error(

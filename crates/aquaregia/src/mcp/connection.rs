@@ -20,13 +20,14 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::call::{CallContext, McpToolExecutor};
+use super::call::{CallContext, McpToolExecutor, ToolTarget};
 use super::error::McpError;
 use super::fault::LocalFault;
 use super::input::ServerInput;
 use super::listing::McpTool;
 use super::naming::{prefixed_name, sanitized_name};
 use super::progress::ProgressRoutes;
+use super::reconnect::Reconnects;
 use super::restart::Restart;
 use super::stdio::StdioProcess;
 use crate::tool::{Tool, ToolDescriptor};
@@ -88,6 +89,8 @@ pub(crate) struct Shared {
     pub(crate) input: Arc<ServerInput>,
     /// Set for stdio servers that are restarted when they die.
     restart: OnceLock<Restart>,
+    /// Set for Streamable HTTP sessions, which the transport re-initialises.
+    reconnects: OnceLock<Arc<Reconnects>>,
 }
 
 impl Drop for Shared {
@@ -238,6 +241,7 @@ impl McpConnection {
                 progress,
                 input,
                 restart: OnceLock::new(),
+                reconnects: OnceLock::new(),
             }),
             view: Arc::new(View {
                 call_timeout: Some(DEFAULT_CALL_TIMEOUT),
@@ -307,6 +311,7 @@ impl McpConnection {
             progress: self.shared.progress.clone(),
             input: self.shared.input.clone(),
             augment_tasks: self.shared.info.protocol_version.as_str() < "2026-07-28",
+            reconnects: self.shared.reconnects().cloned(),
         });
         tools
             .iter()
@@ -328,8 +333,12 @@ impl McpConnection {
                 }
                 let executor = Arc::new(McpToolExecutor {
                     call: call.clone(),
-                    name: tool.name.clone(),
-                    tasks: tool.tasks,
+                    tool: ToolTarget {
+                        name: tool.name.clone(),
+                        tasks: tool.tasks,
+                        retry_safe: tool.annotations.read_only == Some(true)
+                            || tool.annotations.idempotent == Some(true),
+                    },
                 });
                 Some(Tool::new(descriptor, executor).with_annotations(tool.annotations.clone()))
             })
@@ -433,6 +442,15 @@ impl McpConnection {
 impl Shared {
     pub(crate) fn set_restart(&self, restart: Restart) {
         let _ = self.restart.set(restart);
+    }
+
+    pub(crate) fn set_reconnects(&self, reconnects: Arc<Reconnects>) {
+        let _ = self.reconnects.set(reconnects);
+    }
+
+    /// The re-established sessions, for a transport that re-establishes them.
+    pub(crate) fn reconnects(&self) -> Option<&Arc<Reconnects>> {
+        self.reconnects.get()
     }
 
     /// Whether the server process exited (on its own: a closed connection has no process).

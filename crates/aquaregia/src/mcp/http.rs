@@ -22,6 +22,7 @@ use sse_stream::{Sse, SseStream};
 
 use super::fault::LocalFault;
 use super::listing::keeping_execution;
+use super::reconnect::Reconnects;
 
 /// The Streamable HTTP client: rmcp's `POST` handling, with the HTTP status kept where
 /// rmcp would turn it into a session-ending transport error. For a request:
@@ -34,8 +35,27 @@ use super::listing::keeping_execution;
 ///   retried once.
 ///
 /// `GET` streams and `DELETE` are rmcp's own.
+///
+/// It also counts the sessions it re-initialises ([`Reconnects`]).
 #[derive(Clone)]
-pub(crate) struct RepairingClient(pub(crate) reqwest::Client);
+pub(crate) struct RepairingClient {
+    http: reqwest::Client,
+    reconnects: Arc<Reconnects>,
+}
+
+impl RepairingClient {
+    pub(crate) fn new(http: reqwest::Client) -> Self {
+        Self {
+            http,
+            reconnects: Arc::default(),
+        }
+    }
+
+    /// The sessions this client re-established.
+    pub(crate) fn reconnects(&self) -> Arc<Reconnects> {
+        self.reconnects.clone()
+    }
+}
 
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 
@@ -75,6 +95,11 @@ impl StreamableHttpClient for RepairingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> PostResult {
+        if let JsonRpcMessage::Request(request) = &message
+            && matches!(request.request, ClientRequest::InitializeRequest(_))
+        {
+            self.reconnects.initializing(&uri);
+        }
         let (id, discover, list_tools) = match &message {
             JsonRpcMessage::Request(request) => (
                 Some(request.id.clone()),
@@ -84,7 +109,7 @@ impl StreamableHttpClient for RepairingClient {
             _ => (None, false, false),
         };
         let mut request = self
-            .0
+            .http
             .post(uri.as_ref())
             .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
             .json(&message);
@@ -242,7 +267,7 @@ impl StreamableHttpClient for RepairingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Result<(), StreamableHttpError<reqwest::Error>>> + Send + '_ {
-        self.0
+        self.http
             .delete_session(uri, session_id, auth_header, custom_headers)
     }
 
@@ -260,7 +285,7 @@ impl StreamableHttpClient for RepairingClient {
         >,
     > + Send
     + '_ {
-        self.0
+        self.http
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
     }
 
@@ -279,7 +304,7 @@ impl StreamableHttpClient for RepairingClient {
         >,
     > + Send
     + '_ {
-        self.0.get_stream_with_max_sse_event_size(
+        self.http.get_stream_with_max_sse_event_size(
             uri,
             session_id,
             last_event_id,

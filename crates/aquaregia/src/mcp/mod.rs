@@ -76,6 +76,7 @@ mod naming;
 #[cfg(feature = "mcp-oauth")]
 mod oauth;
 mod progress;
+mod reconnect;
 mod restart;
 mod sampling;
 mod sse;
@@ -393,10 +394,14 @@ impl Connector {
             };
             return oauth::connect_with_oauth(&session, oauth).await;
         }
-        let client = http::RepairingClient(options.client());
+        let client = http::RepairingClient::new(options.client());
+        let reconnects = client.reconnects();
         let session = streamable_http(client, &url, &name, &options, self.timeout, &self.handlers);
         let error = match session.await {
-            Ok(connection) => return Ok(connection),
+            Ok(connection) => {
+                connection.shared().set_reconnects(reconnects);
+                return Ok(connection);
+            }
             Err(failed) => failed.error,
         };
         // Authorization does not depend on the transport: the legacy one would not do better.

@@ -50,18 +50,16 @@ pub(crate) async fn connect_with_oauth(
     }
     let mut authorizations = 0;
     loop {
-        let client = StepUpClient::new(
-            AuthClient::new(RepairingClient(options.client()), manager),
-            url,
-            name,
-            oauth,
-        );
+        let repairing = RepairingClient::new(options.client());
+        let reconnects = repairing.reconnects();
+        let client = StepUpClient::new(AuthClient::new(repairing, manager), url, name, oauth);
         let connected = client.connected();
         let HandshakeError {
             error, challenge, ..
         } = match streamable_http(client, url, name, options, timeout, handlers).await {
             Ok(connection) => {
                 connected.store(true, std::sync::atomic::Ordering::SeqCst);
+                connection.shared().set_reconnects(reconnects);
                 return Ok(connection);
             }
             Err(failed) => failed,
