@@ -217,7 +217,8 @@ fn main() {
         };
 
         // For profilers (callgrind): `MCP_CALLS_ONLY=raw` or `=tool` makes only that side
-        // call in the sequential rounds.
+        // call in the sequential rounds, `=none` neither (the baseline a side is counted
+        // against).
         let side = std::env::var("MCP_CALLS_ONLY").unwrap_or_default();
         let rounds: usize = std::env::var("MCP_CALLS_ROUNDS")
             .ok()
@@ -226,6 +227,7 @@ fn main() {
         let (raw_calls, our_calls) = match side.as_str() {
             "raw" => (SEQUENTIAL_CALLS, 0),
             "tool" => (0, SEQUENTIAL_CALLS),
+            "none" => (0, 0),
             _ => (SEQUENTIAL_CALLS, SEQUENTIAL_CALLS),
         };
 
