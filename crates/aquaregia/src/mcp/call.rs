@@ -203,7 +203,7 @@ impl CallContext {
             id: Some(handle.id.clone()),
         };
         let reporter = ProgressReporter::current();
-        let (_route, mut progress) = self.progress.register(handle.progress_token.clone());
+        let (_route, progress) = self.progress.register(handle.progress_token.clone());
         // An inactivity timer: every progress notification restarts it.
         let mut idle = self
             .timeout
@@ -212,7 +212,7 @@ impl CallContext {
             tokio::select! {
                 biased;
                 // Progress read before the answer is reported before it.
-                Some(update) = progress.recv() => {
+                update = progress.recv() => {
                     if let Some((timeout, sleep)) = &mut idle {
                         sleep.as_mut().reset(tokio::time::Instant::now() + *timeout);
                     }

@@ -328,8 +328,13 @@ struct Body {
 }
 
 async fn read_body(response: reqwest::Response, limit: usize) -> Body {
+    // Sized once when the length is announced (and within the limit).
+    let announced = response
+        .content_length()
+        .and_then(|length| usize::try_from(length).ok())
+        .map_or(0, |length| length.min(limit));
     let mut body = Body {
-        bytes: Vec::new(),
+        bytes: Vec::with_capacity(announced),
         truncated: false,
         error: None,
     };

@@ -1,47 +1,62 @@
 //! `notifications/progress` routed to the tool call that asked for it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
 /// The calls waiting for progress, by progress token.
 #[derive(Default)]
 pub(crate) struct ProgressRoutes {
-    routes: Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>>,
+    routes: Mutex<HashMap<ProgressToken, Arc<Inbox>>>,
+}
+
+/// One call's undelivered progress. Lighter than a channel: registering is on every call's
+/// path, and most calls never get progress.
+#[derive(Default)]
+pub(crate) struct Inbox {
+    queue: Mutex<VecDeque<ProgressNotificationParam>>,
+    ready: Notify,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl ProgressRoutes {
-    fn routes(
-        &self,
-    ) -> std::sync::MutexGuard<
-        '_,
-        HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>,
-    > {
-        self.routes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Progress for `token` arrives on the receiver until the route is dropped.
-    pub(crate) fn register(
-        self: &Arc<Self>,
-        token: ProgressToken,
-    ) -> (Route, mpsc::UnboundedReceiver<ProgressNotificationParam>) {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        self.routes().insert(token.clone(), sender);
+    /// Progress for `token` arrives in the inbox until the route is dropped.
+    pub(crate) fn register(self: &Arc<Self>, token: ProgressToken) -> (Route, Arc<Inbox>) {
+        let inbox = Arc::<Inbox>::default();
+        lock(&self.routes).insert(token.clone(), inbox.clone());
         let route = Route {
             routes: self.clone(),
             token,
         };
-        (route, receiver)
+        (route, inbox)
     }
 
     /// Hands a notification to its call; progress for no running call is dropped.
     pub(crate) fn deliver(&self, progress: ProgressNotificationParam) {
-        if let Some(sender) = self.routes().get(&progress.progress_token) {
-            let _ = sender.send(progress);
+        let inbox = lock(&self.routes).get(&progress.progress_token).cloned();
+        if let Some(inbox) = inbox {
+            lock(&inbox.queue).push_back(progress);
+            inbox.ready.notify_one();
+        }
+    }
+}
+
+impl Inbox {
+    /// The next notification, in arrival order; waits for one.
+    pub(crate) async fn recv(&self) -> ProgressNotificationParam {
+        loop {
+            if let Some(progress) = lock(&self.queue).pop_front() {
+                return progress;
+            }
+            // A notification pushed since the check left a permit: this returns at once.
+            self.ready.notified().await;
         }
     }
 }
@@ -54,6 +69,6 @@ pub(crate) struct Route {
 
 impl Drop for Route {
     fn drop(&mut self) {
-        self.routes.routes().remove(&self.token);
+        lock(&self.routes.routes).remove(&self.token);
     }
 }
