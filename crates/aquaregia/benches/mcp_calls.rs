@@ -3,12 +3,17 @@
 //!
 //! `cargo bench -p aquaregia --features mcp --bench mcp_calls` (add `taskset -c 0` to pin).
 //! The server is this same binary, started with `--serve`.
+//!
+//! `MCP_CALLS_TRANSPORT=http` measures Streamable HTTP with a bearer token instead: the server
+//! (`--serve-http`, a JSON-answering MCP endpoint on 127.0.0.1 that requires the token) is
+//! called through a raw rmcp client transport (reqwest, `auth_header`) and through an
+//! aquaregia connection (`HttpOptions::bearer_token`), each its own session.
 #![allow(missing_docs, clippy::print_stdout)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aquaregia::mcp;
+use aquaregia::mcp::{self, HttpOptions};
 use rmcp::ServiceExt;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
@@ -16,12 +21,16 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+};
 use serde_json::json;
 
 const SEQUENTIAL_CALLS: usize = 2000;
 const ROUNDS: usize = 15;
 const IN_FLIGHT: usize = 64;
 const MANY_TOOLS: usize = 1000;
+const TOKEN: &str = "bench-token";
 
 #[derive(Clone)]
 struct BenchServer {
@@ -86,27 +95,120 @@ fn serve() {
     });
 }
 
+/// A minimal Streamable HTTP MCP server answering JSON, behind a bearer token; prints its
+/// port on stdout.
+fn serve_http() {
+    use axum::http::{HeaderMap, StatusCode, header};
+    use axum::response::IntoResponse;
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        println!("{}", listener.local_addr().expect("address").port());
+        let endpoint = axum::routing::post(
+            |headers: HeaderMap, axum::Json(message): axum::Json<serde_json::Value>| async move {
+                let bearer = format!("Bearer {TOKEN}");
+                if headers
+                    .get(header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    != Some(bearer.as_str())
+                {
+                    return StatusCode::UNAUTHORIZED.into_response();
+                }
+                let id = message.get("id").cloned().unwrap_or_default();
+                let input_schema = serde_json::Value::Object((*schema()).clone());
+                let result = match message["method"].as_str().unwrap_or_default() {
+                    "initialize" => json!({"protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "bench", "version": "0"}}),
+                    "tools/list" => json!({"tools": [{"name": "noop",
+                        "description": "Does nothing", "inputSchema": input_schema}]}),
+                    "tools/call" => json!({"content": [{"type": "text", "text": "ok"}]}),
+                    "server/discover" => {
+                        return axum::Json(json!({"jsonrpc": "2.0", "id": id,
+                            "error": {"code": -32601, "message": "Method not found"}}))
+                        .into_response();
+                    }
+                    _ => return StatusCode::ACCEPTED.into_response(),
+                };
+                (
+                    [(header::HeaderName::from_static("mcp-session-id"), "bench")],
+                    axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+                )
+                    .into_response()
+            },
+        )
+        .get(|| async { StatusCode::METHOD_NOT_ALLOWED })
+        .delete(|| async { StatusCode::OK });
+        let app = axum::Router::new().route("/mcp", endpoint);
+        axum::serve(listener, app).await.expect("serve");
+    });
+}
+
 fn main() {
     if std::env::args().any(|arg| arg == "--serve") {
         serve();
         return;
     }
+    if std::env::args().any(|arg| arg == "--serve-http") {
+        serve_http();
+        return;
+    }
+    let http = std::env::var("MCP_CALLS_TRANSPORT").is_ok_and(|t| t == "http");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     runtime.block_on(async {
         let exe = std::env::current_exe().expect("bench binary");
-        let mut command = tokio::process::Command::new(exe);
-        command.arg("--serve");
-        let connection = mcp::connect_stdio(command).await.expect("connect");
+        // Over HTTP: the server process, and the raw rmcp session.
+        let mut server = None;
+        let mut raw_session = None;
+        let connection = if http {
+            use tokio::io::AsyncBufReadExt;
+            let mut child = tokio::process::Command::new(&exe)
+                .arg("--serve-http")
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("start the HTTP server");
+            let stdout = child.stdout.take().expect("stdout");
+            let mut port = String::new();
+            tokio::io::BufReader::new(stdout)
+                .read_line(&mut port)
+                .await
+                .expect("port");
+            server = Some(child);
+            let url = format!("http://127.0.0.1:{}/mcp", port.trim());
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(TOKEN);
+            let transport =
+                StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+            raw_session = Some(().serve(transport).await.expect("raw rmcp session"));
+            mcp::Connector::new()
+                .http(url, HttpOptions::new().bearer_token(TOKEN))
+                .await
+                .expect("connect")
+        } else {
+            let mut command = tokio::process::Command::new(&exe);
+            command.arg("--serve");
+            mcp::connect_stdio(command).await.expect("connect")
+        };
         let tools = connection.tools().await.expect("tools");
         let noop = tools
             .iter()
             .find(|t| t.name() == "noop")
             .expect("noop")
             .clone();
-        let peer = connection.peer().clone();
+        let peer = match &raw_session {
+            Some(raw) => raw.peer().clone(),
+            None => connection.peer().clone(),
+        };
         let args = json!({"text": "hi"});
         let raw_params = || {
             let mut params = CallToolRequestParams::new("noop");
@@ -115,7 +217,8 @@ fn main() {
         };
 
         // For profilers (callgrind): `MCP_CALLS_ONLY=raw` or `=tool` makes only that side
-        // call in the sequential rounds.
+        // call in the sequential rounds, `=none` neither (the baseline a side is counted
+        // against).
         let side = std::env::var("MCP_CALLS_ONLY").unwrap_or_default();
         let rounds: usize = std::env::var("MCP_CALLS_ROUNDS")
             .ok()
@@ -124,6 +227,7 @@ fn main() {
         let (raw_calls, our_calls) = match side.as_str() {
             "raw" => (SEQUENTIAL_CALLS, 0),
             "tool" => (0, SEQUENTIAL_CALLS),
+            "none" => (0, 0),
             _ => (SEQUENTIAL_CALLS, SEQUENTIAL_CALLS),
         };
 
@@ -197,19 +301,27 @@ fn main() {
 
         // Converting 1,001 listed tools into aquaregia Tools (listing cached, new settings).
         let mut samples = Vec::new();
-        for i in 0..rounds {
+        for i in 0..if http { 0 } else { rounds } {
             let view = connection.clone().with_tool_prefix(format!("p{i}"));
             let started = Instant::now();
             let tools = view.tools().await.expect("tools");
             samples.push(started.elapsed());
             assert_eq!(tools.len(), MANY_TOOLS + 1);
         }
-        println!(
-            "tools() conversion of {} tools: {:.0} µs",
-            MANY_TOOLS + 1,
-            micros(median(samples))
-        );
+        if !http {
+            println!(
+                "tools() conversion of {} tools: {:.0} µs",
+                MANY_TOOLS + 1,
+                micros(median(samples))
+            );
+        }
         connection.close().await;
+        if let Some(raw) = raw_session {
+            let _ = raw.cancel().await;
+        }
+        if let Some(mut server) = server {
+            let _ = server.kill().await;
+        }
     });
 }
 

@@ -2,8 +2,8 @@
 //! (`conformance client --command "<this binary>" --scenario <name>`).
 //!
 //! The runner appends the server URL as the last argument and names the scenario in
-//! `MCP_CONFORMANCE_SCENARIO` (and, for some, gives client credentials in
-//! `MCP_CONFORMANCE_CONTEXT`). Exit status 0 means the client did its part.
+//! `MCP_CONFORMANCE_SCENARIO` (and, for some, gives client credentials or the tool calls to
+//! make in `MCP_CONFORMANCE_CONTEXT`). Exit status 0 means the client did its part.
 //!
 //! Servers behind OAuth are authorized as a headless client would: the authorization URL is
 //! requested directly (the suite's authorization server approves without a user) and the
@@ -75,6 +75,13 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             Ok::<_, String>(result)
         }
     };
+    // Tool calls the suite asks every client to make, with their arguments.
+    if let Some(calls) = context["toolCalls"].as_array() {
+        for planned in calls {
+            let name = planned["name"].as_str().unwrap_or_default();
+            call(name, planned["arguments"].clone()).await?;
+        }
+    }
     match scenario.as_str() {
         "tools_call" => {
             call("add_numbers", json!({"a": 5, "b": 3})).await?;
@@ -85,14 +92,53 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         "elicitation-sep1034-client-defaults" => {
             call("test_client_elicitation_defaults", json!({})).await?;
         }
+        // A schema goes back to the server exactly as it was listed.
+        "json-schema-2020-12-preservation" => {
+            let listed = tools
+                .iter()
+                .find(|t| t.name() == "json_schema_2020_12_tool")
+                .ok_or("the server has no `json_schema_2020_12_tool` tool")?;
+            let schema = listed.descriptor().input_schema.clone();
+            call("json_schema_echo", json!({"schema": schema})).await?;
+        }
         // Authorization scenarios protect tool calls too (step-up, for one).
         auth if auth.starts_with("auth/") && tools.iter().any(|t| t.name() == "test-tool") => {
             call("test-tool", json!({})).await?;
+        }
+        // What a client with nothing particular to do does: use every tool it was offered,
+        // once, with the least arguments its schema asks for. A failing call is reported, not
+        // fatal: some servers only list tools.
+        other if !other.starts_with("auth/") && context["toolCalls"].is_null() => {
+            for tool in &tools {
+                let args = least_arguments(&tool.descriptor().input_schema);
+                if let Err(error) = call(tool.name(), args).await {
+                    eprintln!("{}: {error}", tool.name());
+                }
+            }
         }
         _ => {}
     }
     connection.close().await;
     Ok(())
+}
+
+/// An arguments object with each required property set to a value of its type.
+fn least_arguments(schema: &Value) -> Value {
+    let mut args = serde_json::Map::new();
+    for name in schema["required"].as_array().into_iter().flatten() {
+        let Some(name) = name.as_str() else {
+            continue;
+        };
+        let value = match schema["properties"][name]["type"].as_str() {
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => json!("example"),
+        };
+        args.insert(name.to_owned(), value);
+    }
+    Value::Object(args)
 }
 
 /// Client credentials when the scenario is about them, else the authorization-code flow

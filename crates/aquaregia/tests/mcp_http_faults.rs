@@ -57,6 +57,11 @@ fn sse_response(id: &Value, result: &Value) -> Response {
         .into_response()
 }
 
+fn task(status: &str) -> Value {
+    json!({"taskId": "t-1", "status": status, "createdAt": "2026-01-01T00:00:00Z",
+           "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60000, "pollInterval": 10})
+}
+
 /// A 2025-11-25 server whose first `tools/call` answers HTTP 500.
 fn flaky_server(calls: Arc<AtomicUsize>) -> Router {
     server_answering(calls, json_response)
@@ -86,6 +91,19 @@ fn server_answering(
                             {"name": "as_task", "inputSchema": {"type": "object"},
                              "execution": {"taskSupport": "required"}}
                         ]}),
+                    ),
+                    // `as_task` runs only as a task (2025-11-25 augmentation).
+                    Some("tools/call") if message["params"]["name"] == "as_task" => {
+                        if message["params"]["task"].is_object() {
+                            json_response(&id, &json!({"task": task("working")}))
+                        } else {
+                            json_response(&id, &json!({"content": [], "isError": true}))
+                        }
+                    }
+                    Some("tasks/get") => json_response(&id, &task("completed")),
+                    Some("tasks/result") => json_response(
+                        &id,
+                        &json!({"content": [{"type": "text", "text": "done as a task"}]}),
                     ),
                     Some("tools/call") if calls.fetch_add(1, Ordering::SeqCst) == 0 => {
                         (StatusCode::INTERNAL_SERVER_ERROR, "database on fire").into_response()
@@ -138,20 +156,24 @@ async fn an_http_500_fails_only_that_call() {
     server.abort();
 }
 
-/// Fault 9 over Streamable HTTP: a tool that must run as a task is not offered.
+/// Fault 9 over Streamable HTTP: a tool that must run as a task is offered and runs as one.
 #[tokio::test]
-async fn task_only_tools_are_hidden_over_http() {
-    assert_eq!(offered_tools(flaky_server(Arc::default())).await, ["work"]);
+async fn task_only_tools_run_as_tasks_over_http() {
+    assert_eq!(
+        offered_tools(flaky_server(Arc::default())).await,
+        ["work", "as_task"]
+    );
 }
 
-/// Fault 9 when `tools/list` is answered as an event stream: still hidden.
+/// Fault 9 when `tools/list` is answered as an event stream: its `execution` is still read.
 #[tokio::test]
-async fn task_only_tools_are_hidden_when_listed_over_sse() {
+async fn task_only_tools_run_as_tasks_when_listed_over_sse() {
     let app = server_answering(Arc::default(), sse_response);
-    assert_eq!(offered_tools(app).await, ["work"]);
+    assert_eq!(offered_tools(app).await, ["work", "as_task"]);
 }
 
-/// The names of the tools a connection to `app` offers.
+/// The names of the tools a connection to `app` offers, after checking that `as_task` runs
+/// as a task.
 async fn offered_tools(app: Router) -> Vec<String> {
     let (url, server) = serve(app).await;
     let connection = mcp::Connector::new()
@@ -160,13 +182,13 @@ async fn offered_tools(app: Router) -> Vec<String> {
         .http(&url, HttpOptions::new())
         .await
         .unwrap();
-    let names = connection
-        .tools()
+    let tools = connection.tools().await.unwrap();
+    let as_task = tools.iter().find(|t| t.name() == "as_task").unwrap();
+    let output = tokio::time::timeout(BOUND, as_task.execute(json!({})))
         .await
-        .unwrap()
-        .iter()
-        .map(|t| t.name().to_owned())
-        .collect();
+        .expect("no hang");
+    assert_eq!(output, Ok(aquaregia::ToolOutput::text("done as a task")));
+    let names = tools.iter().map(|t| t.name().to_owned()).collect();
     server.abort();
     names
 }

@@ -137,6 +137,40 @@ async fn server_everything_over_stdio() {
     connection.close().await;
 }
 
+/// A tool that only runs as a task (2025-11-25 task augmentation, SEP-1686): called with a
+/// `task` parameter, polled while its stages report their status, its report fetched with
+/// `tasks/result`.
+#[tokio::test]
+async fn server_everything_runs_a_task_only_tool() {
+    let connection = mcp::connect_stdio(server_everything_stdio()).await.unwrap();
+    let tools = connection.tools().await.unwrap();
+    let research = find(&tools, "simulate-research-query");
+    let statuses = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = statuses.clone();
+    let reporter = aquaregia::ProgressReporter::new(move |progress| {
+        seen.lock()
+            .unwrap()
+            .push(progress.message.unwrap_or_default());
+    });
+    let report = tokio::time::timeout(
+        Duration::from_secs(30),
+        reporter.scope(research.execute(json!({"topic": "ownership"}))),
+    )
+    .await
+    .expect("the task ends")
+    .unwrap();
+    assert!(
+        report.to_string().contains("Research Report: ownership"),
+        "{report}"
+    );
+    let statuses = statuses.lock().unwrap().clone();
+    assert!(
+        statuses.iter().any(|s| s.starts_with("task working")),
+        "{statuses:?}"
+    );
+    connection.close().await;
+}
+
 #[tokio::test]
 async fn server_everything_over_streamable_http() {
     let (_server, port) = Background::server_everything("streamableHttp").await;

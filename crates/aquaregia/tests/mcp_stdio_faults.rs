@@ -123,16 +123,33 @@ async fn undecodable_response_lines_fail_the_call_at_once() {
     connection.close().await;
 }
 
-/// Fault 9: tools that can only run as tasks are not offered to the model.
+/// Fault 9: tools that can only run as tasks are offered, and run as tasks: called with a
+/// `task` parameter and fetched with `tasks/result` on 2025-11-25, followed with `tasks/get`
+/// when a 2026-07-28 server makes a task.
 #[tokio::test]
-async fn task_only_tools_are_hidden() {
-    for mode in ["legacy", "modern"] {
+async fn task_only_tools_are_offered_and_run_as_tasks() {
+    for (mode, fetched_with) in [("legacy", "tasks/result"), ("modern", "tasks/get")] {
         let log = method_log();
         let connection = connect(mode, &log).await;
         let tools = connection.tools().await.unwrap();
         let names: Vec<&str> = tools.iter().map(Tool::name).collect();
-        assert!(!names.contains(&"tasky"), "{mode}: {names:?}");
-        assert!(names.contains(&"ok"), "{mode}: {names:?}");
+        assert!(names.contains(&"tasky"), "{mode}: {names:?}");
+        let output = find(&tools, "tasky").execute(json!({})).await;
+        assert_eq!(
+            output,
+            Ok(aquaregia::ToolOutput::text("fine as a task")),
+            "{mode}"
+        );
+        let methods = methods(&log);
+        assert!(
+            methods.iter().any(|m| m == "tasks/get"),
+            "{mode}: {methods:?}"
+        );
+        assert_eq!(
+            methods.last().map(String::as_str),
+            Some(fetched_with),
+            "{mode}: {methods:?}"
+        );
         connection.close().await;
     }
 }

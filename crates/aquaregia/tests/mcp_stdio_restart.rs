@@ -92,11 +92,23 @@ async fn a_killed_stdio_server_is_restarted_on_the_next_call() {
     kill(first[0]);
     until("the client noticed the exit", || connection.is_closed()).await;
 
-    // The same tool, made before the crash.
-    let second = tokio::time::timeout(BOUND, ok.execute(json!({})))
+    // The same tool, made before the crash; the call is told of the restart (the agent sees
+    // it as `AgentEvent::ToolProgress`).
+    let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = told.clone();
+    let reporter = aquaregia::ProgressReporter::new(move |progress| {
+        sink.lock()
+            .unwrap()
+            .push(progress.message.unwrap_or_default());
+    });
+    let second = tokio::time::timeout(BOUND, reporter.scope(ok.execute(json!({}))))
         .await
         .expect("no hang");
     assert_eq!(second.unwrap().to_string(), "fine");
+    assert_eq!(
+        *told.lock().unwrap(),
+        ["MCP server `raw` stopped and was restarted"]
+    );
     let started = pids(&dir);
     assert_eq!(started.len(), 2, "{started:?}");
     assert!(alive(started[1]));

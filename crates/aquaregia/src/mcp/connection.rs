@@ -7,10 +7,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::ErrorData;
+#[allow(deprecated)] // sampling: deprecated by SEP-2577, still used by 2025-11-25 servers
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationCapability, ExtensionCapabilities,
     FormElicitationCapability, Implementation, ProtocolVersion, RequestMetaObject,
-    UrlElicitationCapability,
+    SamplingCapability, TASKS_EXTENSION_ID, UrlElicitationCapability,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
@@ -18,13 +20,14 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::call::{CallContext, McpToolExecutor};
-use super::elicitation::{ElicitationHandler, answer};
+use super::call::{CallContext, McpToolExecutor, ToolTarget};
 use super::error::McpError;
 use super::fault::LocalFault;
+use super::input::ServerInput;
 use super::listing::McpTool;
 use super::naming::{prefixed_name, sanitized_name};
 use super::progress::ProgressRoutes;
+use super::reconnect::Reconnects;
 use super::restart::Restart;
 use super::stdio::StdioProcess;
 use super::trace::Endpoint;
@@ -83,9 +86,13 @@ pub(crate) struct Shared {
     process: Mutex<Option<Arc<StdioProcess>>>,
     info: McpServerInfo,
     pub(crate) progress: Arc<ProgressRoutes>,
+    /// Answers to what the server asks mid-call.
+    pub(crate) input: Arc<ServerInput>,
     /// Set for stdio servers that are restarted when they die.
     restart: OnceLock<Restart>,
     endpoint: Endpoint,
+    /// Set for Streamable HTTP sessions, which the transport re-initialises.
+    reconnects: OnceLock<Arc<Reconnects>>,
 }
 
 impl Drop for Shared {
@@ -129,24 +136,42 @@ pub(crate) struct Handler {
     pub(crate) server: String,
     /// Filled by the session's transport (see `HandshakeGuard`), read by tool calls.
     pub(crate) progress: Arc<ProgressRoutes>,
-    pub(crate) elicitation: Option<ElicitationHandler>,
+    pub(crate) input: Arc<ServerInput>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // The 2026-07-28 tasks extension: the server may answer a call with a task.
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.extensions = Some(ExtensionCapabilities::from([(
+            TASKS_EXTENSION_ID.to_owned(),
+            Map::new(),
+        )]));
         let mut info = ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("aquaregia", env!("CARGO_PKG_VERSION")),
         );
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-        if self.elicitation.is_some() {
+        if self.input.handlers.elicitation.is_some() {
             info.capabilities.elicitation = Some(
                 ElicitationCapability::new()
                     .with_form(FormElicitationCapability::new())
                     .with_url(UrlElicitationCapability::new()),
             );
         }
+        if self.input.handlers.sampling.is_some() {
+            info.capabilities.sampling = Some(SamplingCapability::default());
+        }
         info
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        request: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.input.sample_request(request).await
     }
 
     async fn create_elicitation(
@@ -154,7 +179,7 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Ok(answer(self.elicitation.as_ref(), &self.server, request).await)
+        Ok(self.input.elicit(request).await)
     }
 
     fn on_tool_list_changed(
@@ -194,6 +219,7 @@ impl McpConnection {
     ) -> Self {
         let peer = service.peer().clone();
         let progress = service.service().progress.clone();
+        let input = service.service().input.clone();
         let info = peer
             .peer_info()
             .map(|info| McpServerInfo {
@@ -216,8 +242,10 @@ impl McpConnection {
                 process: Mutex::new(process.map(Arc::new)),
                 info,
                 progress,
+                input,
                 restart: OnceLock::new(),
                 endpoint,
+                reconnects: OnceLock::new(),
             }),
             view: Arc::new(View {
                 call_timeout: Some(DEFAULT_CALL_TIMEOUT),
@@ -285,6 +313,9 @@ impl McpConnection {
             meta: self.view.meta.clone(),
             shared: Arc::downgrade(&self.shared),
             progress: self.shared.progress.clone(),
+            input: self.shared.input.clone(),
+            augment_tasks: self.shared.info.protocol_version.as_str() < "2026-07-28",
+            reconnects: self.shared.reconnects().cloned(),
         });
         tools
             .iter()
@@ -306,7 +337,12 @@ impl McpConnection {
                 }
                 let executor = Arc::new(McpToolExecutor {
                     call: call.clone(),
-                    name: tool.name.clone(),
+                    tool: ToolTarget {
+                        name: tool.name.clone(),
+                        tasks: tool.tasks,
+                        retry_safe: tool.annotations.read_only == Some(true)
+                            || tool.annotations.idempotent == Some(true),
+                    },
                 });
                 Some(Tool::new(descriptor, executor).with_annotations(tool.annotations.clone()))
             })
@@ -420,6 +456,15 @@ impl Shared {
 
     pub(crate) fn set_restart(&self, restart: Restart) {
         let _ = self.restart.set(restart);
+    }
+
+    pub(crate) fn set_reconnects(&self, reconnects: Arc<Reconnects>) {
+        let _ = self.reconnects.set(reconnects);
+    }
+
+    /// The re-established sessions, for a transport that re-establishes them.
+    pub(crate) fn reconnects(&self) -> Option<&Arc<Reconnects>> {
+        self.reconnects.get()
     }
 
     /// Whether the server process exited (on its own: a closed connection has no process).

@@ -105,6 +105,30 @@ pub enum McpError {
         /// What was wrong with it.
         reason: String,
     },
+    /// A tool call the server asked client input for (a 2026-07-28 `input_required`
+    /// result) could not be completed: the server asked something this client cannot answer,
+    /// or kept asking for more than the allowed number of rounds.
+    #[error("MCP server `{server}` asked for input the call could not give: {message}")]
+    InputRequired {
+        /// The server's name.
+        server: String,
+        /// What was asked, and why it could not be answered.
+        message: String,
+    },
+    /// The server forgot the HTTP session while the call's answer was on its way; the session
+    /// was re-established, but whether the call ran is unknown. Calls of tools annotated
+    /// read-only or idempotent are made again instead; this one was not.
+    #[error(
+        "the session with MCP server `{server}` expired while `{tool}` was running and was \
+         re-established; the call may or may not have run, and was not repeated because the \
+         tool is not annotated read-only or idempotent"
+    )]
+    SessionLost {
+        /// The server's name.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
     /// Something else broke in the transport.
     #[error("MCP transport error with server `{server}`: {message}")]
     Transport {

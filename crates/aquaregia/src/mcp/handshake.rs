@@ -17,10 +17,10 @@ use rmcp::transport::streamable_http_client::StreamableHttpError;
 use rmcp::transport::{IntoTransport, Transport};
 
 use super::connection::{Changes, Handler, McpConnection};
-use super::elicitation::ElicitationHandler;
 use super::error::{ErrorSource, McpError};
 use super::fault::LocalFault;
 use super::http::parse_challenge;
+use super::input::{Handlers, ServerInput};
 use super::progress::ProgressRoutes;
 use super::stdio::StdioProcess;
 use super::trace::{Endpoint, SessionIdSlot};
@@ -72,7 +72,7 @@ pub(crate) async fn establish<T, E, A>(
     process: Option<StdioProcess>,
     handshake: Handshake,
     http: Option<HttpTarget>,
-    elicitation: Option<ElicitationHandler>,
+    handlers: Handlers,
 ) -> Result<McpConnection, HandshakeError>
 where
     T: IntoTransport<RoleClient, E, A>,
@@ -84,7 +84,10 @@ where
         changes: changes.clone(),
         server: name.clone(),
         progress: progress.clone(),
-        elicitation,
+        input: Arc::new(ServerInput {
+            server: name.clone(),
+            handlers,
+        }),
     };
     let lifecycle = match handshake {
         Handshake::Auto => ClientLifecycleMode::Auto {

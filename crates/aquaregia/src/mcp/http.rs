@@ -11,8 +11,7 @@ use futures::{Stream, StreamExt};
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, CustomResult, JsonRpcMessage, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
 };
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, HttpStatusError, InsufficientScopeError, SseError, StreamableHttpClient,
@@ -22,7 +21,8 @@ use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
 use super::fault::LocalFault;
-use super::listing::RAW_TOOLS_LIST;
+use super::listing::keeping_execution;
+use super::reconnect::Reconnects;
 use super::trace::SessionIdSlot;
 
 /// The Streamable HTTP client: rmcp's `POST` handling, with the HTTP status kept where
@@ -37,9 +37,29 @@ use super::trace::SessionIdSlot;
 ///
 /// `GET` streams and `DELETE` are rmcp's own.
 ///
-/// The session id last sent or received is kept in a [`SessionIdSlot`] for spans.
+/// It also counts the sessions it re-initialises ([`Reconnects`]) and keeps the session id
+/// last sent or received in a [`SessionIdSlot`] for spans.
 #[derive(Clone)]
-pub(crate) struct RepairingClient(pub(crate) reqwest::Client, pub(crate) SessionIdSlot);
+pub(crate) struct RepairingClient {
+    http: reqwest::Client,
+    reconnects: Arc<Reconnects>,
+    session_id: SessionIdSlot,
+}
+
+impl RepairingClient {
+    pub(crate) fn new(http: reqwest::Client, session_id: SessionIdSlot) -> Self {
+        Self {
+            http,
+            reconnects: Arc::default(),
+            session_id,
+        }
+    }
+
+    /// The sessions this client re-established.
+    pub(crate) fn reconnects(&self) -> Arc<Reconnects> {
+        self.reconnects.clone()
+    }
+}
 
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 
@@ -79,6 +99,11 @@ impl StreamableHttpClient for RepairingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> PostResult {
+        if let JsonRpcMessage::Request(request) = &message
+            && matches!(request.request, ClientRequest::InitializeRequest(_))
+        {
+            self.reconnects.initializing(&uri);
+        }
         let (id, discover, list_tools) = match &message {
             JsonRpcMessage::Request(request) => (
                 Some(request.id.clone()),
@@ -88,7 +113,7 @@ impl StreamableHttpClient for RepairingClient {
             _ => (None, false, false),
         };
         let mut request = self
-            .0
+            .http
             .post(uri.as_ref())
             .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
             .json(&message);
@@ -100,7 +125,7 @@ impl StreamableHttpClient for RepairingClient {
         }
         if let Some(session) = &session_id {
             request = request.header(SESSION_HEADER, session.as_ref());
-            self.1.set(session);
+            self.session_id.set(session);
         }
         let response = request.send().await.map_err(StreamableHttpError::Client)?;
         let status = response.status();
@@ -135,7 +160,7 @@ impl StreamableHttpClient for RepairingClient {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         if let Some(session) = &session {
-            self.1.set(session);
+            self.session_id.set(session);
         }
         let content_type = response
             .headers()
@@ -202,7 +227,7 @@ impl StreamableHttpClient for RepairingClient {
             let list_id = list_tools.then(|| id.clone());
             let mut events = answer_oversized_events(events, id, limits.max_sse_event_size);
             if let Some(id) = list_id {
-                events = keep_tools_list_raw(events, &id);
+                events = keep_tools_execution(events, &id);
             }
             return Ok(StreamableHttpPostResponse::Sse(events, session));
         }
@@ -225,13 +250,12 @@ impl StreamableHttpClient for RepairingClient {
                 error.id = Some(id);
                 JsonRpcMessage::Error(error)
             }
-            // `tools/list` answers are handed over raw, so fields rmcp's types drop
-            // (`execution`) reach the listing, as over stdio.
+            // `tools/list` answers keep what rmcp's types drop (`execution`), as over stdio.
             Ok(JsonRpcMessage::Response(mut response)) if list_tools => {
                 if let Ok(Value::Object(mut raw)) = serde_json::from_slice::<Value>(&body.bytes)
                     && let Some(result) = raw.remove("result")
                 {
-                    response.result = ServerResult::CustomResult(CustomResult(result));
+                    response.result = keeping_execution(result);
                 }
                 JsonRpcMessage::Response(response)
             }
@@ -251,7 +275,7 @@ impl StreamableHttpClient for RepairingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Result<(), StreamableHttpError<reqwest::Error>>> + Send + '_ {
-        self.0
+        self.http
             .delete_session(uri, session_id, auth_header, custom_headers)
     }
 
@@ -269,7 +293,7 @@ impl StreamableHttpClient for RepairingClient {
         >,
     > + Send
     + '_ {
-        self.0
+        self.http
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
     }
 
@@ -288,7 +312,7 @@ impl StreamableHttpClient for RepairingClient {
         >,
     > + Send
     + '_ {
-        self.0.get_stream_with_max_sse_event_size(
+        self.http.get_stream_with_max_sse_event_size(
             uri,
             session_id,
             last_event_id,
@@ -312,8 +336,13 @@ struct Body {
 }
 
 async fn read_body(response: reqwest::Response, limit: usize) -> Body {
+    // Sized once when the length is announced (and within the limit).
+    let announced = response
+        .content_length()
+        .and_then(|length| usize::try_from(length).ok())
+        .map_or(0, |length| length.min(limit));
     let mut body = Body {
-        bytes: Vec::new(),
+        bytes: Vec::with_capacity(announced),
         truncated: false,
         error: None,
     };
@@ -515,9 +544,9 @@ fn answer_oversized_events(
         .boxed()
 }
 
-/// An event stream answering `tools/list` in which the answer's result is handed over raw
-/// (see [`RAW_TOOLS_LIST`]), as JSON answers and stdio lines are.
-fn keep_tools_list_raw(
+/// An event stream answering `tools/list` in which the answer keeps what rmcp's types drop
+/// (see [`keeping_execution`]), as JSON answers and stdio lines do.
+fn keep_tools_execution(
     stream: BoxStream<'static, Result<Sse, SseError>>,
     id: &RequestId,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
@@ -532,10 +561,9 @@ fn keep_tools_list_raw(
             if let Some(Value::Object(mut message)) = raw
                 && message.get("id") == Some(&id)
                 && let Some(result) = message.remove("result")
+                && let Ok(kept) = serde_json::to_value(keeping_execution(result))
             {
-                let mut wrapped = serde_json::Map::new();
-                wrapped.insert(RAW_TOOLS_LIST.to_owned(), result);
-                message.insert("result".to_owned(), Value::Object(wrapped));
+                message.insert("result".to_owned(), kept);
                 event.data = serde_json::to_string(&message).ok();
             }
             Ok(event)

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, CustomResult, JsonRpcMessage,
-    NumberOrString, RequestId, ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, NumberOrString,
+    RequestId, ServerJsonRpcMessage,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -23,6 +23,7 @@ use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::Mutex;
 
 use super::fault::LocalFault;
+use super::listing::keeping_execution;
 
 /// The longest line accepted (rmcp's limit too).
 const MAX_LINE_BYTES: usize = 16 << 20;
@@ -125,7 +126,8 @@ impl StdioTransport {
         }
     }
 
-    /// Notes the answer to a pending request; `tools/list` answers are handed over raw.
+    /// Notes the answer to a pending request; `tools/list` answers keep what rmcp's types drop
+    /// (see [`keeping_execution`]).
     fn answered(&mut self, message: ServerJsonRpcMessage, line: &[u8]) -> ServerJsonRpcMessage {
         let id = match &message {
             JsonRpcMessage::Response(response) => &response.id,
@@ -141,7 +143,7 @@ impl StdioTransport {
                     if let Ok(Value::Object(mut raw)) = serde_json::from_slice::<Value>(line)
                         && let Some(result) = raw.remove("result")
                     {
-                        response.result = ServerResult::CustomResult(CustomResult(result));
+                        response.result = keeping_execution(result);
                     }
                     JsonRpcMessage::Response(response)
                 }

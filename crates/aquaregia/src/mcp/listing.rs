@@ -4,12 +4,16 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, ServerResult};
+use rmcp::model::{
+    ClientRequest, CustomResult, ListToolsRequest, ListToolsResult, PaginatedRequestParams,
+    ServerResult,
+};
 use rmcp::service::PeerRequestOptions;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::connection::Shared;
 use super::error::McpError;
+use super::task::TaskSupport;
 use crate::tool::ToolAnnotations;
 
 /// Limit on each `tools/list` page.
@@ -17,11 +21,34 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Upper bound on `tools/list` pages, against a server that never stops paginating.
 const MAX_PAGES: usize = 1000;
 
-/// The key under which a transport hands over a `tools/list` result raw inside an event
-/// stream, where it cannot build the `CustomResult` itself: rmcp reads
-/// `{"aquaregia/rawToolsList": result}` as a custom result, and [`Shared::fetch_tools`]
-/// unwraps it. Raw results keep what rmcp's types drop (`execution`).
-pub(crate) const RAW_TOOLS_LIST: &str = "aquaregia/rawToolsList";
+/// Where the transports keep a listed tool's `execution` (which rmcp's `Tool` drops): in its
+/// `_meta`, so that the answer stays a typed `tools/list` result for rmcp, whose HTTP
+/// transport reads it (per-tool `Mcp-Param-*` headers, and tools with invalid `x-mcp-header`
+/// annotations left out, SEP-2243).
+const EXECUTION_META: &str = "aquaregia/execution";
+
+/// A `tools/list` result as the transports hand it to rmcp: typed, with each tool's
+/// `execution` kept in its `_meta`; raw when rmcp's types reject it (odd schemas), which the
+/// listing reads all the same.
+pub(crate) fn keeping_execution(mut result: Value) -> ServerResult {
+    if let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) {
+        for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
+            let Some(execution) = tool.get("execution").cloned() else {
+                continue;
+            };
+            let meta = tool
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert(EXECUTION_META.to_owned(), execution);
+            }
+        }
+    }
+    match serde_json::from_value::<ListToolsResult>(result.clone()) {
+        Ok(typed) => ServerResult::ListToolsResult(typed),
+        Err(_) => ServerResult::CustomResult(CustomResult(result)),
+    }
+}
 
 /// A tool as the server described it.
 #[derive(Debug, Clone)]
@@ -30,6 +57,8 @@ pub(crate) struct McpTool {
     pub(crate) description: String,
     pub(crate) schema: Value,
     pub(crate) annotations: ToolAnnotations,
+    /// Whether it runs as a task (`execution.taskSupport`).
+    pub(crate) tasks: TaskSupport,
 }
 
 impl Shared {
@@ -56,12 +85,7 @@ impl Shared {
                 Ok(ServerResult::ListToolsResult(page)) => {
                     serde_json::to_value(page).unwrap_or_default()
                 }
-                Ok(ServerResult::CustomResult(page)) => match page.0 {
-                    Value::Object(mut wrapped) if wrapped.contains_key(RAW_TOOLS_LIST) => {
-                        wrapped.remove(RAW_TOOLS_LIST).unwrap_or_default()
-                    }
-                    page => page,
-                },
+                Ok(ServerResult::CustomResult(page)) => page.0,
                 Ok(_) => {
                     return Err(self.list_error("the server answered with something else"));
                 }
@@ -120,17 +144,14 @@ impl Shared {
             tracing::warn!(server = %self.name, tool = %item, "skipping a tool without a name");
             return None;
         };
-        let task_support = item
+        let execution = item
             .get("execution")
-            .and_then(|execution| execution.get("taskSupport"))
-            .and_then(Value::as_str);
-        if task_support == Some("required") {
-            tracing::debug!(
-                server = %self.name, tool = name,
-                "hiding a tool that only runs as a task (tasks are not supported yet)"
-            );
-            return None;
-        }
+            .or_else(|| item.get("_meta")?.get(EXECUTION_META));
+        let tasks = TaskSupport::parse(
+            execution
+                .and_then(|execution| execution.get("taskSupport"))
+                .and_then(Value::as_str),
+        );
         let schema = item.get("inputSchema").cloned().unwrap_or(Value::Null);
         if !schema.is_object() {
             tracing::warn!(
@@ -154,6 +175,7 @@ impl Shared {
             description: text(item.get("description")).or(title).unwrap_or_default(),
             schema,
             annotations,
+            tasks,
         })
     }
 }

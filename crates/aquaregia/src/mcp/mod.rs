@@ -69,15 +69,19 @@ mod fault;
 mod handshake;
 mod http;
 mod http_options;
+mod input;
 mod lines;
 mod listing;
 mod naming;
 #[cfg(feature = "mcp-oauth")]
 mod oauth;
 mod progress;
+mod reconnect;
 mod restart;
+mod sampling;
 mod sse;
 mod stdio;
+mod task;
 mod toolset;
 mod trace;
 
@@ -109,6 +113,7 @@ pub use oauth::{
     AuthorizationPrompt, AuthorizeError, FileTokenStore, MemoryTokenStore, OAuth, TokenStore,
     TokenStoreError,
 };
+pub use sampling::{SamplingRequest, SamplingResponse, sample_with_model};
 pub use stdio::{DEFAULT_INHERITED_ENV_VARS, ServerProcess};
 pub use toolset::{McpToolset, McpToolsetBuilder, glob_match};
 
@@ -174,7 +179,7 @@ pub struct Connector {
     timeout: Duration,
     inherit_env: bool,
     max_restarts: u32,
-    elicitation: Option<elicitation::ElicitationHandler>,
+    handlers: input::Handlers,
     on_process: Option<stdio::ProcessHook>,
     #[cfg(feature = "mcp-oauth")]
     oauth: Option<OAuth>,
@@ -189,7 +194,11 @@ impl fmt::Debug for Connector {
             .field("max_restarts", &self.max_restarts)
             .field(
                 "elicitation",
-                &self.elicitation.as_ref().map(|_| "<handler>"),
+                &self.handlers.elicitation.as_ref().map(|_| "<handler>"),
+            )
+            .field(
+                "sampling",
+                &self.handlers.sampling.as_ref().map(|_| "<handler>"),
             )
             .field("on_process", &self.on_process.as_ref().map(|_| "<hook>"));
         #[cfg(feature = "mcp-oauth")]
@@ -213,7 +222,7 @@ impl Connector {
             timeout: DEFAULT_CONNECT_TIMEOUT,
             inherit_env: false,
             max_restarts: DEFAULT_MAX_RESTARTS,
-            elicitation: None,
+            handlers: input::Handlers::default(),
             on_process: None,
             #[cfg(feature = "mcp-oauth")]
             oauth: None,
@@ -273,7 +282,20 @@ impl Connector {
         F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ElicitationResponse> + Send + 'static,
     {
-        self.elicitation = Some(elicitation::handler(answer));
+        self.handlers.elicitation = Some(elicitation::handler(answer));
+        self
+    }
+
+    /// Answers the server's requests to sample the model (MCP sampling,
+    /// `sampling/createMessage`); the client then advertises the `sampling` capability.
+    /// Without it, such requests are refused. [`sample_with_model`] answers with an
+    /// aquaregia [`Client`](crate::Client) and model behind an approval callback.
+    pub fn on_sampling<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(SamplingRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = SamplingResponse> + Send + 'static,
+    {
+        self.handlers.sampling = Some(sampling::handler(answer));
         self
     }
 
@@ -340,7 +362,7 @@ impl Connector {
             Some(process),
             Handshake::Auto,
             None,
-            self.elicitation.clone(),
+            self.handlers.clone(),
         )
         .await;
         let connection = match first {
@@ -357,7 +379,7 @@ impl Connector {
                     Some(process),
                     Handshake::Initialize,
                     None,
-                    self.elicitation.clone(),
+                    self.handlers.clone(),
                 )
                 .await
                 .map_err(|failed| failed.error)
@@ -395,12 +417,13 @@ impl Connector {
                 name: &name,
                 options: &options,
                 timeout: self.timeout,
-                elicitation: self.elicitation.as_ref(),
+                handlers: &self.handlers,
             };
             return oauth::connect_with_oauth(&session, oauth).await;
         }
         let session_id = trace::SessionIdSlot::default();
-        let client = http::RepairingClient(options.client(), session_id.clone());
+        let client = http::RepairingClient::new(options.client(), session_id.clone());
+        let reconnects = client.reconnects();
         let session = streamable_http(
             client,
             session_id,
@@ -408,10 +431,13 @@ impl Connector {
             &name,
             &options,
             self.timeout,
-            self.elicitation.as_ref(),
+            &self.handlers,
         );
         let error = match session.await {
-            Ok(connection) => return Ok(connection),
+            Ok(connection) => {
+                connection.shared().set_reconnects(reconnects);
+                return Ok(connection);
+            }
             Err(failed) => failed.error,
         };
         // Authorization does not depend on the transport: the legacy one would not do better.
@@ -478,7 +504,7 @@ impl Connector {
             None,
             Handshake::Initialize,
             Some(target),
-            self.elicitation,
+            self.handlers,
         )
         .await
         .map_err(|failed| failed.error)
@@ -498,7 +524,7 @@ impl Connector {
             None,
             Handshake::Auto,
             None,
-            self.elicitation,
+            self.handlers,
         )
         .await
         .map_err(|failed| failed.error)
@@ -514,7 +540,7 @@ pub(crate) async fn streamable_http<C>(
     name: &str,
     options: &HttpOptions,
     timeout: Duration,
-    elicitation: Option<&elicitation::ElicitationHandler>,
+    handlers: &input::Handlers,
 ) -> Result<McpConnection, HandshakeError>
 where
     C: StreamableHttpClient + Clone + Send + Sync + 'static,
@@ -549,7 +575,7 @@ where
             None,
             handshake,
             Some(target.clone()),
-            elicitation.cloned(),
+            handlers.clone(),
         )
     };
     match attempt(Handshake::Auto).await {

@@ -47,13 +47,14 @@ impl Restart {
         }
     }
 
-    /// The live session that replaces the dead one: the current replacement, or a new one.
-    pub(crate) async fn session(&self) -> Result<McpConnection, McpError> {
+    /// The live session that replaces the dead one: the current replacement, or a new one
+    /// (then `true`).
+    pub(crate) async fn session(&self) -> Result<(McpConnection, bool), McpError> {
         let mut replacement = self.replacement.lock().await;
         if let Some(connection) = replacement.as_ref()
             && !connection.is_closed()
         {
-            return Ok(connection.clone());
+            return Ok((connection.clone(), false));
         }
         if let Some(dead) = replacement.take() {
             Box::pin(dead.close()).await;
@@ -75,7 +76,7 @@ impl Restart {
                 Ok(connection) => {
                     tracing::info!(server = %self.name, "MCP server restarted");
                     *replacement = Some(connection.clone());
-                    return Ok(connection);
+                    return Ok((connection, true));
                 }
                 Err(error) => {
                     tracing::warn!(server = %self.name, attempt, %error, "restart failed");

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use futures::future::{BoxFuture, join_all};
 
-use super::elicitation::{ElicitationHandler, ElicitationRequest, ElicitationResponse};
+use super::elicitation::{ElicitationRequest, ElicitationResponse};
+use super::input::Handlers;
+use super::sampling::{SamplingRequest, SamplingResponse};
 use super::{
     Connector, DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerSpec, McpServerTimeouts,
 };
@@ -92,7 +94,7 @@ pub struct McpToolsetBuilder {
     disabled: Vec<String>,
     budgets: Vec<(String, OutputBudget)>,
     timeouts: HashMap<String, McpServerTimeouts>,
-    elicitation: Option<ElicitationHandler>,
+    handlers: Handlers,
     #[cfg(feature = "mcp-oauth")]
     oauth: Option<super::OAuth>,
 }
@@ -179,7 +181,18 @@ impl McpToolsetBuilder {
         F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ElicitationResponse> + Send + 'static,
     {
-        self.elicitation = Some(super::elicitation::handler(answer));
+        self.handlers.elicitation = Some(super::elicitation::handler(answer));
+        self
+    }
+
+    /// Answers every server's requests to sample the model (see [`Connector::on_sampling`]);
+    /// without it they are refused.
+    pub fn on_sampling<F, Fut>(mut self, answer: F) -> Self
+    where
+        F: Fn(SamplingRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = SamplingResponse> + Send + 'static,
+    {
+        self.handlers.sampling = Some(super::sampling::handler(answer));
         self
     }
 
@@ -235,7 +248,7 @@ impl McpToolsetBuilder {
         let prefix = self.always_prefix || self.servers.len() > 1;
         let timeout = self.timeout;
         let mut connector = Connector::new().timeout(timeout);
-        connector.elicitation = self.elicitation;
+        connector.handlers = self.handlers;
         let outer_timeout = Some(timeout);
         #[cfg(feature = "mcp-oauth")]
         // Asking the user takes as long as it takes.
@@ -362,7 +375,7 @@ impl McpToolset {
             disabled: Vec::new(),
             budgets: Vec::new(),
             timeouts: HashMap::new(),
-            elicitation: None,
+            handlers: Handlers::default(),
             #[cfg(feature = "mcp-oauth")]
             oauth: None,
         }

@@ -11,6 +11,10 @@ Every received method is appended to LOG_FILE, one per line.
 Tools: `ok` (text), `tasky` (execution.taskSupport = required), and `big`, `badutf8`, `deep`,
 whose answers are lines a JSON-RPC reader must drop: over 16 MiB, invalid UTF-8, nested
 deeper than serde's recursion limit.
+
+`tasky` runs as a task: in legacy mode only when called with a `task` parameter (2025-11-25
+augmentation: `tasks/get`, then `tasks/result`), in the modern modes always (the 2026-07-28
+tasks extension: the result comes with `tasks/get`). The task completes on its second poll.
 """
 import json
 import sys
@@ -39,6 +43,11 @@ TOOLS = [
     {"name": "deep", "inputSchema": {"type": "object"}},
 ]
 
+TASK = {"taskId": "task-1", "createdAt": "2026-01-01T00:00:00Z",
+        "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60000, "ttlMs": 60000,
+        "pollInterval": 10, "pollIntervalMs": 10}
+polls = 0
+
 for line in sys.stdin:
     msg = json.loads(line)
     method, mid = msg.get("method"), msg.get("id")
@@ -61,7 +70,16 @@ for line in sys.stdin:
     elif method == "tools/call":
         name = msg["params"]["name"]
         head = b'{"jsonrpc": "2.0", "id": ' + json.dumps(mid).encode() + b', "result": '
-        if name == "big":
+        if name == "tasky" and mode == "legacy":
+            if "task" in msg["params"]:
+                result(mid, {"task": dict(TASK, status="working")})
+            else:
+                send({"jsonrpc": "2.0", "id": mid, "error": {
+                    "code": -32601, "message": "tasky runs only as a task"}})
+        elif name == "tasky":
+            send({"jsonrpc": "2.0", "id": mid, "result": dict(
+                TASK, status="working", resultType="task")})
+        elif name == "big":
             text = b"x" * (17 * 1024 * 1024)
             out.write(head + b'{"content": [{"type": "text", "text": "' + text + b'"}]}}\n')
             out.flush()
@@ -73,5 +91,14 @@ for line in sys.stdin:
             out.flush()
         else:
             result(mid, {"content": [{"type": "text", "text": "fine"}]})
+    elif method == "tasks/get":
+        polls += 1
+        status = "completed" if polls >= 2 else "working"
+        task = dict(TASK, status=status, statusMessage=f"poll {polls}")
+        if status == "completed" and mode != "legacy":
+            task["result"] = {"content": [{"type": "text", "text": "fine as a task"}]}
+        result(mid, task)
+    elif method == "tasks/result":
+        result(mid, {"content": [{"type": "text", "text": "fine as a task"}]})
     elif mid is not None:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})

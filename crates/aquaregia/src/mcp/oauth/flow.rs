@@ -12,10 +12,10 @@ use super::step_up::StepUpClient;
 use super::store::ServerSlot;
 use super::{AuthorizationPrompt, OAuth};
 use crate::mcp::HttpOptions;
-use crate::mcp::elicitation::ElicitationHandler;
 use crate::mcp::error::McpError;
 use crate::mcp::handshake::HandshakeError;
 use crate::mcp::http::{RepairingClient, parse_challenge};
+use crate::mcp::input::Handlers;
 use crate::mcp::trace::SessionIdSlot;
 use crate::mcp::{McpConnection, streamable_http};
 
@@ -29,7 +29,7 @@ pub(crate) struct Session<'a> {
     pub(crate) name: &'a str,
     pub(crate) options: &'a HttpOptions,
     pub(crate) timeout: Duration,
-    pub(crate) elicitation: Option<&'a ElicitationHandler>,
+    pub(crate) handlers: &'a Handlers,
 }
 
 /// Connects to a Streamable HTTP server, authorizing with `oauth` when it asks.
@@ -42,7 +42,7 @@ pub(crate) async fn connect_with_oauth(
         name,
         options,
         timeout,
-        elicitation,
+        handlers,
     } = *session;
     let mut manager = manager(url, name, oauth).await?;
     if let Err(error) = manager.initialize_from_store().await {
@@ -52,23 +52,16 @@ pub(crate) async fn connect_with_oauth(
     let mut authorizations = 0;
     loop {
         let session_id = SessionIdSlot::default();
-        let client = StepUpClient::new(
-            AuthClient::new(
-                RepairingClient(options.client(), session_id.clone()),
-                manager,
-            ),
-            url,
-            name,
-            oauth,
-        );
+        let repairing = RepairingClient::new(options.client(), session_id.clone());
+        let reconnects = repairing.reconnects();
+        let client = StepUpClient::new(AuthClient::new(repairing, manager), url, name, oauth);
         let connected = client.connected();
         let HandshakeError {
             error, challenge, ..
-        } = match streamable_http(client, session_id, url, name, options, timeout, elicitation)
-            .await
-        {
+        } = match streamable_http(client, session_id, url, name, options, timeout, handlers).await {
             Ok(connection) => {
                 connected.store(true, std::sync::atomic::Ordering::SeqCst);
+                connection.shared().set_reconnects(reconnects);
                 return Ok(connection);
             }
             Err(failed) => failed,
