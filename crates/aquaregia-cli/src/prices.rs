@@ -121,9 +121,16 @@ fn model_price(model: &str, price: &Map<String, Value>) -> Result<ModelPrice, St
     Ok(model_price)
 }
 
-/// `$0.0123`.
+/// `$0.0123`; smaller amounts keep two significant digits (`$0.000014`), so a short run's
+/// cost does not read as nothing.
 pub(crate) fn dollars(cost: &Cost) -> String {
-    format!("${:.4}", cost.total())
+    let total = cost.total();
+    if total <= 0.0 || !total.is_finite() || total >= 0.01 {
+        return format!("${total:.4}");
+    }
+    // Digits after the point that keep two significant ones, at most 8.
+    let decimals = (-total.log10()).floor() as usize + 2;
+    format!("${total:.prec$}", prec = decimals.min(8))
 }
 
 #[cfg(test)]
@@ -150,6 +157,20 @@ mod tests {
         );
         assert!(table.get("claude-sonnet-4-5-20250929").is_some());
         assert!(table.get("llama3.2").is_none());
+    }
+
+    #[test]
+    fn small_costs_keep_two_significant_digits() {
+        let cost = |dollars: f64| {
+            let mut cost = Cost::default();
+            cost.input = dollars;
+            cost
+        };
+        assert_eq!(dollars(&cost(0.035)), "$0.0350");
+        assert_eq!(dollars(&cost(1.5)), "$1.5000");
+        assert_eq!(dollars(&cost(0.0000136)), "$0.000014");
+        assert_eq!(dollars(&cost(0.0042)), "$0.0042");
+        assert_eq!(dollars(&cost(0.0)), "$0.0000");
     }
 
     #[test]
