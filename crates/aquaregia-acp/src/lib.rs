@@ -23,8 +23,8 @@
 //! [`AcpServer::session_store`] (persistent sessions: load, list, resume, delete). Slash
 //! commands (`/clear`, `/compact`, `/tools`, `/model`, MCP prompts) and `usage_update`s are
 //! always on. The history sent to the model is compacted to fit its context window. An MCP
-//! server's questions to the user (elicitation) go to the client as `elicitation/create` when
-//! it supports the mode, else as a permission question when one click can answer them, else
+//! server's questions to the user (elicitation, plain or inside a 2026-07-28 `input_required`
+//! round) go to the client as `elicitation/create` when it supports the mode, else as a permission question when one click can answer them, else
 //! they are declined; the answer goes back to the server.
 //!
 //! ```no_run
