@@ -162,6 +162,10 @@ pub(crate) async fn connect_all(
         .startup_timeout(plan.startup_timeout)
         .always_prefix(true)
         .disable_tools(plan.disabled.iter().cloned())
+        .on_elicitation_complete({
+            let elicitation = elicitation.clone();
+            move |complete| elicitation.completed(&complete)
+        })
         .on_elicitation(move |request| elicitation.clone().answer(request));
     for server in servers {
         let name = name(server).to_owned();
