@@ -4,26 +4,33 @@
 //! `session/request_permission` question; else declined. The answer goes back to the server.
 //!
 //! A question that comes while one of the server's tools runs is tied to that tool call
-//! (`toolCallId`); cancelling the prompt cancels the question.
+//! (`toolCallId`); cancelling the prompt cancels the question. When a server says a URL
+//! question the client was shown is done (`notifications/elicitation/complete`), the client
+//! is told with `elicitation/complete`.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ClientCapabilities, CreateElicitationRequest, ElicitationAction, ElicitationCapabilities,
-    ElicitationFormMode, ElicitationSchema, ElicitationSessionScope, ElicitationUrlMode,
-    PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome,
-    RequestPermissionRequest, ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind,
+    ClientCapabilities, CompleteElicitationNotification, CreateElicitationRequest,
+    ElicitationAction, ElicitationCapabilities, ElicitationFormMode, ElicitationSchema,
+    ElicitationSessionScope, ElicitationUrlMode, PermissionOption, PermissionOptionId,
+    PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, ToolCallId,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use aquaregia::mcp::{ElicitationRequest, ElicitationResponse};
+use aquaregia::mcp::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
 use serde_json::{Map, Value};
 
 use crate::permissions::CancelOnDrop;
-use crate::session::Session;
+use crate::session::{Session, lock};
 use crate::updates;
+
+/// How many URL questions shown to the client are remembered, awaiting their completion (the
+/// oldest are forgotten first: a server need not ever complete one).
+const SHOWN_URLS: usize = 64;
 
 /// One session's bridge; every MCP server of the session asks through it.
 pub(crate) struct Elicitation {
@@ -34,6 +41,8 @@ pub(crate) struct Elicitation {
     session: OnceLock<Weak<Session>>,
     /// For the ids of questions asked outside any tool call.
     asked: AtomicU64,
+    /// The URL questions sent as `elicitation/create`: server and elicitation id.
+    shown_urls: Mutex<VecDeque<(String, String)>>,
 }
 
 /// The user's answer, before it is turned into MCP's.
@@ -65,7 +74,27 @@ impl Elicitation {
             capabilities: capabilities.elicitation.clone(),
             session: OnceLock::new(),
             asked: AtomicU64::new(1),
+            shown_urls: Mutex::default(),
         })
+    }
+
+    /// A server says a URL question is done: the client is told if it was shown the question.
+    pub(crate) fn completed(&self, complete: &ElicitationComplete) {
+        let shown = {
+            let mut shown = lock(&self.shown_urls);
+            let position = shown.iter().position(|(server, id)| {
+                *server == complete.server && *id == complete.elicitation_id
+            });
+            position.and_then(|at| shown.remove(at)).is_some()
+        };
+        if !shown {
+            tracing::debug!(server = %complete.server, id = %complete.elicitation_id, "completion of a URL question the client was not shown");
+            return;
+        }
+        let notification = CompleteElicitationNotification::new(complete.elicitation_id.clone());
+        if let Err(error) = self.cx.send_notification(notification) {
+            tracing::debug!(error = %error.message, "cannot send elicitation/complete");
+        }
     }
 
     /// Ties the bridge to its session (for the running tool call and the prompt's cancel).
@@ -148,6 +177,13 @@ impl Elicitation {
             } => {
                 tracing::info!(session = %self.session_id, %server, "elicitation (URL)");
                 if capabilities.supports_url() {
+                    {
+                        let mut shown = lock(&self.shown_urls);
+                        if shown.len() == SHOWN_URLS {
+                            shown.pop_front();
+                        }
+                        shown.push_back((server.clone(), elicitation_id.clone()));
+                    }
                     let mode = ElicitationUrlMode::new(scope, elicitation_id, url);
                     self.create(CreateElicitationRequest::new(
                         mode,

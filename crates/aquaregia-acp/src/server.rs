@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::{ConnectionTo, Dispatch};
 use agent_client_protocol::{Agent, Client, ConnectTo};
+use aquaregia::mcp::ServerProcess;
 use aquaregia::{AgentBuilder, OutputBudget, SessionStore};
 use futures::future::BoxFuture;
 
 use crate::auth::ApiKeyAuth;
 use crate::config::Models;
 use crate::dispatch::State;
-use crate::servers::ConnectPlan;
+use crate::servers::{ConnectPlan, ProcessHook};
 use crate::stdio;
 
 /// How long the end of serving waits for stdout to take what was sent.
@@ -62,6 +63,7 @@ pub struct AcpServer {
     editor_tools: bool,
     store: Option<Arc<dyn SessionStore>>,
     output_budget: Option<OutputBudget>,
+    on_process: Option<ProcessHook>,
 }
 
 impl fmt::Debug for AcpServer {
@@ -70,6 +72,7 @@ impl fmt::Debug for AcpServer {
             .field("startup_timeout", &self.startup_timeout)
             .field("disabled", &self.disabled)
             .field("output_budget", &self.output_budget)
+            .field("on_process", &self.on_process.as_ref().map(|_| "<hook>"))
             .finish_non_exhaustive()
     }
 }
@@ -106,7 +109,28 @@ impl AcpServer {
             editor_tools: false,
             store: None,
             output_budget: Some(DEFAULT_OUTPUT_BUDGET),
+            on_process: None,
         }
+    }
+
+    /// Tells `hook` when each session's stdio MCP server process starts and ends (see
+    /// [`Connector::on_process`](aquaregia::mcp::Connector::on_process)): what a supervisor
+    /// that must end them if this process is killed outright (SIGKILL) needs to know.
+    ///
+    /// ```
+    /// use aquaregia::mcp::ServerProcess;
+    /// # fn demo(server: aquaregia_acp::AcpServer) -> aquaregia_acp::AcpServer {
+    /// server.on_process(|event| match event {
+    ///     ServerProcess::Started { pid } => eprintln!("server {pid} started"),
+    ///     ServerProcess::Ended { pid } => eprintln!("server {pid} is gone"),
+    ///     _ => {}
+    /// })
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn on_process(mut self, hook: impl Fn(ServerProcess) + Send + Sync + 'static) -> Self {
+        self.on_process = Some(Arc::new(hook));
+        self
     }
 
     /// What one tool result may put into the model's context (default 25k tokens; `None`
@@ -213,6 +237,7 @@ impl AcpServer {
             ConnectPlan {
                 startup_timeout: self.startup_timeout,
                 disabled: self.disabled.into(),
+                on_process: self.on_process,
             },
             self.auth,
             self.models,

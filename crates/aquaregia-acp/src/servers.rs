@@ -10,7 +10,7 @@ use std::time::Duration;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{HttpHeader, McpServer};
-use aquaregia::mcp::{McpError, McpServerSpec, McpToolset};
+use aquaregia::mcp::{McpError, McpServerSpec, McpToolset, ServerProcess};
 use serde_json::Value;
 
 use crate::elicitation::Elicitation;
@@ -134,11 +134,15 @@ fn headers(headers: &[HttpHeader]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Told when a stdio server's process starts and ends.
+pub(crate) type ProcessHook = Arc<dyn Fn(ServerProcess) + Send + Sync>;
+
 /// How to connect a session's servers.
 #[derive(Clone)]
 pub(crate) struct ConnectPlan {
     pub(crate) startup_timeout: Duration,
     pub(crate) disabled: Arc<[String]>,
+    pub(crate) on_process: Option<ProcessHook>,
 }
 
 /// Connects every entry in parallel through an [`McpToolset`] (tools named
@@ -158,6 +162,10 @@ pub(crate) async fn connect_all(
         .startup_timeout(plan.startup_timeout)
         .always_prefix(true)
         .disable_tools(plan.disabled.iter().cloned())
+        .on_elicitation_complete({
+            let elicitation = elicitation.clone();
+            move |complete| elicitation.completed(&complete)
+        })
         .on_elicitation(move |request| elicitation.clone().answer(request));
     for server in servers {
         let name = name(server).to_owned();
@@ -191,9 +199,16 @@ pub(crate) async fn connect_all(
             });
             continue;
         }
-        match spec(server, cwd) {
-            Ok(spec) => builder = builder.server(name, spec),
-            Err(reason) => failures.push(Failure { name, reason }),
+        match (spec(server, cwd), &plan.on_process) {
+            (Ok(spec), Some(hook)) => {
+                let hook = hook.clone();
+                builder = builder.connect_with(name, move |connector| async move {
+                    spec.connect(connector.on_process(move |event| hook(event)))
+                        .await
+                });
+            }
+            (Ok(spec), None) => builder = builder.server(name, spec),
+            (Err(reason), _) => failures.push(Failure { name, reason }),
         }
     }
     // Not strict: connecting never fails as a whole.

@@ -19,12 +19,15 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use aquaregia_test_support::mock_model::{MockServer, Reply, tool_results};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::raw::{RawClient, ok};
 use support::{BOUND, agent_for, serve_in_memory};
 
 /// A 2025-11-25 stdio MCP server whose read-only tool `ask {mode}` asks the user through
 /// `elicitation/create` (`form`: a name, required, and an age; `confirm`: a yes/no with a
 /// default; `url`: a sign-in page) and returns what came back: the action, then the content
-/// as sorted JSON. It refuses to ask a client that did not advertise elicitation.
+/// as sorted JSON. It refuses to ask a client that did not advertise elicitation. When the
+/// sign-in page is accepted, it says the sign-in is done (`notifications/elicitation/complete`
+/// for `e-1`), after a completion for an id it never asked about (`e-other`).
 const ASKING_SERVER: &str = r#"
 import json, sys
 SCHEMAS = {
@@ -39,7 +42,7 @@ def send(message):
     print(json.dumps(message), flush=True)
 def answer(mid, text):
     send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
-capabilities, pending, asked = {}, {}, 0
+capabilities, pending, asked, url_asks = {}, {}, 0, set()
 for line in sys.stdin:
     msg = json.loads(line)
     method, mid = msg.get("method"), msg.get("id")
@@ -50,6 +53,10 @@ for line in sys.stdin:
         else:
             result = msg["result"]
             text = result["action"]
+            if mid in url_asks and text == "accept":
+                for done in ["e-other", "e-1"]:
+                    send({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                          "params": {"elicitationId": done}})
             if result.get("content") is not None:
                 text += " " + json.dumps(result["content"], sort_keys=True)
             answer(call, text)
@@ -72,6 +79,7 @@ for line in sys.stdin:
         ask_id = "ask-%d" % asked
         pending[ask_id] = mid
         if mode == "url":
+            url_asks.add(ask_id)
             params = {"mode": "url", "message": "Sign in to continue",
                       "url": "https://auth.example/start", "elicitationId": "e-1"}
         else:
@@ -315,4 +323,55 @@ async fn without_the_capability_simple_questions_become_permission_requests() {
         },
     )
     .await;
+}
+
+/// A URL question the client was shown and accepted: when the server says it is done, the
+/// client gets `elicitation/complete` with its id; a completion of anything else is not
+/// passed on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_completed_url_question_is_announced_to_the_client() {
+    let mock = MockServer::start().await;
+    mock.push(Reply::tool_call(
+        "call-url",
+        "asker__ask",
+        json!({"mode": "url"}),
+    ))
+    .push(Reply::text("Signed in."));
+    let marker = marker("elicitation-complete");
+    let client = RawClient::connect(agent_for(&mock));
+    client.set_handler(|request| match request["method"].as_str() {
+        Some("elicitation/create") => Some(ok(request, json!({"action": "accept"}))),
+        _ => None,
+    });
+    let initialized = client
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1,
+                   "clientCapabilities": {"elicitation": {"url": {}}}}),
+        )
+        .await;
+    assert!(initialized["result"].is_object(), "{initialized}");
+    let servers = json!([{"name": "asker", "command": "python3", "args": ["-c", ASKING_SERVER],
+                          "env": [{"name": "AQUAREGIA_TEST_MARKER", "value": marker}]}]);
+    let cwd = std::env::temp_dir();
+    let session = client.new_session(cwd.to_str().unwrap(), servers).await;
+    let response = client.prompt(&session, "Sign me in").await;
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert_eq!(result_of(&mock, "call-url"), "accept");
+
+    let complete = client
+        .wait_for("elicitation/complete", |message| {
+            message["method"] == "elicitation/complete"
+        })
+        .await;
+    assert_eq!(complete["params"], json!({"elicitationId": "e-1"}));
+    let completions: Vec<Value> = client
+        .log()
+        .into_iter()
+        .filter(|message| message["method"] == "elicitation/complete")
+        .collect();
+    // `e-other` was sent first: had it been passed on, it would be here already.
+    assert_eq!(completions.len(), 1, "{completions:#?}");
+    client.finish().await.expect("clean end");
+    assert_no_process_left(&marker, BOUND).await;
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::prompt_cache;
+use crate::reaper;
 use crate::telemetry;
 use anyhow::Context;
 use aquaregia::{Client, FileSessionStore};
@@ -159,6 +160,8 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     })
     .mcp_startup_timeout(Duration::from_secs(args.mcp_startup_timeout))
     .disable_tools(args.disabled_tools)
+    // A reaper ends the servers' process groups if this process is killed outright.
+    .on_process(reaper::on_process)
     .serve_stdio()
     .await?;
     Ok(())

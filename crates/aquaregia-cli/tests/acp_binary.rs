@@ -31,6 +31,12 @@ use common::{Scratch, acp_agent, server_everything_acp_entry};
 /// Generous: both take milliseconds (the tests print what they observe).
 const PROMPTLY: Duration = Duration::from_secs(5);
 
+/// Whether `pid` is the CLI's reaper (`aquaregia __reaper`).
+fn is_reaper(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmdline| cmdline.split(|b| *b == 0).any(|arg| arg == b"__reaper"))
+}
+
 /// One `aquaregia acp` process (on the mock model) and its raw client, initialized.
 struct Agent {
     client: RawClient,
@@ -93,7 +99,8 @@ impl Agent {
             marked.contains(&agent),
             "the agent carries the marker: {marked:?}"
         );
-        marked.retain(|pid| *pid != agent);
+        // The reaper the agent started with its first stdio server lives as long as the agent.
+        marked.retain(|pid| *pid != agent && !is_reaper(*pid));
         marked
     }
 

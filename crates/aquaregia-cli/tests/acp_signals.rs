@@ -1,5 +1,6 @@
 //! SIGTERM and SIGHUP stop `aquaregia acp` cleanly: every session's stdio servers end first,
-//! the processes they started themselves included.
+//! the processes they started themselves included. Even SIGKILL, which the agent never sees,
+//! leaves no server or grandchild running: its reaper ends them.
 
 mod common;
 
@@ -64,4 +65,43 @@ async fn sigterm_closes_every_session_first() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_closes_every_session_first() {
     stops_on("HUP").await;
+}
+
+/// SIGKILL gives the agent no chance to close its sessions: the reaper it started with the
+/// first stdio server sees its pipe close and ends the server's process group, grandchild
+/// included, even though this server ignores both stdin closing and SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_leaves_no_server_or_grandchild() {
+    let mock = MockServer::start().await;
+    let scratch = Scratch::new();
+    let marker = marker("acp-sigkill");
+    let _cleanup = KillMarked(marker.clone());
+    let client: RawClient = acp_agent(&scratch, &mock, &marker);
+    client.initialize().await;
+    let mut server = server_with_grandchild("stubborn", &marker);
+    server["env"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "AQUAREGIA_TEST_STUBBORN", "value": "1"}));
+    let session = client
+        .request(
+            "session/new",
+            json!({"cwd": scratch.path, "mcpServers": [server]}),
+        )
+        .await;
+    assert!(session["result"]["sessionId"].is_string(), "{session}");
+    // The agent, the server and its grandchild (and the reaper).
+    let running = processes_with_marker(&marker);
+    assert!(running.len() >= 3, "{running:?}");
+
+    let sent = std::process::Command::new("kill")
+        .args(["-KILL".to_owned(), client.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = client.wait_exit(BOUND).await;
+    assert!(!status.success(), "{status:?}");
+    assert!(!processes_with_marker(&marker).contains(&client.pid()));
+    // SIGTERM is ignored: the reaper waits out its grace period, then SIGKILLs the group.
+    assert_no_process_left(&marker, BOUND).await;
 }

@@ -1,13 +1,15 @@
 //! Elicitation: a server's question reaches `on_elicitation` (form and URL modes) and its
 //! answer (accepted, declined, cancelled) reaches the server; without a handler the question
-//! is declined.
+//! is declined. A URL question's completion reaches `on_elicitation_complete`.
 
 #[path = "support/elicitation_server.rs"]
 mod elicitation_server;
 
 use std::sync::{Arc, Mutex};
 
-use aquaregia::mcp::{Connector, ElicitationRequest, ElicitationResponse, McpConnection};
+use aquaregia::mcp::{
+    Connector, ElicitationComplete, ElicitationRequest, ElicitationResponse, McpConnection,
+};
 use serde_json::{Value, json};
 
 async fn ask(connection: &McpConnection, mode: &str) -> String {
@@ -101,5 +103,34 @@ async fn without_a_handler_questions_are_declined() {
         .unwrap();
     let answer = ask(&connection, "form").await;
     assert_eq!(answer, "declined");
+    connection.close().await;
+}
+
+#[tokio::test]
+async fn a_url_requests_completion_is_heard() {
+    let completed = Arc::new(Mutex::new(Vec::<ElicitationComplete>::new()));
+    let heard = completed.clone();
+    let connection = Connector::new()
+        .name("asker")
+        .on_elicitation(|_| async { ElicitationResponse::Accept(None) })
+        .on_elicitation_complete(move |complete| heard.lock().unwrap().push(complete))
+        .transport(elicitation_server::serve_duplex())
+        .await
+        .unwrap();
+    assert_eq!(ask(&connection, "url").await, "accepted");
+    // Sent before the tool's result; handled as it arrives.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while completed.lock().unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no completion heard");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let completed = completed.lock().unwrap().clone();
+    let [complete] = completed.as_slice() else {
+        panic!("{completed:?}");
+    };
+    assert_eq!(
+        (complete.server.as_str(), complete.elicitation_id.as_str()),
+        ("asker", "e-1")
+    );
     connection.close().await;
 }

@@ -10,9 +10,9 @@ use rmcp::ErrorData;
 #[allow(deprecated)] // sampling: deprecated by SEP-2577, still used by 2025-11-25 servers
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ElicitationCapability, ExtensionCapabilities,
-    FormElicitationCapability, Implementation, ProtocolVersion, RequestMetaObject,
-    SamplingCapability, TASKS_EXTENSION_ID, UrlElicitationCapability,
+    CustomNotification, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    ExtensionCapabilities, FormElicitationCapability, Implementation, ProtocolVersion,
+    RequestMetaObject, SamplingCapability, TASKS_EXTENSION_ID, UrlElicitationCapability,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::call::{CallContext, McpToolExecutor, ToolTarget};
+use super::elicitation;
 use super::error::McpError;
 use super::fault::LocalFault;
 use super::input::ServerInput;
@@ -188,6 +189,29 @@ impl ClientHandler for Handler {
     ) -> impl Future<Output = ()> + Send + '_ {
         tracing::debug!(server = %self.server, "tools/list_changed");
         self.changes.bump();
+        std::future::ready(())
+    }
+
+    fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        if notification.method == elicitation::COMPLETE_METHOD {
+            match elicitation::completion(&self.server, notification.params.as_ref()) {
+                Some(complete) => {
+                    tracing::debug!(server = %self.server, id = %complete.elicitation_id, "elicitation complete");
+                    if let Some(hook) = &self.input.handlers.elicitation_complete {
+                        hook(complete);
+                    }
+                }
+                None => {
+                    tracing::warn!(server = %self.server, "an elicitation/complete notification without an elicitationId");
+                }
+            }
+        } else {
+            tracing::debug!(server = %self.server, method = %notification.method, "ignoring a notification");
+        }
         std::future::ready(())
     }
 }

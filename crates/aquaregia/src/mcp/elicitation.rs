@@ -51,6 +51,33 @@ pub enum ElicitationResponse {
     Cancel,
 }
 
+/// A server's word that a URL-mode question is done (`notifications/elicitation/complete`):
+/// what the user had to do at the URL is finished, so a client showing it can stop.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElicitationComplete {
+    /// The server's name.
+    pub server: String,
+    /// The `elicitation_id` of the [`ElicitationRequest::Url`] it completes.
+    pub elicitation_id: String,
+}
+
+/// Told of [`ElicitationComplete`]s.
+pub(crate) type ElicitationCompleteHandler = Arc<dyn Fn(ElicitationComplete) + Send + Sync>;
+
+/// The method of MCP's URL elicitation completion notification (rmcp has no type for it and
+/// hands it over as a custom notification).
+pub(crate) const COMPLETE_METHOD: &str = "notifications/elicitation/complete";
+
+/// Reads a completion notification's params (`{"elicitationId": "..."}`).
+pub(crate) fn completion(server: &str, params: Option<&Value>) -> Option<ElicitationComplete> {
+    let id = params?.get("elicitationId")?.as_str()?;
+    Some(ElicitationComplete {
+        server: server.to_owned(),
+        elicitation_id: id.to_owned(),
+    })
+}
+
 /// Answers a server's questions; `Send + Sync`, called once per question.
 pub(crate) type ElicitationHandler =
     Arc<dyn Fn(ElicitationRequest) -> BoxFuture<'static, ElicitationResponse> + Send + Sync>;

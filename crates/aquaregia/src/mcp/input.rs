@@ -15,7 +15,7 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
-use super::elicitation::{ElicitationHandler, answer};
+use super::elicitation::{ElicitationCompleteHandler, ElicitationHandler, answer};
 use super::error::McpError;
 use super::sampling::{SamplingHandler, SamplingRequest, SamplingResponse};
 
@@ -27,6 +27,7 @@ pub(crate) const MAX_INPUT_ROUNDS: usize = 10;
 #[derive(Clone, Default)]
 pub(crate) struct Handlers {
     pub(crate) elicitation: Option<ElicitationHandler>,
+    pub(crate) elicitation_complete: Option<ElicitationCompleteHandler>,
     pub(crate) sampling: Option<SamplingHandler>,
 }
 

@@ -103,7 +103,7 @@ use tokio::process::Command;
 
 pub use config::{ConfigError, McpServerSpec, McpServerTimeouts, McpServersConfig};
 pub use connection::{McpConnection, McpServerInfo};
-pub use elicitation::{ElicitationRequest, ElicitationResponse};
+pub use elicitation::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
 pub use error::{ErrorSource, McpError};
 use handshake::{Handshake, HandshakeError, HttpTarget, establish};
 pub use http_options::HttpOptions;
@@ -283,6 +283,16 @@ impl Connector {
         Fut: Future<Output = ElicitationResponse> + Send + 'static,
     {
         self.handlers.elicitation = Some(elicitation::handler(answer));
+        self
+    }
+
+    /// Told when the server says a URL-mode question it asked is done
+    /// (`notifications/elicitation/complete`), so a client still showing it can stop.
+    pub fn on_elicitation_complete<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(ElicitationComplete) + Send + Sync + 'static,
+    {
+        self.handlers.elicitation_complete = Some(Arc::new(hook));
         self
     }
 

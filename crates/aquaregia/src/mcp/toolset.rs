@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::future::{BoxFuture, join_all};
 
-use super::elicitation::{ElicitationRequest, ElicitationResponse};
+use super::elicitation::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
 use super::input::Handlers;
 use super::sampling::{SamplingRequest, SamplingResponse};
 use super::{
@@ -182,6 +182,16 @@ impl McpToolsetBuilder {
         Fut: Future<Output = ElicitationResponse> + Send + 'static,
     {
         self.handlers.elicitation = Some(super::elicitation::handler(answer));
+        self
+    }
+
+    /// Told when a server's URL-mode question is done (see
+    /// [`Connector::on_elicitation_complete`]).
+    pub fn on_elicitation_complete<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(ElicitationComplete) + Send + Sync + 'static,
+    {
+        self.handlers.elicitation_complete = Some(Arc::new(hook));
         self
     }
 

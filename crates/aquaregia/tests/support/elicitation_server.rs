@@ -1,14 +1,15 @@
 //! An in-process MCP server (2025-11-25: it does not answer `server/discover`) whose `ask`
 //! tool asks the user through elicitation and reports the answer: `ask {mode: "form"}` asks
-//! for a name and an age, `ask {mode: "url"}` sends the user to a URL.
+//! for a name and an age, `ask {mode: "url"}` sends the user to a URL and, once the user
+//! agreed to go, says that elicitation is complete (`notifications/elicitation/complete`).
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverRequestMethod,
-    DiscoverResult, ElicitRequestParams, ElicitationAction, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomNotification,
+    DiscoverRequestMethod, DiscoverResult, ElicitRequestParams, ElicitationAction, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -82,6 +83,14 @@ impl ServerHandler for ElicitationServer {
         let params: ElicitRequestParams = serde_json::from_value(params).unwrap();
         let text = match context.peer.create_elicitation(params).await {
             Ok(result) => match result.action {
+                ElicitationAction::Accept if mode == "url" => {
+                    let done = CustomNotification::new(
+                        "notifications/elicitation/complete",
+                        Some(json!({"elicitationId": "e-1"})),
+                    );
+                    let _ = context.peer.send_notification(done.into()).await;
+                    "accepted".to_owned()
+                }
                 ElicitationAction::Accept => format!(
                     "accepted {}",
                     result.content.map(|c| c.to_string()).unwrap_or_default()
