@@ -4,9 +4,11 @@
 use std::time::Duration;
 
 use rmcp::transport::auth::{
-    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig,
+    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig,
 };
+
+use super::legacy;
 
 use super::step_up::StepUpClient;
 use super::store::ServerSlot;
@@ -45,7 +47,15 @@ pub(crate) async fn connect_with_oauth(
         handlers,
     } = *session;
     let mut manager = manager(url, name, oauth).await?;
-    if let Err(error) = manager.initialize_from_store().await {
+    let mut restored = manager.initialize_from_store().await;
+    if let Err(error) = &restored
+        && legacy::is_issuer_mismatch(error)
+        && let Ok(metadata) = resolve_metadata(&manager, url, None).await
+    {
+        manager.set_metadata(metadata);
+        restored = manager.initialize_from_store().await;
+    }
+    if let Err(error) = restored {
         // Unusable stored credentials (an unreachable issuer, a corrupt entry): authorize anew.
         tracing::warn!(server = %name, %error, "stored OAuth credentials are unusable");
     }
@@ -104,11 +114,10 @@ pub(super) async fn authorize(
         return Ok(None);
     }
     let mut manager = manager(url, name, oauth).await?;
-    let resolution = manager
-        .resolve_metadata_from_challenge(Some(challenge))
+    let metadata = resolve_metadata(&manager, url, Some(challenge))
         .await
         .map_err(|error| failed(name, url, "discovering the authorization server", &error))?;
-    manager.set_metadata(resolution.metadata);
+    manager.set_metadata(metadata);
     if oauth.client_credentials {
         let scopes = if oauth.scopes.is_empty() {
             parse_challenge(challenge)
@@ -176,6 +185,30 @@ pub(super) async fn authorize(
         .map_err(|error| failed(name, url, "exchanging the authorization code", &error))?;
     tracing::info!(server = %name, "authorized");
     Ok(Some(session.auth_manager))
+}
+
+/// The authorization server's metadata: RFC 9728 and RFC 8414 discovery, else, for a server of
+/// the 2025-03-26 revision whose metadata rmcp rejects for its issuer, that revision's
+/// discovery.
+async fn resolve_metadata(
+    manager: &AuthorizationManager,
+    url: &str,
+    challenge: Option<&str>,
+) -> Result<AuthorizationMetadata, AuthError> {
+    match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) => Ok(resolution.metadata),
+        Err(error) if legacy::is_issuer_mismatch(&error) => {
+            let client = crate::http::client_builder().build().unwrap_or_default();
+            match legacy::legacy_metadata(&client, url, challenge).await {
+                Some(metadata) => {
+                    tracing::info!(%url, "using the 2025-03-26 authorization server discovery");
+                    Ok(metadata)
+                }
+                None => Err(error),
+            }
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// An OAuth step that failed. rmcp's messages name URLs and OAuth error codes, never tokens.

@@ -5,7 +5,9 @@
 //! connect:
 //! - discovery: the challenge's `resource_metadata` (RFC 9728), else the path-based and root
 //!   `/.well-known/oauth-protected-resource`; then RFC 8414 and OpenID Connect metadata with
-//!   the path-insertion variants; the `issuer` is checked;
+//!   the path-insertion variants; the `issuer` is checked; a server of the 2025-03-26
+//!   revision (no protected-resource metadata) is authorized at its origin as that revision
+//!   says;
 //! - the client: a pre-registered id (and secret), else a client ID metadata document when
 //!   the server supports them, else dynamic client registration;
 //! - authorization code with PKCE S256 and the `resource` parameter, scopes from the
@@ -35,6 +37,7 @@
 //! ```
 
 mod flow;
+mod legacy;
 mod step_up;
 mod store;
 
