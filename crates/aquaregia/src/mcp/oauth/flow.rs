@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
-    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig,
+    AuthorizationRequest, AuthorizationSession,
 };
 
-use super::legacy;
+use super::{client_credentials, legacy};
 
 use super::step_up::StepUpClient;
 use super::store::ServerSlot;
@@ -127,17 +127,8 @@ pub(super) async fn authorize(
         } else {
             oauth.scopes.clone()
         };
-        let config = ClientCredentialsConfig::ClientSecret {
-            client_id: oauth.client_id.clone().unwrap_or_default(),
-            client_secret: oauth.client_secret.clone().unwrap_or_default(),
-            scopes,
-            resource: Some(url.to_owned()),
-        };
-        manager
-            .configure_client_credentials(&config)
-            .map_err(|error| failed(name, url, "configuring client credentials", &error))?;
-        manager
-            .exchange_client_credentials(&config)
+        let config = client_credentials::config(oauth, scopes, url);
+        let manager = client_credentials::exchange(manager, config)
             .await
             .map_err(|error| failed(name, url, "the client credentials grant", &error))?;
         tracing::info!(server = %name, "authorized with client credentials");
