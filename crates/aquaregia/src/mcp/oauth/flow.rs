@@ -23,7 +23,7 @@ use crate::mcp::{McpConnection, streamable_http};
 
 /// How many times a connect may be answered with a new challenge (a step-up after the first
 /// authorization, say) before giving up.
-const MAX_AUTHORIZATIONS: usize = 2;
+pub(super) const MAX_AUTHORIZATIONS: usize = 2;
 
 /// The server being connected, and how.
 pub(crate) struct Session<'a> {
@@ -46,19 +46,7 @@ pub(crate) async fn connect_with_oauth(
         timeout,
         handlers,
     } = *session;
-    let mut manager = manager(url, name, oauth).await?;
-    let mut restored = manager.initialize_from_store().await;
-    if let Err(error) = &restored
-        && legacy::is_issuer_mismatch(error)
-        && let Ok(metadata) = resolve_metadata(&manager, url, None).await
-    {
-        manager.set_metadata(metadata);
-        restored = manager.initialize_from_store().await;
-    }
-    if let Err(error) = restored {
-        // Unusable stored credentials (an unreachable issuer, a corrupt entry): authorize anew.
-        tracing::warn!(server = %name, %error, "stored OAuth credentials are unusable");
-    }
+    let mut manager = restored_manager(url, name, oauth).await?;
     let mut authorizations = 0;
     loop {
         let session_id = SessionIdSlot::default();
@@ -88,6 +76,28 @@ pub(crate) async fn connect_with_oauth(
             None => return Err(error),
         };
     }
+}
+
+/// A manager for `url` with the credentials `oauth`'s store has for it, if they are usable.
+pub(super) async fn restored_manager(
+    url: &str,
+    name: &str,
+    oauth: &OAuth,
+) -> Result<AuthorizationManager, McpError> {
+    let mut manager = manager(url, name, oauth).await?;
+    let mut restored = manager.initialize_from_store().await;
+    if let Err(error) = &restored
+        && legacy::is_issuer_mismatch(error)
+        && let Ok(metadata) = resolve_metadata(&manager, url, None).await
+    {
+        manager.set_metadata(metadata);
+        restored = manager.initialize_from_store().await;
+    }
+    if let Err(error) = restored {
+        // Unusable stored credentials (an unreachable issuer, a corrupt entry): authorize anew.
+        tracing::warn!(server = %name, %error, "stored OAuth credentials are unusable");
+    }
+    Ok(manager)
 }
 
 /// A manager for `url` whose credentials live in `oauth`'s store.

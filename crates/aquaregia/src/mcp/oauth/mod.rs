@@ -1,4 +1,5 @@
-//! OAuth 2.1 for HTTP MCP servers (feature `mcp-oauth`), on rmcp's `auth` module.
+//! OAuth 2.1 for HTTP MCP servers, Streamable HTTP and legacy HTTP+SSE alike (feature
+//! `mcp-oauth`), on rmcp's `auth` module.
 //!
 //! Give [`HttpOptions::oauth`](super::HttpOptions::oauth) an [`OAuth`] and a server that
 //! answers `401` with a `WWW-Authenticate: Bearer` challenge is authorized during the
@@ -40,6 +41,7 @@
 mod client_credentials;
 mod flow;
 mod legacy;
+mod sse;
 mod step_up;
 mod store;
 
@@ -50,6 +52,7 @@ use futures::future::BoxFuture;
 
 pub use client_credentials::JwtAlgorithm;
 pub(crate) use flow::{Session, connect_with_oauth};
+pub(crate) use sse::connect_sse_with_oauth;
 pub use store::{FileTokenStore, MemoryTokenStore, TokenStore, TokenStoreError};
 
 /// What the authorization callback is given: where to send the user.

@@ -10,16 +10,22 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
 use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+mod session;
+
+pub(crate) use session::SseSession;
 
 use super::HttpOptions;
 use super::error::McpError;
@@ -33,11 +39,16 @@ const ERROR_BODY_PREFIX: usize = 512;
 /// How much of a successful POST's body is read (and dropped) so the connection can be reused.
 const DRAIN_LIMIT: usize = 64 << 10;
 
+/// Gives the current access token (refreshed when it is about to expire), if there is one.
+pub(crate) type BearerSource = Arc<dyn Fn() -> BoxFuture<'static, Option<String>> + Send + Sync>;
+
 /// A client transport for servers that speak the legacy HTTP+SSE transport.
 pub(crate) struct SseTransport {
     client: reqwest::Client,
     /// The options' headers (values marked sensitive), sent with every POST.
     headers: HeaderMap,
+    /// OAuth: the token sent with the GET and every POST.
+    bearer: Option<BearerSource>,
     /// Where to POST messages, from the `endpoint` event.
     endpoint: Url,
     messages: mpsc::Receiver<ServerJsonRpcMessage>,
@@ -64,7 +75,11 @@ impl SseTransport {
     /// messages in the background.
     ///
     /// Does not time out by itself: the caller bounds it with its connect timeout.
-    pub(crate) async fn open(url: &str, options: &HttpOptions) -> Result<SseTransport, McpError> {
+    pub(crate) async fn open(
+        url: &str,
+        options: &HttpOptions,
+        bearer: Option<BearerSource>,
+    ) -> Result<SseTransport, McpError> {
         let connect_error = |what: String| McpError::connect(url, what);
         let base =
             Url::parse(url).map_err(|error| connect_error(format!("invalid URL: {error}")))?;
@@ -73,6 +88,9 @@ impl SseTransport {
 
         let mut get_headers = headers.clone();
         get_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(value) = authorization(bearer.as_ref()).await {
+            get_headers.insert(AUTHORIZATION, value);
+        }
         let response = client
             .get(base.clone())
             .headers(get_headers)
@@ -161,6 +179,7 @@ impl SseTransport {
         Ok(SseTransport {
             client,
             headers,
+            bearer,
             endpoint,
             messages,
             reader,
@@ -180,9 +199,13 @@ impl Transport<RoleClient> for SseTransport {
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let client = self.client.clone();
-        let headers = self.headers.clone();
+        let mut headers = self.headers.clone();
+        let bearer = self.bearer.clone();
         let endpoint = self.endpoint.clone();
         async move {
+            if let Some(value) = authorization(bearer.as_ref()).await {
+                headers.insert(AUTHORIZATION, value);
+            }
             let body = serde_json::to_vec(&item).map_err(SseSendError::Serialize)?;
             let response = client
                 .post(endpoint)
@@ -213,6 +236,14 @@ impl Transport<RoleClient> for SseTransport {
         self.messages.close();
         Ok(())
     }
+}
+
+/// The `Authorization` header for the current token of `bearer`, marked sensitive.
+async fn authorization(bearer: Option<&BearerSource>) -> Option<HeaderValue> {
+    let token = bearer?().await?;
+    let mut value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// Why [`SseTransport`] could not deliver a message to the server.
