@@ -1,7 +1,8 @@
 //! OAuth over the legacy HTTP+SSE transport: a server whose event stream and message endpoint
 //! want a bearer token from a local authorization server. The `401` on the GET starts the
-//! discovery and authorization, the token goes on the GET and every POST, and the next connect
-//! with the same store uses (and refreshes) the stored token without a new authorization.
+//! discovery and authorization, the token goes on the GET and every POST, a POST whose token is
+//! rejected is sent again with a refreshed one, and the next connect with the same store
+//! refreshes the expired stored token without a new authorization.
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -254,12 +255,10 @@ fn oauth(store: &Arc<MemoryTokenStore>) -> OAuth {
 }
 
 #[tokio::test]
-async fn an_sse_server_behind_oauth_is_authorized_and_its_token_reused_and_refreshed() {
+async fn an_sse_server_behind_oauth_is_authorized_and_its_tokens_refreshed() {
     let (server, task) = start().await;
     let url = format!("{}/sse", server.base);
     let store = Arc::new(MemoryTokenStore::new());
-    // Tokens that expire after a second.
-    server.expires_in.store(1, Ordering::SeqCst);
 
     let connection = Connector::new()
         .sse(&url, HttpOptions::new().oauth(oauth(&store)))
@@ -271,7 +270,6 @@ async fn an_sse_server_behind_oauth_is_authorized_and_its_token_reused_and_refre
         answer.to_string().contains("you are authorized"),
         "{answer}"
     );
-    connection.close().await;
     assert_eq!(server.authorizations.load(Ordering::SeqCst), 1);
     // The first GET had no token (its challenge started the authorization); every token
     // sent was accepted.
@@ -279,10 +277,24 @@ async fn an_sse_server_behind_oauth_is_authorized_and_its_token_reused_and_refre
     assert_eq!(server.rejected.load(Ordering::SeqCst), 0);
     assert!(server.authorized_posts.load(Ordering::SeqCst) >= 3);
 
-    // The token expires (the server forgets it): the next connect refreshes it first.
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    // The server stops accepting the token mid-session: the POST it rejects is sent again
+    // with a refreshed token (one that expires after two seconds).
+    server.expires_in.store(2, Ordering::SeqCst);
     server.access_tokens.lock().unwrap().clear();
+    let answer = tools[0].execute(json!({})).await.unwrap();
+    assert!(
+        answer.to_string().contains("you are authorized"),
+        "{answer}"
+    );
+    connection.close().await;
+    assert_eq!(server.rejected.load(Ordering::SeqCst), 1);
+    assert_eq!(server.refresh_grants.load(Ordering::SeqCst), 1);
+    assert_eq!(server.authorizations.load(Ordering::SeqCst), 1);
 
+    // The token expires (and the server forgets it): the next connect refreshes it before
+    // sending it.
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    server.access_tokens.lock().unwrap().clear();
     let again = Connector::new()
         .sse(&url, HttpOptions::new().oauth(oauth(&store)))
         .await
@@ -290,8 +302,8 @@ async fn an_sse_server_behind_oauth_is_authorized_and_its_token_reused_and_refre
     assert_eq!(again.tools().await.unwrap().len(), 1);
     again.close().await;
     assert_eq!(server.authorizations.load(Ordering::SeqCst), 1);
-    assert_eq!(server.refresh_grants.load(Ordering::SeqCst), 1);
-    assert_eq!(server.rejected.load(Ordering::SeqCst), 0);
+    assert_eq!(server.refresh_grants.load(Ordering::SeqCst), 2);
+    assert_eq!(server.rejected.load(Ordering::SeqCst), 1);
     task.abort();
 }
 

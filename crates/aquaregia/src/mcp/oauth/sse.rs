@@ -45,13 +45,19 @@ pub(crate) async fn connect_sse_with_oauth(
     }
 }
 
-/// The manager's access token, refreshed when it is about to expire; none without one.
+/// The manager's access token, refreshed when it is about to expire or when asked; none
+/// without one.
 fn bearer(manager: AuthorizationManager) -> BearerSource {
     let manager = Arc::new(tokio::sync::Mutex::new(manager));
-    Arc::new(move || {
+    Arc::new(move |refresh| {
         let manager = manager.clone();
         Box::pin(async move {
-            match manager.lock().await.get_access_token().await {
+            let manager = manager.lock().await;
+            if refresh && let Err(error) = manager.refresh_token().await {
+                tracing::debug!(%error, "refreshing the rejected OAuth token failed");
+                return None;
+            }
+            match manager.get_access_token().await {
                 Ok(token) => Some(token),
                 Err(error) => {
                     tracing::debug!(%error, "no OAuth access token to send");

@@ -39,8 +39,10 @@ const ERROR_BODY_PREFIX: usize = 512;
 /// How much of a successful POST's body is read (and dropped) so the connection can be reused.
 const DRAIN_LIMIT: usize = 64 << 10;
 
-/// Gives the current access token (refreshed when it is about to expire), if there is one.
-pub(crate) type BearerSource = Arc<dyn Fn() -> BoxFuture<'static, Option<String>> + Send + Sync>;
+/// Gives the current access token (refreshed when it is about to expire, or at once when
+/// called with `true` after the server rejected it), if there is one.
+pub(crate) type BearerSource =
+    Arc<dyn Fn(bool) -> BoxFuture<'static, Option<String>> + Send + Sync>;
 
 /// A client transport for servers that speak the legacy HTTP+SSE transport.
 pub(crate) struct SseTransport {
@@ -88,7 +90,7 @@ impl SseTransport {
 
         let mut get_headers = headers.clone();
         get_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(value) = authorization(bearer.as_ref()).await {
+        if let Some(value) = authorization(bearer.as_ref(), false).await {
             get_headers.insert(AUTHORIZATION, value);
         }
         let response = client
@@ -199,22 +201,33 @@ impl Transport<RoleClient> for SseTransport {
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let client = self.client.clone();
-        let mut headers = self.headers.clone();
+        let headers = self.headers.clone();
         let bearer = self.bearer.clone();
         let endpoint = self.endpoint.clone();
         async move {
-            if let Some(value) = authorization(bearer.as_ref()).await {
-                headers.insert(AUTHORIZATION, value);
-            }
             let body = serde_json::to_vec(&item).map_err(SseSendError::Serialize)?;
-            let response = client
-                .post(endpoint)
-                .headers(headers)
-                .header(CONTENT_TYPE, "application/json")
-                .body(body)
-                .send()
-                .await
-                .map_err(|error| SseSendError::Request(reqwest_message(&error)))?;
+            let post = |token: Option<HeaderValue>| {
+                let mut headers = headers.clone();
+                if let Some(value) = token {
+                    headers.insert(AUTHORIZATION, value);
+                }
+                client
+                    .post(endpoint.clone())
+                    .headers(headers)
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(body.clone())
+                    .send()
+            };
+            let sent = |result: reqwest::Result<reqwest::Response>| {
+                result.map_err(|error| SseSendError::Request(reqwest_message(&error)))
+            };
+            let mut response = sent(post(authorization(bearer.as_ref(), false).await).await)?;
+            // A rejected OAuth token: refreshed once, and the message sent again.
+            if response.status() == StatusCode::UNAUTHORIZED
+                && let Some(token) = authorization(bearer.as_ref(), true).await
+            {
+                response = sent(post(Some(token)).await)?;
+            }
             let status = response.status();
             if status.is_success() {
                 drain(response).await;
@@ -238,9 +251,10 @@ impl Transport<RoleClient> for SseTransport {
     }
 }
 
-/// The `Authorization` header for the current token of `bearer`, marked sensitive.
-async fn authorization(bearer: Option<&BearerSource>) -> Option<HeaderValue> {
-    let token = bearer?().await?;
+/// The `Authorization` header for the current token of `bearer` (a new one with `refresh`),
+/// marked sensitive.
+async fn authorization(bearer: Option<&BearerSource>, refresh: bool) -> Option<HeaderValue> {
+    let token = bearer?(refresh).await?;
     let mut value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
     value.set_sensitive(true);
     Some(value)
