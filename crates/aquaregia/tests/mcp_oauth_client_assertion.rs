@@ -19,8 +19,9 @@ struct Server {
     token_requests: AtomicUsize,
 }
 
-#[tokio::test]
-async fn a_key_that_cannot_sign_fails_before_any_token_request() {
+/// A protected MCP endpoint and an authorization server for client credentials whose token
+/// endpoint refuses every request (and counts them).
+async fn start() -> (Arc<Server>, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let server = Arc::new(Server {
         base: format!("http://{}", listener.local_addr().unwrap()),
@@ -76,6 +77,12 @@ async fn a_key_that_cannot_sign_fails_before_any_token_request() {
         let _ = axum::serve(listener, app).await;
     });
 
+    (server, task)
+}
+
+#[tokio::test]
+async fn a_key_that_cannot_sign_fails_before_any_token_request() {
+    let (server, task) = start().await;
     let pem = "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n";
     let oauth = OAuth::client_credentials_jwt("agent-7", pem, JwtAlgorithm::Es256);
     let error = Connector::new()
@@ -97,5 +104,26 @@ async fn a_key_that_cannot_sign_fails_before_any_token_request() {
         "the key leaked: {message}"
     );
     assert_eq!(server.token_requests.load(Ordering::SeqCst), 0);
+    task.abort();
+}
+
+/// The grant runs off the caller's runtime thread (rmcp's exchange is not `Send`); on a
+/// current-thread runtime it must still reach the token endpoint and come back.
+#[tokio::test]
+async fn a_refused_client_secret_grant_reports_the_token_endpoint_on_a_current_thread_runtime() {
+    let (server, task) = start().await;
+    let oauth = OAuth::client_credentials("agent-7", "s3cret");
+    let url = format!("{}/mcp", server.base);
+    let connect = Connector::new().http(&url, HttpOptions::new().oauth(oauth));
+    let error = tokio::time::timeout(std::time::Duration::from_secs(60), connect)
+        .await
+        .expect("the grant does not hang")
+        .expect_err("the token endpoint refuses");
+    let McpError::Authorization { message, .. } = &error else {
+        panic!("{error:?}");
+    };
+    assert!(message.contains("client credentials"), "{message}");
+    assert!(!message.contains("s3cret"), "the secret leaked: {message}");
+    assert_eq!(server.token_requests.load(Ordering::SeqCst), 1);
     task.abort();
 }
