@@ -1,6 +1,7 @@
 //! `aquaregia mcp login` against a local OAuth authorization server: the token is stored
 //! (0600), the next `mcp tools` uses it without a prompt, an expired token is refreshed (on
-//! the server's 401, and before it expires), and `logout` removes it.
+//! the server's 401, and before it expires), and `logout` removes it. The same for a server
+//! on the legacy HTTP+SSE transport.
 
 mod common;
 mod oauth_server;
@@ -124,4 +125,36 @@ async fn login_stores_a_token_that_later_commands_use_and_refresh_until_logout()
         after.stderr.contains("run `aquaregia mcp login protected`"),
         "{after:?}"
     );
+}
+
+#[tokio::test]
+async fn login_to_a_legacy_sse_server_stores_a_token_that_later_commands_use() {
+    let server = OAuthServer::start().await;
+    let scratch = Scratch::new();
+    scratch.config(&json!({"legacy": {"type": "sse", "url": server.sse_url}}));
+    let counts = server.counts();
+
+    let before = run(command(&scratch, &["mcp", "tools", "legacy"]), "").await;
+    assert_eq!(before.code, Some(1), "{before:?}");
+    assert!(
+        before.stderr.contains("run `aquaregia mcp login legacy`"),
+        "{before:?}"
+    );
+
+    let mut login = command(&scratch, &["mcp", "login", "legacy"]);
+    login.env("AQUAREGIA_OAUTH_AUTOMATIC", "1");
+    let login = run(login, "").await;
+    assert_eq!(login.code, Some(0), "{login:?}");
+    assert!(
+        login.stderr.contains("logged in to `legacy` (1 tools)"),
+        "{login:?}"
+    );
+    assert_eq!(counts.authorizations.load(Ordering::SeqCst), 1);
+    assert_eq!(token_files(&scratch).len(), 1);
+
+    let call = run(command(&scratch, &["mcp", "call", "legacy", "whoami"]), "").await;
+    assert_eq!(call.code, Some(0), "{call:?}");
+    assert_eq!(call.stdout, "you are authorized\n");
+    assert_eq!(counts.authorizations.load(Ordering::SeqCst), 1);
+    assert_eq!(counts.rejected_tokens.load(Ordering::SeqCst), 0);
 }

@@ -38,7 +38,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default();
-    let options = HttpOptions::new().oauth(oauth(&scenario, &context));
+    let options = HttpOptions::new().oauth(oauth(&scenario, &context)?);
     // A client without a user: every form is accepted with its fields' defaults.
     let connection = Connector::new()
         .on_elicitation(|request| async move {
@@ -141,15 +141,26 @@ fn least_arguments(schema: &Value) -> Value {
     Value::Object(args)
 }
 
-/// Client credentials when the scenario is about them, else the authorization-code flow
-/// (with the pre-registered client the context may give).
-fn oauth(scenario: &str, context: &Value) -> OAuth {
+/// Client credentials (with the secret or the private key the context gives) when the scenario
+/// is about them, else the authorization-code flow (with the pre-registered client the context
+/// may give).
+fn oauth(scenario: &str, context: &Value) -> Result<OAuth, String> {
     let client_id = context["client_id"].as_str();
     let secret = context["client_secret"].as_str();
     if scenario.starts_with("auth/client-credentials")
-        && let (Some(id), Some(secret)) = (client_id, secret)
+        && let Some(id) = client_id
     {
-        return OAuth::client_credentials(id, secret);
+        if let Some(secret) = secret {
+            return Ok(OAuth::client_credentials(id, secret));
+        }
+        // A private key instead of a secret: the client signs its assertions (RFC 7523).
+        if let Some(pem) = context["private_key_pem"].as_str() {
+            let algorithm = context["signing_algorithm"]
+                .as_str()
+                .unwrap_or("ES256")
+                .parse()?;
+            return Ok(OAuth::client_credentials_jwt(id, pem, algorithm));
+        }
     }
     let mut oauth = OAuth::new("http://127.0.0.1:3000/callback")
         .client_metadata_url(CLIENT_METADATA_URL)
@@ -171,5 +182,5 @@ fn oauth(scenario: &str, context: &Value) -> OAuth {
             oauth = oauth.client_secret(secret);
         }
     }
-    oauth
+    Ok(oauth)
 }

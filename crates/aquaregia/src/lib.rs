@@ -88,7 +88,7 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `mcp` | off | `aquaregia::mcp`: MCP servers' tools as [`Tool`]s (rmcp) |
-//! | `mcp-oauth` | off | OAuth 2.1 for HTTP MCP servers (`mcp::OAuth`, token stores; rmcp's `auth`) |
+//! | `mcp-oauth` | off | OAuth 2.1 for HTTP and SSE MCP servers (`mcp::OAuth`, token stores, `private_key_jwt`; rmcp's `auth`) |
 //! | `otel` | off | OpenTelemetry: trace context to MCP servers, array attributes (`opentelemetry`, `tracing-opentelemetry`) |
 //!
 //! ## Sessions

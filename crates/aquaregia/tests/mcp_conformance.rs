@@ -5,12 +5,9 @@
 //! must pass.
 //!
 //! Known failures (the official TypeScript client, the suite's reference, passes 21 of 22
-//! `auth/*` scenarios on 0.1.16 and 25 of 33 on 0.2.0-alpha.12; this client 19 and 28):
-//! - `auth/client-credentials-jwt`: private-key JWT client authentication is not supported;
+//! `auth/*` scenarios on 0.1.16 and 25 of 33 on 0.2.0-alpha.12; this client 21 and 29):
 //! - `auth/cross-app-access-complete-flow` (0.1.16), `auth/enterprise-managed-authorization`
 //!   and `auth/wif-jwt-bearer` (0.2.0): enterprise-managed and workload-identity grants;
-//! - `auth/2025-03-26-oauth-metadata-backcompat` (0.1.16): its metadata names another issuer
-//!   than the one it is served for, which rmcp rejects;
 //! - `auth/dpop`, `auth/dpop-nonce` (0.2.0): DPoP-bound tokens are not supported.
 
 use std::collections::BTreeSet;
@@ -126,11 +123,7 @@ fn conformance_0_1_16() {
         "0.1.16",
         &dep("AQUAREGIA_CONFORMANCE"),
         &["initialize", "tools_call", "sse-retry"],
-        Some(&[
-            "auth/client-credentials-jwt",
-            "auth/cross-app-access-complete-flow",
-            "auth/2025-03-26-oauth-metadata-backcompat",
-        ]),
+        Some(&["auth/cross-app-access-complete-flow"]),
     );
 }
 
@@ -152,7 +145,6 @@ fn conformance_0_2_0_pre_release() {
             "json-schema-ref-no-deref",
         ],
         Some(&[
-            "auth/client-credentials-jwt",
             "auth/dpop",
             "auth/dpop-nonce",
             "auth/enterprise-managed-authorization",

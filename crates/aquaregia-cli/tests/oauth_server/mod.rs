@@ -2,7 +2,8 @@
 //! one axum app: RFC 9728 protected-resource metadata, RFC 8414 metadata, dynamic client
 //! registration, an authorize endpoint that approves at once (redirecting to the client's
 //! loopback redirect URI with a code), a token endpoint checking PKCE S256 and issuing
-//! refresh tokens, and an MCP endpoint (2025-11-25, JSON answers) that wants a live token.
+//! refresh tokens, and an MCP endpoint (2025-11-25, JSON answers) that wants a live token; the
+//! same server over the legacy HTTP+SSE transport at `/sse` (event stream) and `/message`.
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::{HashMap, HashSet};
@@ -43,6 +44,8 @@ struct Inner {
     refresh_tokens: Mutex<HashSet<String>>,
     /// The last `resource` and `scope` of an authorization request.
     last_authorize: Mutex<Option<(String, String)>>,
+    /// Where the open legacy event stream's messages go.
+    stream: Mutex<Option<tokio::sync::mpsc::UnboundedSender<String>>>,
     /// The `expires_in` of the next token issued.
     expires_in: AtomicU64,
     next: AtomicUsize,
@@ -54,6 +57,8 @@ pub struct OAuthServer {
     inner: Arc<Inner>,
     task: tokio::task::JoinHandle<()>,
     pub mcp_url: String,
+    /// The legacy HTTP+SSE event stream of the same server.
+    pub sse_url: String,
 }
 
 impl Drop for OAuthServer {
@@ -83,7 +88,13 @@ impl OAuthServer {
             .route("/register", post(register))
             .route("/authorize", get(authorize))
             .route("/token", post(token))
+            .route(
+                "/.well-known/oauth-protected-resource/sse",
+                get(sse_resource_metadata),
+            )
             .route("/mcp", post(mcp).get(not_allowed).delete(not_allowed))
+            .route("/sse", get(sse_events))
+            .route("/message", post(sse_message))
             .with_state(inner.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -92,6 +103,7 @@ impl OAuthServer {
             inner,
             task,
             mcp_url: format!("{base}/mcp"),
+            sse_url: format!("{base}/sse"),
         }
     }
 
@@ -128,6 +140,16 @@ fn params(query: &str) -> HashMap<String, String> {
 async fn resource_metadata(State(inner): State<Arc<Inner>>) -> Response {
     axum::Json(json!({
         "resource": format!("{}/mcp", inner.base),
+        "authorization_servers": [inner.base],
+        "scopes_supported": [SCOPE],
+        "bearer_methods_supported": ["header"],
+    }))
+    .into_response()
+}
+
+async fn sse_resource_metadata(State(inner): State<Arc<Inner>>) -> Response {
+    axum::Json(json!({
+        "resource": format!("{}/sse", inner.base),
         "authorization_servers": [inner.base],
         "scopes_supported": [SCOPE],
         "bearer_methods_supported": ["header"],
@@ -294,31 +316,88 @@ fn answer(id: &Value, result: &Value) -> Response {
         .into_response()
 }
 
-async fn mcp(
-    State(inner): State<Arc<Inner>>,
-    headers: HeaderMap,
-    axum::Json(message): axum::Json<Value>,
-) -> Response {
+/// The `401` for a request without a live token (counted), `None` for one with a live token.
+fn unauthorized(inner: &Inner, headers: &HeaderMap, resource: &str) -> Option<Response> {
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "));
     let valid = token.is_some_and(|token| inner.access_tokens.lock().unwrap().contains(token));
-    if !valid {
-        count(if token.is_some() {
-            &inner.counts.rejected_tokens
-        } else {
-            &inner.counts.anonymous
-        });
-        let challenge = format!(
-            r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", scope="{SCOPE}""#,
-            inner.base
-        );
-        return (
+    if valid {
+        return None;
+    }
+    count(if token.is_some() {
+        &inner.counts.rejected_tokens
+    } else {
+        &inner.counts.anonymous
+    });
+    let challenge = format!(
+        r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/{resource}", scope="{SCOPE}""#,
+        inner.base
+    );
+    Some(
+        (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, challenge)],
         )
-            .into_response();
+            .into_response(),
+    )
+}
+
+/// The legacy event stream: the `endpoint` event, then the answers to `/message` POSTs.
+async fn sse_events(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
+    if let Some(challenge) = unauthorized(&inner, &headers, "sse") {
+        return challenge;
+    }
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel::<String>();
+    *inner.stream.lock().unwrap() = Some(sender);
+    let endpoint =
+        futures::stream::once(async { "event: endpoint\ndata: /message\n\n".to_owned() });
+    let messages = futures::stream::unfold(receiver, |mut receiver| async move {
+        let message = receiver.recv().await?;
+        Some((format!("event: message\ndata: {message}\n\n"), receiver))
+    });
+    let body = futures::StreamExt::map(
+        futures::StreamExt::chain(endpoint, messages),
+        Ok::<_, std::convert::Infallible>,
+    );
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// A legacy POST: answered on the event stream, with the body the Streamable HTTP endpoint
+/// would have answered.
+async fn sse_message(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    message: axum::Json<Value>,
+) -> Response {
+    if let Some(challenge) = unauthorized(&inner, &headers, "sse") {
+        return challenge;
+    }
+    let response = mcp(State(inner.clone()), headers, message).await;
+    if response.status() != StatusCode::OK {
+        return response;
+    }
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap_or_default();
+    if let Some(stream) = inner.stream.lock().unwrap().as_ref() {
+        let _ = stream.send(String::from_utf8_lossy(&body).into_owned());
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
+async fn mcp(
+    State(inner): State<Arc<Inner>>,
+    headers: HeaderMap,
+    axum::Json(message): axum::Json<Value>,
+) -> Response {
+    if let Some(challenge) = unauthorized(&inner, &headers, "mcp") {
+        return challenge;
     }
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     match message.get("method").and_then(Value::as_str) {

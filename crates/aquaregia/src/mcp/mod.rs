@@ -110,8 +110,8 @@ pub use http_options::HttpOptions;
 pub use naming::prefixed_name;
 #[cfg(feature = "mcp-oauth")]
 pub use oauth::{
-    AuthorizationPrompt, AuthorizeError, FileTokenStore, MemoryTokenStore, OAuth, TokenStore,
-    TokenStoreError,
+    AuthorizationPrompt, AuthorizeError, FileTokenStore, JwtAlgorithm, MemoryTokenStore, OAuth,
+    TokenStore, TokenStoreError,
 };
 pub use sampling::{SamplingRequest, SamplingResponse, sample_with_model};
 pub use stdio::{DEFAULT_INHERITED_ENV_VARS, ServerProcess};
@@ -485,39 +485,36 @@ impl Connector {
         }
     }
 
-    /// Connects to a legacy HTTP+SSE server.
+    /// Connects to a legacy HTTP+SSE server (authorizing with OAuth when the options or the
+    /// connector have it and the server asks).
     pub async fn sse(
         self,
         url: impl Into<String>,
         options: HttpOptions,
     ) -> Result<McpConnection, McpError> {
         let url = url.into();
-        let name = self.name.unwrap_or_else(|| name_from_url(&url));
-        let transport = tokio::time::timeout(self.timeout, sse::SseTransport::open(&url, &options))
-            .await
-            .map_err(|_| {
-                McpError::connect(
-                    &name,
-                    format!("{url} sent no endpoint event within {:?}", self.timeout),
-                )
-            })??;
-        // Servers of the HTTP+SSE era predate `server/discover`.
-        let target = HttpTarget {
-            url,
-            credentials: options.has_credentials(),
-            session: None,
+        let name = self.name.clone().unwrap_or_else(|| name_from_url(&url));
+        #[cfg(feature = "mcp-oauth")]
+        let options = match (&options.oauth, &self.oauth) {
+            (None, Some(oauth)) => options.oauth(oauth.clone()),
+            _ => options,
         };
-        establish(
-            transport,
-            name,
-            self.timeout,
-            None,
-            Handshake::Initialize,
-            Some(target),
-            self.handlers,
-        )
-        .await
-        .map_err(|failed| failed.error)
+        let session = sse::SseSession {
+            url: &url,
+            name: &name,
+            options: &options,
+            timeout: self.timeout,
+            handlers: &self.handlers,
+        };
+        #[cfg(feature = "mcp-oauth")]
+        if let Some(oauth) = options
+            .oauth
+            .as_ref()
+            .filter(|_| !options.has_credentials())
+        {
+            return oauth::connect_sse_with_oauth(&session, oauth).await;
+        }
+        session.connect(None).await
     }
 
     /// Connects over any rmcp transport.

@@ -4,9 +4,11 @@
 use std::time::Duration;
 
 use rmcp::transport::auth::{
-    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig,
+    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, AuthorizationSession,
 };
+
+use super::{client_credentials, legacy};
 
 use super::step_up::StepUpClient;
 use super::store::ServerSlot;
@@ -21,7 +23,7 @@ use crate::mcp::{McpConnection, streamable_http};
 
 /// How many times a connect may be answered with a new challenge (a step-up after the first
 /// authorization, say) before giving up.
-const MAX_AUTHORIZATIONS: usize = 2;
+pub(super) const MAX_AUTHORIZATIONS: usize = 2;
 
 /// The server being connected, and how.
 pub(crate) struct Session<'a> {
@@ -44,11 +46,7 @@ pub(crate) async fn connect_with_oauth(
         timeout,
         handlers,
     } = *session;
-    let mut manager = manager(url, name, oauth).await?;
-    if let Err(error) = manager.initialize_from_store().await {
-        // Unusable stored credentials (an unreachable issuer, a corrupt entry): authorize anew.
-        tracing::warn!(server = %name, %error, "stored OAuth credentials are unusable");
-    }
+    let mut manager = restored_manager(url, name, oauth).await?;
     let mut authorizations = 0;
     loop {
         let session_id = SessionIdSlot::default();
@@ -80,6 +78,28 @@ pub(crate) async fn connect_with_oauth(
     }
 }
 
+/// A manager for `url` with the credentials `oauth`'s store has for it, if they are usable.
+pub(super) async fn restored_manager(
+    url: &str,
+    name: &str,
+    oauth: &OAuth,
+) -> Result<AuthorizationManager, McpError> {
+    let mut manager = manager(url, name, oauth).await?;
+    let mut restored = manager.initialize_from_store().await;
+    if let Err(error) = &restored
+        && legacy::is_issuer_mismatch(error)
+        && let Ok(metadata) = resolve_metadata(&manager, url, None).await
+    {
+        manager.set_metadata(metadata);
+        restored = manager.initialize_from_store().await;
+    }
+    if let Err(error) = restored {
+        // Unusable stored credentials (an unreachable issuer, a corrupt entry): authorize anew.
+        tracing::warn!(server = %name, %error, "stored OAuth credentials are unusable");
+    }
+    Ok(manager)
+}
+
 /// A manager for `url` whose credentials live in `oauth`'s store.
 async fn manager(url: &str, name: &str, oauth: &OAuth) -> Result<AuthorizationManager, McpError> {
     let mut manager = AuthorizationManager::new(url)
@@ -104,11 +124,10 @@ pub(super) async fn authorize(
         return Ok(None);
     }
     let mut manager = manager(url, name, oauth).await?;
-    let resolution = manager
-        .resolve_metadata_from_challenge(Some(challenge))
+    let metadata = resolve_metadata(&manager, url, Some(challenge))
         .await
         .map_err(|error| failed(name, url, "discovering the authorization server", &error))?;
-    manager.set_metadata(resolution.metadata);
+    manager.set_metadata(metadata);
     if oauth.client_credentials {
         let scopes = if oauth.scopes.is_empty() {
             parse_challenge(challenge)
@@ -118,17 +137,8 @@ pub(super) async fn authorize(
         } else {
             oauth.scopes.clone()
         };
-        let config = ClientCredentialsConfig::ClientSecret {
-            client_id: oauth.client_id.clone().unwrap_or_default(),
-            client_secret: oauth.client_secret.clone().unwrap_or_default(),
-            scopes,
-            resource: Some(url.to_owned()),
-        };
-        manager
-            .configure_client_credentials(&config)
-            .map_err(|error| failed(name, url, "configuring client credentials", &error))?;
-        manager
-            .exchange_client_credentials(&config)
+        let config = client_credentials::config(oauth, scopes, url);
+        let manager = client_credentials::exchange(manager, config)
             .await
             .map_err(|error| failed(name, url, "the client credentials grant", &error))?;
         tracing::info!(server = %name, "authorized with client credentials");
@@ -176,6 +186,30 @@ pub(super) async fn authorize(
         .map_err(|error| failed(name, url, "exchanging the authorization code", &error))?;
     tracing::info!(server = %name, "authorized");
     Ok(Some(session.auth_manager))
+}
+
+/// The authorization server's metadata: RFC 9728 and RFC 8414 discovery, else, for a server of
+/// the 2025-03-26 revision whose metadata rmcp rejects for its issuer, that revision's
+/// discovery.
+async fn resolve_metadata(
+    manager: &AuthorizationManager,
+    url: &str,
+    challenge: Option<&str>,
+) -> Result<AuthorizationMetadata, AuthError> {
+    match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) => Ok(resolution.metadata),
+        Err(error) if legacy::is_issuer_mismatch(&error) => {
+            let client = crate::http::client_builder().build().unwrap_or_default();
+            match legacy::legacy_metadata(&client, url, challenge).await {
+                Some(metadata) => {
+                    tracing::info!(%url, "using the 2025-03-26 authorization server discovery");
+                    Ok(metadata)
+                }
+                None => Err(error),
+            }
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// An OAuth step that failed. rmcp's messages name URLs and OAuth error codes, never tokens.

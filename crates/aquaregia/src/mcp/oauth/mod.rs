@@ -1,16 +1,20 @@
-//! OAuth 2.1 for HTTP MCP servers (feature `mcp-oauth`), on rmcp's `auth` module.
+//! OAuth 2.1 for HTTP MCP servers, Streamable HTTP and legacy HTTP+SSE alike (feature
+//! `mcp-oauth`), on rmcp's `auth` module.
 //!
 //! Give [`HttpOptions::oauth`](super::HttpOptions::oauth) an [`OAuth`] and a server that
 //! answers `401` with a `WWW-Authenticate: Bearer` challenge is authorized during the
 //! connect:
 //! - discovery: the challenge's `resource_metadata` (RFC 9728), else the path-based and root
 //!   `/.well-known/oauth-protected-resource`; then RFC 8414 and OpenID Connect metadata with
-//!   the path-insertion variants; the `issuer` is checked;
+//!   the path-insertion variants; the `issuer` is checked; a server of the 2025-03-26
+//!   revision (no protected-resource metadata) is authorized at its origin as that revision
+//!   says;
 //! - the client: a pre-registered id (and secret), else a client ID metadata document when
 //!   the server supports them, else dynamic client registration;
 //! - authorization code with PKCE S256 and the `resource` parameter, scopes from the
 //!   challenge, the redirect's `iss` checked (RFC 9207); or client credentials for
-//!   machine-to-machine use;
+//!   machine-to-machine use, the client authenticating with a secret or with a JWT signed by
+//!   its private key (RFC 7523 `private_key_jwt`, [`OAuth::client_credentials_jwt`]);
 //! - tokens are refreshed shortly before they expire and when the server rejects one; a
 //!   `403 insufficient_scope` at connect time authorizes again with the scopes it names.
 //!
@@ -34,7 +38,10 @@
 //! # Ok(()) }
 //! ```
 
+mod client_credentials;
 mod flow;
+mod legacy;
+mod sse;
 mod step_up;
 mod store;
 
@@ -43,7 +50,9 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+pub use client_credentials::JwtAlgorithm;
 pub(crate) use flow::{Session, connect_with_oauth};
+pub(crate) use sse::connect_sse_with_oauth;
 pub use store::{FileTokenStore, MemoryTokenStore, TokenStore, TokenStoreError};
 
 /// What the authorization callback is given: where to send the user.
@@ -88,6 +97,8 @@ pub struct OAuth {
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) scopes: Vec<String>,
     pub(crate) client_credentials: bool,
+    /// The PEM private key (and its algorithm) that signs client assertions.
+    pub(crate) signing_key: Option<(String, JwtAlgorithm)>,
 }
 
 impl fmt::Debug for OAuth {
@@ -104,6 +115,13 @@ impl fmt::Debug for OAuth {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("client_credentials", &self.client_credentials)
+            .field(
+                "signing_key",
+                &self
+                    .signing_key
+                    .as_ref()
+                    .map(|(_, algorithm)| (algorithm, "<redacted>")),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -124,6 +142,7 @@ impl OAuth {
             client_metadata_url: None,
             scopes: Vec::new(),
             client_credentials: false,
+            signing_key: None,
         }
     }
 
@@ -132,6 +151,31 @@ impl OAuth {
         let mut oauth = Self::new("http://127.0.0.1/unused");
         oauth.client_id = Some(client_id.into());
         oauth.client_secret = Some(secret.into());
+        oauth.client_credentials = true;
+        oauth
+    }
+
+    /// Machine-to-machine with a client that authenticates by signing a JWT with its private
+    /// key (RFC 7523 `private_key_jwt`): `private_key_pem` is an RSA or EC key in PEM (PKCS#8
+    /// or the traditional form) matching `algorithm`. The assertion names the client as `iss`
+    /// and `sub`, the authorization server's issuer as `aud`, and expires after five minutes.
+    ///
+    /// `Debug` never shows the key:
+    ///
+    /// ```
+    /// use aquaregia::mcp::{JwtAlgorithm, OAuth};
+    /// let pem = "-----BEGIN PRIVATE KEY-----\nMIGH...\n-----END PRIVATE KEY-----\n";
+    /// let oauth = OAuth::client_credentials_jwt("agent-7", pem, JwtAlgorithm::Es256);
+    /// assert!(!format!("{oauth:?}").contains("MIGH"));
+    /// ```
+    pub fn client_credentials_jwt(
+        client_id: impl Into<String>,
+        private_key_pem: impl Into<String>,
+        algorithm: JwtAlgorithm,
+    ) -> Self {
+        let mut oauth = Self::new("http://127.0.0.1/unused");
+        oauth.client_id = Some(client_id.into());
+        oauth.signing_key = Some((private_key_pem.into(), algorithm));
         oauth.client_credentials = true;
         oauth
     }

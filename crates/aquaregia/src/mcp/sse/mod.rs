@@ -10,16 +10,22 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
 use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+mod session;
+
+pub(crate) use session::SseSession;
 
 use super::HttpOptions;
 use super::error::McpError;
@@ -33,11 +39,18 @@ const ERROR_BODY_PREFIX: usize = 512;
 /// How much of a successful POST's body is read (and dropped) so the connection can be reused.
 const DRAIN_LIMIT: usize = 64 << 10;
 
+/// Gives the current access token (refreshed when it is about to expire, or at once when
+/// called with `true` after the server rejected it), if there is one.
+pub(crate) type BearerSource =
+    Arc<dyn Fn(bool) -> BoxFuture<'static, Option<String>> + Send + Sync>;
+
 /// A client transport for servers that speak the legacy HTTP+SSE transport.
 pub(crate) struct SseTransport {
     client: reqwest::Client,
     /// The options' headers (values marked sensitive), sent with every POST.
     headers: HeaderMap,
+    /// OAuth: the token sent with the GET and every POST.
+    bearer: Option<BearerSource>,
     /// Where to POST messages, from the `endpoint` event.
     endpoint: Url,
     messages: mpsc::Receiver<ServerJsonRpcMessage>,
@@ -64,7 +77,11 @@ impl SseTransport {
     /// messages in the background.
     ///
     /// Does not time out by itself: the caller bounds it with its connect timeout.
-    pub(crate) async fn open(url: &str, options: &HttpOptions) -> Result<SseTransport, McpError> {
+    pub(crate) async fn open(
+        url: &str,
+        options: &HttpOptions,
+        bearer: Option<BearerSource>,
+    ) -> Result<SseTransport, McpError> {
         let connect_error = |what: String| McpError::connect(url, what);
         let base =
             Url::parse(url).map_err(|error| connect_error(format!("invalid URL: {error}")))?;
@@ -73,6 +90,9 @@ impl SseTransport {
 
         let mut get_headers = headers.clone();
         get_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(value) = authorization(bearer.as_ref(), false).await {
+            get_headers.insert(AUTHORIZATION, value);
+        }
         let response = client
             .get(base.clone())
             .headers(get_headers)
@@ -161,6 +181,7 @@ impl SseTransport {
         Ok(SseTransport {
             client,
             headers,
+            bearer,
             endpoint,
             messages,
             reader,
@@ -181,17 +202,32 @@ impl Transport<RoleClient> for SseTransport {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let client = self.client.clone();
         let headers = self.headers.clone();
+        let bearer = self.bearer.clone();
         let endpoint = self.endpoint.clone();
         async move {
             let body = serde_json::to_vec(&item).map_err(SseSendError::Serialize)?;
-            let response = client
-                .post(endpoint)
-                .headers(headers)
-                .header(CONTENT_TYPE, "application/json")
-                .body(body)
-                .send()
-                .await
-                .map_err(|error| SseSendError::Request(reqwest_message(&error)))?;
+            let post = |token: Option<HeaderValue>| {
+                let mut headers = headers.clone();
+                if let Some(value) = token {
+                    headers.insert(AUTHORIZATION, value);
+                }
+                client
+                    .post(endpoint.clone())
+                    .headers(headers)
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(body.clone())
+                    .send()
+            };
+            let sent = |result: reqwest::Result<reqwest::Response>| {
+                result.map_err(|error| SseSendError::Request(reqwest_message(&error)))
+            };
+            let mut response = sent(post(authorization(bearer.as_ref(), false).await).await)?;
+            // A rejected OAuth token: refreshed once, and the message sent again.
+            if response.status() == StatusCode::UNAUTHORIZED
+                && let Some(token) = authorization(bearer.as_ref(), true).await
+            {
+                response = sent(post(Some(token)).await)?;
+            }
             let status = response.status();
             if status.is_success() {
                 drain(response).await;
@@ -213,6 +249,15 @@ impl Transport<RoleClient> for SseTransport {
         self.messages.close();
         Ok(())
     }
+}
+
+/// The `Authorization` header for the current token of `bearer` (a new one with `refresh`),
+/// marked sensitive.
+async fn authorization(bearer: Option<&BearerSource>, refresh: bool) -> Option<HeaderValue> {
+    let token = bearer?(refresh).await?;
+    let mut value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// Why [`SseTransport`] could not deliver a message to the server.

@@ -232,7 +232,7 @@ async fn rmcp_client_handshake_and_list_tools() {
     let options = HttpOptions::new()
         .bearer_token("secret-token")
         .header("X-Tenant", "acme");
-    let transport = within(SseTransport::open(&server.url("/sse"), &options))
+    let transport = within(SseTransport::open(&server.url("/sse"), &options, None))
         .await
         .expect("open");
     assert_eq!(transport.endpoint.path(), "/message");
@@ -274,6 +274,7 @@ async fn relative_endpoint_resolves_against_the_sse_url() {
     let transport = within(SseTransport::open(
         &server.url("/mcp/sse"),
         &HttpOptions::new(),
+        None,
     ))
     .await
     .expect("open");
@@ -315,9 +316,13 @@ async fn endpoint_on_another_origin_fails_to_connect() {
         ..Script::default()
     })
     .await;
-    let error = within(SseTransport::open(&server.url("/sse"), &HttpOptions::new()))
-        .await
-        .unwrap_err();
+    let error = within(SseTransport::open(
+        &server.url("/sse"),
+        &HttpOptions::new(),
+        None,
+    ))
+    .await
+    .unwrap_err();
     assert!(
         matches!(&error, McpError::Connect { message, .. } if message.contains("another origin")),
         "{error:?}"
@@ -334,7 +339,7 @@ async fn unauthorized_and_forbidden() {
         .await;
         let url = server.url("/sse");
         let options = HttpOptions::new().bearer_token("wrong-token");
-        let error = within(SseTransport::open(&url, &options))
+        let error = within(SseTransport::open(&url, &options, None))
             .await
             .unwrap_err();
         assert!(
@@ -353,7 +358,7 @@ async fn other_http_errors_fail_to_connect() {
     .await;
     let url = server.url("/sse");
     let options = HttpOptions::new().header("X-Api-Key", "header-secret");
-    let error = within(SseTransport::open(&url, &options))
+    let error = within(SseTransport::open(&url, &options, None))
         .await
         .unwrap_err();
     assert!(matches!(&error, McpError::Connect { .. }), "{error:?}");
@@ -369,14 +374,14 @@ async fn unreachable_server_fails_to_connect() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/sse", listener.local_addr().unwrap());
     drop(listener);
-    let error = within(SseTransport::open(&url, &HttpOptions::new()))
+    let error = within(SseTransport::open(&url, &HttpOptions::new(), None))
         .await
         .unwrap_err();
     assert!(
         matches!(&error, McpError::Connect { server, .. } if server == &url),
         "{error:?}"
     );
-    let error = within(SseTransport::open("not a url", &HttpOptions::new()))
+    let error = within(SseTransport::open("not a url", &HttpOptions::new(), None))
         .await
         .unwrap_err();
     assert!(matches!(error, McpError::Connect { .. }), "{error:?}");
@@ -390,9 +395,13 @@ async fn stream_ending_before_endpoint_fails_to_connect() {
         ..Script::default()
     })
     .await;
-    let error = within(SseTransport::open(&server.url("/sse"), &HttpOptions::new()))
-        .await
-        .unwrap_err();
+    let error = within(SseTransport::open(
+        &server.url("/sse"),
+        &HttpOptions::new(),
+        None,
+    ))
+    .await
+    .unwrap_err();
     assert!(
         matches!(&error, McpError::Connect { message, .. }
             if message.contains("ended before the `endpoint` event")),
@@ -414,7 +423,7 @@ async fn malformed_and_oversized_messages_are_skipped() {
     })
     .await;
     let options = HttpOptions::new().max_response_size(4096);
-    let transport = within(SseTransport::open(&server.url("/sse"), &options))
+    let transport = within(SseTransport::open(&server.url("/sse"), &options, None))
         .await
         .expect("open");
     assert_eq!(list_tools(transport).await.len(), 1);
@@ -431,9 +440,13 @@ async fn receive_ends_with_the_stream() {
         ..Script::default()
     })
     .await;
-    let mut transport = within(SseTransport::open(&server.url("/sse"), &HttpOptions::new()))
-        .await
-        .expect("open");
+    let mut transport = within(SseTransport::open(
+        &server.url("/sse"),
+        &HttpOptions::new(),
+        None,
+    ))
+    .await
+    .expect("open");
     let message = within(transport.receive()).await.expect("a notification");
     assert!(matches!(message, ServerJsonRpcMessage::Notification(_)));
     assert!(within(transport.receive()).await.is_none());
@@ -446,9 +459,13 @@ async fn send_reports_http_errors() {
         ..Script::default()
     })
     .await;
-    let mut transport = within(SseTransport::open(&server.url("/sse"), &HttpOptions::new()))
-        .await
-        .expect("open");
+    let mut transport = within(SseTransport::open(
+        &server.url("/sse"),
+        &HttpOptions::new(),
+        None,
+    ))
+    .await
+    .expect("open");
     let ping: ClientJsonRpcMessage =
         serde_json::from_value(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).unwrap();
     let error = within(transport.send(ping)).await.unwrap_err();
@@ -462,9 +479,13 @@ async fn send_reports_http_errors() {
 #[tokio::test]
 async fn close_and_drop_stop_the_reader() {
     let server = MockServer::start(Script::default()).await;
-    let mut transport = within(SseTransport::open(&server.url("/sse"), &HttpOptions::new()))
-        .await
-        .expect("open");
+    let mut transport = within(SseTransport::open(
+        &server.url("/sse"),
+        &HttpOptions::new(),
+        None,
+    ))
+    .await
+    .expect("open");
     within(transport.close()).await.expect("close");
     assert!(within(transport.receive()).await.is_none());
     within(async {
@@ -475,9 +496,13 @@ async fn close_and_drop_stop_the_reader() {
     .await;
 
     let server = MockServer::start(Script::default()).await;
-    let transport = within(SseTransport::open(&server.url("/sse"), &HttpOptions::new()))
-        .await
-        .expect("open");
+    let transport = within(SseTransport::open(
+        &server.url("/sse"),
+        &HttpOptions::new(),
+        None,
+    ))
+    .await
+    .expect("open");
     drop(transport);
     within(async {
         while !server.stream_dropped() {
