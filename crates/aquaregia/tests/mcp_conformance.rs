@@ -89,10 +89,17 @@ fn run_suite(label: &str, suite: &str, must_pass: &[&str], all_but: Option<&[&st
             .count();
         format!("{passed}/{}", of.len())
     };
-    eprintln!(
+    let summary = format!(
         "conformance {label}: {} auth scenarios, {} others pass; failing: {failing:?}",
         count(true),
         count(false)
+    );
+    eprintln!("{summary}");
+    // For `.ci/run` to print after the tests (their output is captured).
+    let file = format!("conformance-{}.txt", label.replace(' ', "-"));
+    let _ = std::fs::write(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(file),
+        summary + "\n",
     );
     let mut required: BTreeSet<&str> = must_pass.iter().copied().collect();
     if let Some(exceptions) = all_but {

@@ -29,12 +29,12 @@ pub(crate) struct Restart {
 impl Restart {
     /// Restarts `command` with `connector`'s settings, at most `max` times.
     pub(crate) fn stdio(connector: &Connector, command: &Command, name: &str, max: u32) -> Self {
-        let template = Mutex::new(super::rebuild(command.as_std()));
+        let template = Mutex::new(super::connector::rebuild(command.as_std()));
         let connector = connector.clone().max_restarts(0).name(name);
         let start: Start = Arc::new(move || {
             let command = {
                 let template = template.lock().unwrap_or_else(|p| p.into_inner());
-                super::rebuild(template.as_std())
+                super::connector::rebuild(template.as_std())
             };
             let connector = connector.clone();
             Box::pin(async move { connector.stdio(command).await })

@@ -14,12 +14,13 @@ use super::step_up::StepUpClient;
 use super::store::ServerSlot;
 use super::{AuthorizationPrompt, OAuth};
 use crate::mcp::HttpOptions;
+use crate::mcp::McpConnection;
+use crate::mcp::connector::streamable_http;
 use crate::mcp::error::McpError;
 use crate::mcp::handshake::HandshakeError;
 use crate::mcp::http::{RepairingClient, parse_challenge};
 use crate::mcp::input::Handlers;
 use crate::mcp::trace::SessionIdSlot;
-use crate::mcp::{McpConnection, streamable_http};
 
 /// How many times a connect may be answered with a new challenge (a step-up after the first
 /// authorization, say) before giving up.
