@@ -131,9 +131,8 @@ impl Changes {
     }
 }
 
-/// rmcp's client handler: announces aquaregia and records list changes.
+/// rmcp's client handler: announces aquaregia and answers what the server asks.
 pub(crate) struct Handler {
-    pub(crate) changes: Arc<Changes>,
     pub(crate) server: String,
     /// Filled by the session's transport (see `HandshakeGuard`), read by tool calls.
     pub(crate) progress: Arc<ProgressRoutes>,
@@ -187,8 +186,8 @@ impl ClientHandler for Handler {
         &self,
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
+        // Counted by the transport as it is read (`HandshakeGuard`), in order with answers.
         tracing::debug!(server = %self.server, "tools/list_changed");
-        self.changes.bump();
         std::future::ready(())
     }
 

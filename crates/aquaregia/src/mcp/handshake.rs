@@ -81,7 +81,6 @@ where
     let changes = Arc::new(Changes::new());
     let progress = Arc::<ProgressRoutes>::default();
     let handler = Handler {
-        changes: changes.clone(),
         server: name.clone(),
         progress: progress.clone(),
         input: Arc::new(ServerInput {
@@ -96,7 +95,7 @@ where
         },
         Handshake::Initialize => ClientLifecycleMode::Initialize,
     };
-    let transport = HandshakeGuard::new(transport.into_transport(), progress);
+    let transport = HandshakeGuard::new(transport.into_transport(), progress, changes.clone());
     let started = tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle));
     let mut challenge = None;
     let (error, discover_confused) = match started.await {
@@ -296,21 +295,20 @@ fn watch_list_changes(connection: &McpConnection) {
     if info.protocol_version.has_initialize() || !list_changed {
         return;
     }
-    let (peer, changes, closed, name) = (
+    let (peer, closed, name) = (
         shared.peer.clone(),
-        shared.changes.clone(),
         shared.closed.clone(),
         shared.name.clone(),
     );
     tokio::spawn(async move {
         tokio::select! {
             () = closed.cancelled() => {}
-            () = listen(&peer, &name, &changes) => {}
+            () = listen(&peer, &name) => {}
         }
     });
 }
 
-async fn listen(peer: &Peer<RoleClient>, name: &str, changes: &Changes) {
+async fn listen(peer: &Peer<RoleClient>, name: &str) {
     let filter = SubscriptionFilter::builder().tools_list_changed().build();
     let mut subscription = match peer.listen(filter).await {
         Ok(subscription) => subscription,
@@ -325,9 +323,10 @@ async fn listen(peer: &Peer<RoleClient>, name: &str, changes: &Changes) {
     };
     loop {
         match subscription.next().await {
+            // Counted by the transport as it is read (`HandshakeGuard`); the stream only
+            // has to stay open.
             Ok(Some(ServerNotification::ToolListChangedNotification(_))) => {
                 tracing::debug!(server = %name, "tools/list_changed (subscription)");
-                changes.bump();
             }
             Ok(Some(_)) => {}
             Ok(None) => break,
@@ -343,10 +342,13 @@ async fn listen(peer: &Peer<RoleClient>, name: &str, changes: &Changes) {
 /// gave up on (it sent `initialize` instead), which would otherwise fail the `initialize`
 /// as an uncorrelated response. It also hands `notifications/progress` to the waiting call
 /// as they are read, so a call sees its progress before its answer (rmcp's handler runs
-/// notifications on tasks of their own, in no particular order).
+/// notifications on tasks of their own, in no particular order), and counts
+/// `notifications/tools/list_changed` (on 2026-07-28 sessions, those of the
+/// `subscriptions/listen` stream) the same way.
 pub(crate) struct HandshakeGuard<T> {
     inner: T,
     progress: Arc<ProgressRoutes>,
+    changes: Arc<Changes>,
     /// A `server/discover` not answered yet.
     discover: Option<RequestId>,
     /// A `server/discover` rmcp stopped waiting for.
@@ -354,10 +356,11 @@ pub(crate) struct HandshakeGuard<T> {
 }
 
 impl<T> HandshakeGuard<T> {
-    fn new(inner: T, progress: Arc<ProgressRoutes>) -> Self {
+    fn new(inner: T, progress: Arc<ProgressRoutes>, changes: Arc<Changes>) -> Self {
         Self {
             inner,
             progress,
+            changes,
             discover: None,
             abandoned: None,
         }
@@ -392,11 +395,17 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for HandshakeGuard<T> {
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
             let message = self.inner.receive().await?;
-            if let JsonRpcMessage::Notification(notification) = &message
-                && let ServerNotification::ProgressNotification(progress) =
-                    &notification.notification
-            {
-                self.progress.deliver(progress.params.clone());
+            if let JsonRpcMessage::Notification(notification) = &message {
+                match &notification.notification {
+                    ServerNotification::ProgressNotification(progress) => {
+                        self.progress.deliver(progress.params.clone());
+                    }
+                    // Counted here, in reading order, not in rmcp's handler, which runs on a
+                    // task of its own: a change sent just before a tool's answer is then seen
+                    // by the agent's next step.
+                    ServerNotification::ToolListChangedNotification(_) => self.changes.bump(),
+                    _ => {}
+                }
             }
             if self.discover.is_none() && self.abandoned.is_none() {
                 return Some(message);
