@@ -81,7 +81,8 @@ impl Default for Connector {
 
 impl Connector {
     /// No name (one is derived from the command or URL), a 30 s connect timeout, and stdio
-    /// servers limited to [`DEFAULT_INHERITED_ENV_VARS`] of this process's environment.
+    /// servers limited to [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS)
+    /// of this process's environment.
     pub fn new() -> Self {
         Self {
             name: None,
@@ -108,8 +109,8 @@ impl Connector {
     }
 
     /// Whether a stdio server inherits this process's whole environment (`true`), or only
-    /// [`DEFAULT_INHERITED_ENV_VARS`] (`false`, the default). Variables set on the server's
-    /// `Command` are passed either way.
+    /// [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS) (`false`, the
+    /// default). Variables set on the server's `Command` are passed either way.
     ///
     /// The whole environment usually holds API keys and tokens (`OPENAI_API_KEY`,
     /// `GITHUB_TOKEN`...) that a third-party server has no business reading: prefer giving a
@@ -164,8 +165,9 @@ impl Connector {
 
     /// Answers the server's requests to sample the model (MCP sampling,
     /// `sampling/createMessage`); the client then advertises the `sampling` capability.
-    /// Without it, such requests are refused. [`sample_with_model`] answers with an
-    /// aquaregia [`Client`](crate::Client) and model behind an approval callback.
+    /// Without it, such requests are refused. [`sample_with_model`](super::sample_with_model)
+    /// answers with an aquaregia [`Client`](crate::Client) and model behind an approval
+    /// callback.
     pub fn on_sampling<F, Fut>(mut self, answer: F) -> Self
     where
         F: Fn(SamplingRequest) -> Fut + Send + Sync + 'static,
@@ -207,8 +209,8 @@ impl Connector {
     /// Starts and connects a stdio server.
     ///
     /// Unless [`inherit_env`](Self::inherit_env) is set, what `command` would inherit is
-    /// limited to [`DEFAULT_INHERITED_ENV_VARS`]. Variables set on `command` (with
-    /// [`Command::env`]) are kept, since whoever set them meant the server to have them, and
+    /// limited to [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS).
+    /// Variables set on `command` (with [`Command::env`]) are kept, since whoever set them meant the server to have them, and
     /// variables removed from it stay removed. A `command` whose environment was cleared with
     /// [`Command::env_clear`] still receives the allowlisted variables: remove them with
     /// [`Command::env_remove`] if they must not be there.
