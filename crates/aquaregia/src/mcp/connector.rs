@@ -211,9 +211,10 @@ impl Connector {
     /// Unless [`inherit_env`](Self::inherit_env) is set, what `command` would inherit is
     /// limited to [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS).
     /// Variables set on `command` (with [`Command::env`]) are kept, since whoever set them
-    /// meant the server to have them, and variables removed from it stay removed. A `command` whose environment was cleared with
-    /// [`Command::env_clear`] still receives the allowlisted variables: remove them with
-    /// [`Command::env_remove`] if they must not be there.
+    /// meant the server to have them, and variables removed from it stay removed. A `command`
+    /// whose environment was cleared with [`Command::env_clear`] still receives the
+    /// allowlisted variables: remove them with [`Command::env_remove`] if they must not be
+    /// there.
     pub async fn stdio(self, mut command: Command) -> Result<McpConnection, McpError> {
         let name = self.name.clone().unwrap_or_else(|| {
             let program = command
