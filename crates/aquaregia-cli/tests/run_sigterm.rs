@@ -4,54 +4,28 @@
 
 mod common;
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aquaregia_test_support::mock_model::{MockServer, Reply};
 use aquaregia_test_support::processes::{
     KillMarked, assert_no_process_left, marker, processes_with_marker,
 };
-use common::{Scratch, cli, test_server_script, use_mock};
+use common::{Scratch, hanging_run, test_server_script};
 use serde_json::json;
 
 /// `run` calling the test server's `hang` tool; the server was started by a shell that left a
-/// `sleep` grandchild running beside it. A stubborn server ignores stdin closing and SIGTERM.
-/// Returns once the call is in flight.
+/// `sleep` grandchild running beside it. Returns once the call is in flight.
 async fn hanging_run_with_grandchild(
     scratch: &Scratch,
     model: &MockServer,
     marker: &str,
     stubborn: bool,
 ) -> tokio::process::Child {
-    let hang_file = scratch.path.join("hang-started");
-    let mut env = json!({"AQUAREGIA_TEST_MARKER": marker, "AQUAREGIA_TEST_HANG_FILE": hang_file});
-    if stubborn {
-        env["AQUAREGIA_TEST_STUBBORN"] = json!("1");
-    }
     let server = json!({
         "command": "sh",
         "args": ["-c", format!("sleep 600 & exec python3 '{}'", test_server_script())],
-        "env": env,
     });
-    scratch.config(&json!({ "test": server }));
-    let mut command = cli(scratch);
-    command
-        .args(["run", "--yes", "Wait."])
-        .env("AQUAREGIA_TEST_MARKER", marker);
-    use_mock(&mut command, model);
-    let mut command = tokio::process::Command::from(command);
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let child = command.spawn().expect("start aquaregia");
-    let deadline = Instant::now() + common::BOUND;
-    while !hang_file.exists() {
-        assert!(Instant::now() < deadline, "the hang tool was never called");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    child
+    hanging_run(scratch, model, marker, server, stubborn).await
 }
 
 async fn stops_cleanly_on(signal: &str) {

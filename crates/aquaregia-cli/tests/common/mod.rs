@@ -282,3 +282,46 @@ pub async fn read_until(
         seen.extend_from_slice(&chunk[..read]);
     }
 }
+
+/// Starts `run` calling the test server's `hang` tool, with `server` as the config entry
+/// (stdio servers inherit only an allowlist, so its `env` gets the marker and the file the tool
+/// creates once called), and waits until the call is in flight. A stubborn server ignores
+/// stdin closing and SIGTERM.
+pub async fn hanging_run(
+    scratch: &Scratch,
+    model: &MockServer,
+    marker: &str,
+    mut server: Value,
+    stubborn: bool,
+) -> tokio::process::Child {
+    let hang_file = scratch.path.join("hang-started");
+    server["env"] = json!({
+        "AQUAREGIA_TEST_MARKER": marker,
+        "AQUAREGIA_TEST_HANG_FILE": hang_file,
+    });
+    if stubborn {
+        server["env"]["AQUAREGIA_TEST_STUBBORN"] = json!("1");
+    }
+    scratch.config(&json!({ "test": server }));
+    let mut command = cli(scratch);
+    command
+        .args(["run", "--yes", "Wait."])
+        .env("AQUAREGIA_TEST_MARKER", marker);
+    use_mock(&mut command, model);
+    let mut command = tokio::process::Command::from(command);
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let child = command.spawn().expect("start aquaregia");
+    let deadline = std::time::Instant::now() + BOUND;
+    while !hang_file.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hang tool was never called"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child
+}
