@@ -506,9 +506,8 @@ impl McpToolset {
             };
             let (toolset, state) = (toolset.clone(), state.clone());
             Box::pin(async move {
-                // A notification that came in with the last tool results is handled on
-                // another task; give it the chance to land before looking.
-                tokio::task::yield_now().await;
+                // List changes are counted as the transport reads them, so one sent with the
+                // last tool results is already in the generation.
                 let generation = toolset.generation();
                 {
                     let mut state = lock(&state);
