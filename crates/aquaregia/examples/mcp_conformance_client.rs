@@ -11,7 +11,9 @@
 
 use std::process::ExitCode;
 
-use aquaregia::mcp::{Connector, ElicitationRequest, ElicitationResponse, HttpOptions, OAuth};
+use aquaregia::mcp::{
+    Connector, ElicitationRequest, ElicitationResponse, HttpOptions, IdentityProvider, OAuth,
+};
 use serde_json::{Value, json};
 
 /// This client's metadata document URL (a client ID metadata document), as the suite's
@@ -142,7 +144,8 @@ fn least_arguments(schema: &Value) -> Value {
 }
 
 /// Client credentials (with the secret or the private key the context gives) when the scenario
-/// is about them, else the authorization-code flow (with the pre-registered client the context
+/// is about them, the enterprise-managed or workload identity grant when the context gives
+/// their tokens, else the authorization-code flow (with the pre-registered client the context
 /// may give).
 fn oauth(scenario: &str, context: &Value) -> Result<OAuth, String> {
     let client_id = context["client_id"].as_str();
@@ -161,6 +164,29 @@ fn oauth(scenario: &str, context: &Value) -> Result<OAuth, String> {
                 .parse()?;
             return Ok(OAuth::client_credentials_jwt(id, pem, algorithm));
         }
+    }
+    // Enterprise-managed authorization (SEP-990): the context is the user's ID token from the
+    // identity provider, that provider, and the client registered with the MCP server's
+    // authorization server.
+    if let (Some(id_token), Some(issuer), Some(token_endpoint), Some(idp_client)) = (
+        context["idp_id_token"].as_str(),
+        context["idp_issuer"].as_str(),
+        context["idp_token_endpoint"].as_str(),
+        context["idp_client_id"].as_str(),
+    ) {
+        let idp = IdentityProvider::new(issuer, token_endpoint, idp_client);
+        let mut oauth = OAuth::enterprise(idp, id_token);
+        if let Some(id) = client_id {
+            oauth = oauth.client_id(id);
+        }
+        if let Some(secret) = secret {
+            oauth = oauth.client_secret(secret);
+        }
+        return Ok(oauth);
+    }
+    // Workload identity (SEP-1933): a JWT the platform issued to the workload.
+    if let (Some(id), Some(jwt)) = (client_id, context["valid_jwt"].as_str()) {
+        return Ok(OAuth::workload_identity(id, jwt));
     }
     let mut oauth = OAuth::new("http://127.0.0.1:3000/callback")
         .client_metadata_url(CLIENT_METADATA_URL)

@@ -4,11 +4,9 @@
 //! client scenario the suite lists is run; the counts are printed, and the scenarios below
 //! must pass.
 //!
-//! Known failures (the official TypeScript client, the suite's reference, passes 21 of 22
-//! `auth/*` scenarios on 0.1.16 and 25 of 33 on 0.2.0-alpha.12; this client 21 and 29):
-//! - `auth/cross-app-access-complete-flow` (0.1.16), `auth/enterprise-managed-authorization`
-//!   and `auth/wif-jwt-bearer` (0.2.0): enterprise-managed and workload-identity grants;
-//! - `auth/dpop`, `auth/dpop-nonce` (0.2.0): DPoP-bound tokens are not supported.
+//! Known failures: `auth/dpop` and `auth/dpop-nonce` (0.2.0): DPoP-bound tokens are not
+//! supported. (The official TypeScript client, the suite's reference, passes 21 of 22 `auth/*`
+//! scenarios on 0.1.16 and 25 of 33 on 0.2.0-alpha.12; this client passes 22 and 31.)
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -130,7 +128,7 @@ fn conformance_0_1_16() {
         "0.1.16",
         &dep("AQUAREGIA_CONFORMANCE"),
         &["initialize", "tools_call", "sse-retry"],
-        Some(&["auth/cross-app-access-complete-flow"]),
+        Some(&[]),
     );
 }
 
@@ -151,11 +149,6 @@ fn conformance_0_2_0_pre_release() {
             "json-schema-2020-12-preservation",
             "json-schema-ref-no-deref",
         ],
-        Some(&[
-            "auth/dpop",
-            "auth/dpop-nonce",
-            "auth/enterprise-managed-authorization",
-            "auth/wif-jwt-bearer",
-        ]),
+        Some(&["auth/dpop", "auth/dpop-nonce"]),
     );
 }

@@ -108,8 +108,8 @@ pub use http_options::HttpOptions;
 pub use naming::prefixed_name;
 #[cfg(feature = "mcp-oauth")]
 pub use oauth::{
-    AuthorizationPrompt, AuthorizeError, FileTokenStore, JwtAlgorithm, MemoryTokenStore, OAuth,
-    TokenStore, TokenStoreError,
+    AuthorizationPrompt, AuthorizeError, FileTokenStore, IdentityProvider, JwtAlgorithm,
+    MemoryTokenStore, OAuth, TokenStore, TokenStoreError,
 };
 pub use sampling::{SamplingRequest, SamplingResponse, sample_with_model};
 pub use stdio::{DEFAULT_INHERITED_ENV_VARS, ServerProcess};

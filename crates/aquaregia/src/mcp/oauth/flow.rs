@@ -1,14 +1,17 @@
 //! Connecting with OAuth: stored tokens first, then, on a challenge, an authorization (the
-//! code flow through the callback, or client credentials), then the connect again.
+//! code flow through the callback, client credentials, or an assertion grant), then the
+//! connect again.
 
 use std::time::Duration;
 
+use oauth2::TokenResponse;
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
-    AuthorizationRequest, AuthorizationSession,
+    AuthorizationRequest, AuthorizationSession, CredentialStore, OAuthTokenResponse,
+    StoredCredentials,
 };
 
-use super::{client_credentials, legacy};
+use super::{Grant, client_credentials, enterprise, legacy, workload};
 
 use super::step_up::StepUpClient;
 use super::store::ServerSlot;
@@ -113,38 +116,105 @@ async fn manager(url: &str, name: &str, oauth: &OAuth) -> Result<AuthorizationMa
     Ok(manager)
 }
 
-/// Gets new credentials after `challenge`: client credentials, or the user through the
-/// callback. `None` when neither is configured.
+/// Gets new credentials after `challenge` with `oauth`'s grant. `None` when there is no way
+/// to get them (the code flow without a callback).
 pub(super) async fn authorize(
     url: &str,
     name: &str,
     oauth: &OAuth,
     challenge: &str,
 ) -> Result<Option<AuthorizationManager>, McpError> {
-    if !oauth.client_credentials && oauth.authorize.is_none() {
+    if matches!(oauth.grant, Grant::AuthorizationCode) && oauth.authorize.is_none() {
         return Ok(None);
     }
     let mut manager = manager(url, name, oauth).await?;
     let metadata = resolve_metadata(&manager, url, Some(challenge))
         .await
         .map_err(|error| failed(name, url, "discovering the authorization server", &error))?;
-    manager.set_metadata(metadata);
-    if oauth.client_credentials {
-        let scopes = if oauth.scopes.is_empty() {
+    manager.set_metadata(metadata.clone());
+    let scopes = || {
+        if oauth.scopes.is_empty() {
             parse_challenge(challenge)
                 .scope
                 .map(|scope| scope.split_whitespace().map(str::to_owned).collect())
                 .unwrap_or_default()
         } else {
             oauth.scopes.clone()
-        };
-        let config = client_credentials::config(oauth, scopes, url);
-        let manager = client_credentials::exchange(manager, config)
-            .await
-            .map_err(|error| failed(name, url, "the client credentials grant", &error))?;
-        tracing::info!(server = %name, "authorized with client credentials");
-        return Ok(Some(manager));
+        }
+    };
+    let refused = |step: &str, message: String| McpError::Authorization {
+        url: url.to_owned(),
+        message: format!("{step}: {message}"),
+    };
+    let token = match &oauth.grant {
+        Grant::AuthorizationCode => {
+            return authorization_code(manager, url, name, oauth, challenge).await;
+        }
+        Grant::ClientCredentials => {
+            let config = client_credentials::config(oauth, scopes(), url);
+            let manager = client_credentials::exchange(manager, config)
+                .await
+                .map_err(|error| failed(name, url, "the client credentials grant", &error))?;
+            tracing::info!(server = %name, "authorized with client credentials");
+            return Ok(Some(manager));
+        }
+        Grant::Enterprise { idp, id_token } => {
+            enterprise::exchange(oauth, idp, id_token, &metadata, url, scopes())
+                .await
+                .map_err(|message| refused("enterprise-managed authorization", message))?
+        }
+        Grant::WorkloadIdentity { assertion } => {
+            workload::exchange(oauth, assertion, &metadata, url, &scopes())
+                .await
+                .map_err(|message| refused("workload identity", message))?
+        }
+    };
+    let manager = adopt(manager, url, oauth, token, metadata.issuer)
+        .await
+        .map_err(|error| failed(name, url, "keeping the token", &error))?;
+    tracing::info!(server = %name, "authorized");
+    Ok(Some(manager))
+}
+
+/// Stores `token` (a token response obtained outside rmcp's flows) as `url`'s credentials and
+/// has `manager` use them.
+async fn adopt(
+    mut manager: AuthorizationManager,
+    url: &str,
+    oauth: &OAuth,
+    token: serde_json::Value,
+    issuer: Option<String>,
+) -> Result<AuthorizationManager, AuthError> {
+    let token: OAuthTokenResponse = serde_json::from_value(token)
+        .map_err(|error| AuthError::InternalError(format!("malformed token response: {error}")))?;
+    let scopes = token
+        .scopes()
+        .map(|scopes| scopes.iter().map(|scope| scope.to_string()).collect())
+        .unwrap_or_default();
+    let received_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let client_id = oauth.client_id.clone().unwrap_or_default();
+    let credentials = StoredCredentials::new(client_id, Some(token), scopes, Some(received_at))
+        .with_issuer(issuer);
+    ServerSlot {
+        store: oauth.store.clone(),
+        server: url.to_owned(),
     }
+    .save(credentials)
+    .await?;
+    manager.initialize_from_store().await?;
+    Ok(manager)
+}
+
+/// The authorization code flow: the user authorizes through the callback.
+async fn authorization_code(
+    manager: AuthorizationManager,
+    url: &str,
+    name: &str,
+    oauth: &OAuth,
+    challenge: &str,
+) -> Result<Option<AuthorizationManager>, McpError> {
     let Some(callback) = &oauth.authorize else {
         return Ok(None);
     };

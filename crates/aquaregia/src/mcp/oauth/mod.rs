@@ -14,7 +14,12 @@
 //! - authorization code with PKCE S256 and the `resource` parameter, scopes from the
 //!   challenge, the redirect's `iss` checked (RFC 9207); or client credentials for
 //!   machine-to-machine use, the client authenticating with a secret or with a JWT signed by
-//!   its private key (RFC 7523 `private_key_jwt`, [`OAuth::client_credentials_jwt`]);
+//!   its private key (RFC 7523 `private_key_jwt`, [`OAuth::client_credentials_jwt`]); or,
+//!   without a browser either, enterprise-managed authorization (SEP-990,
+//!   [`OAuth::enterprise`]: the user's ID token from the enterprise identity provider is
+//!   exchanged there for an identity assertion grant, which the MCP server's authorization
+//!   server takes for an access token) and workload identity ([`OAuth::workload_identity`]:
+//!   a JWT the platform issued to the workload, presented as an RFC 7523 grant);
 //! - tokens are refreshed shortly before they expire and when the server rejects one; a
 //!   `403 insufficient_scope` at connect time authorizes again with the scopes it names.
 //!
@@ -39,11 +44,13 @@
 //! ```
 
 mod client_credentials;
+mod enterprise;
 mod flow;
 mod legacy;
 mod sse;
 mod step_up;
 mod store;
+mod workload;
 
 use std::fmt;
 use std::sync::Arc;
@@ -51,6 +58,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 pub use client_credentials::JwtAlgorithm;
+pub use enterprise::IdentityProvider;
 pub(crate) use flow::{Session, connect_with_oauth};
 pub(crate) use sse::connect_sse_with_oauth;
 pub use store::{FileTokenStore, MemoryTokenStore, TokenStore, TokenStoreError};
@@ -76,6 +84,54 @@ type Authorize = Arc<
     dyn Fn(AuthorizationPrompt) -> BoxFuture<'static, Result<String, AuthorizeError>> + Send + Sync,
 >;
 
+/// Where a token the client presents comes from (an ID token, a workload's JWT): asked each
+/// time a new access token is needed, so it can hand out a fresh one.
+pub(crate) type TokenSource =
+    Arc<dyn Fn() -> BoxFuture<'static, Result<String, AuthorizeError>> + Send + Sync>;
+
+fn token_source<F, Fut>(source: F) -> TokenSource
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<String, AuthorizeError>> + Send + 'static,
+{
+    Arc::new(move || Box::pin(source()))
+}
+
+fn fixed_token(token: String) -> TokenSource {
+    token_source(move || std::future::ready(Ok(token.clone())))
+}
+
+/// How new tokens are obtained.
+#[derive(Clone)]
+pub(crate) enum Grant {
+    /// The authorization code flow, through the callback.
+    AuthorizationCode,
+    /// Client credentials, with the client's secret or signing key.
+    ClientCredentials,
+    /// Enterprise-managed authorization (SEP-990): the ID token the source gives is exchanged
+    /// at the identity provider for an ID-JAG, which is exchanged for the access token.
+    Enterprise {
+        idp: IdentityProvider,
+        id_token: TokenSource,
+    },
+    /// Workload identity: the JWT the source gives is the RFC 7523 grant.
+    WorkloadIdentity { assertion: TokenSource },
+}
+
+impl fmt::Debug for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::AuthorizationCode => f.write_str("AuthorizationCode"),
+            Self::ClientCredentials => f.write_str("ClientCredentials"),
+            Self::Enterprise { idp, .. } => f
+                .debug_struct("Enterprise")
+                .field("idp", idp)
+                .finish_non_exhaustive(),
+            Self::WorkloadIdentity { .. } => f.write_str("WorkloadIdentity { .. }"),
+        }
+    }
+}
+
 /// OAuth settings for one or more HTTP MCP servers.
 ///
 /// `Debug` never shows the client secret:
@@ -96,7 +152,7 @@ pub struct OAuth {
     pub(crate) client_secret: Option<String>,
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) scopes: Vec<String>,
-    pub(crate) client_credentials: bool,
+    pub(crate) grant: Grant,
     /// The PEM private key (and its algorithm) that signs client assertions.
     pub(crate) signing_key: Option<(String, JwtAlgorithm)>,
 }
@@ -114,7 +170,7 @@ impl fmt::Debug for OAuth {
             )
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
-            .field("client_credentials", &self.client_credentials)
+            .field("grant", &self.grant)
             .field(
                 "signing_key",
                 &self
@@ -141,17 +197,16 @@ impl OAuth {
             client_secret: None,
             client_metadata_url: None,
             scopes: Vec::new(),
-            client_credentials: false,
+            grant: Grant::AuthorizationCode,
             signing_key: None,
         }
     }
 
     /// Machine-to-machine: the client credentials grant with a pre-registered client.
     pub fn client_credentials(client_id: impl Into<String>, secret: impl Into<String>) -> Self {
-        let mut oauth = Self::new("http://127.0.0.1/unused");
+        let mut oauth = Self::with_grant(Grant::ClientCredentials);
         oauth.client_id = Some(client_id.into());
         oauth.client_secret = Some(secret.into());
-        oauth.client_credentials = true;
         oauth
     }
 
@@ -173,10 +228,83 @@ impl OAuth {
         private_key_pem: impl Into<String>,
         algorithm: JwtAlgorithm,
     ) -> Self {
-        let mut oauth = Self::new("http://127.0.0.1/unused");
+        let mut oauth = Self::with_grant(Grant::ClientCredentials);
         oauth.client_id = Some(client_id.into());
         oauth.signing_key = Some((private_key_pem.into(), algorithm));
-        oauth.client_credentials = true;
+        oauth
+    }
+
+    /// Enterprise-managed authorization (SEP-990, "cross-app access"), no browser involved:
+    /// `id_token`, the user's OpenID Connect ID token from the enterprise identity provider
+    /// `idp`, is exchanged there (RFC 8693) for an identity assertion grant (ID-JAG) naming
+    /// the MCP server's authorization server and the server itself, which that authorization
+    /// server exchanges (RFC 7523) for an access token. Set the client registered with the
+    /// MCP server's authorization server with [`client_id`](Self::client_id) and
+    /// [`client_secret`](Self::client_secret).
+    ///
+    /// The access token is not refreshed (the grant brings no refresh token): when it expires,
+    /// the exchange runs again, with the same ID token. A long-running agent whose ID tokens
+    /// expire gives [`enterprise_with`](Self::enterprise_with) a source of fresh ones.
+    ///
+    /// ```
+    /// use aquaregia::mcp::{IdentityProvider, OAuth};
+    /// let idp = IdentityProvider::new("https://acme.okta.com", "https://acme.okta.com/oauth2/v1/token", "agent");
+    /// let oauth = OAuth::enterprise(idp, "eyJhbGciOi...").client_id("agent-at-linear").client_secret("s3cret");
+    /// assert!(!format!("{oauth:?}").contains("eyJ"));
+    /// ```
+    pub fn enterprise(idp: IdentityProvider, id_token: impl Into<String>) -> Self {
+        Self::with_grant(Grant::Enterprise {
+            idp,
+            id_token: fixed_token(id_token.into()),
+        })
+    }
+
+    /// [`enterprise`](Self::enterprise) with the ID token asked of `id_token` each time an
+    /// access token is needed (after a login, from a cache the SSO client keeps...).
+    pub fn enterprise_with<F, Fut>(idp: IdentityProvider, id_token: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, AuthorizeError>> + Send + 'static,
+    {
+        Self::with_grant(Grant::Enterprise {
+            idp,
+            id_token: token_source(id_token),
+        })
+    }
+
+    /// Workload identity (SEP-1933), machine-to-machine with no stored secret: `assertion` is
+    /// a JWT the platform issued to this workload (a Kubernetes service account token, a
+    /// cloud's identity token...) for the MCP server's authorization server, presented as an
+    /// RFC 7523 JWT-bearer grant by the public client `client_id`. A rejected assertion fails
+    /// the connect with the authorization server's error; it is not retried.
+    ///
+    /// Platform tokens are short-lived: [`workload_identity_with`](Self::workload_identity_with)
+    /// reads a fresh one each time.
+    pub fn workload_identity(client_id: impl Into<String>, assertion: impl Into<String>) -> Self {
+        let mut oauth = Self::with_grant(Grant::WorkloadIdentity {
+            assertion: fixed_token(assertion.into()),
+        });
+        oauth.client_id = Some(client_id.into());
+        oauth
+    }
+
+    /// [`workload_identity`](Self::workload_identity) with the JWT asked of `assertion` each
+    /// time an access token is needed (read again from the file the platform rotates, say).
+    pub fn workload_identity_with<F, Fut>(client_id: impl Into<String>, assertion: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, AuthorizeError>> + Send + 'static,
+    {
+        let mut oauth = Self::with_grant(Grant::WorkloadIdentity {
+            assertion: token_source(assertion),
+        });
+        oauth.client_id = Some(client_id.into());
+        oauth
+    }
+
+    fn with_grant(grant: Grant) -> Self {
+        let mut oauth = Self::new("http://127.0.0.1/unused");
+        oauth.grant = grant;
         oauth
     }
 

@@ -1,0 +1,106 @@
+//! Workload identity (SEP-1933): a JWT the platform issued to the workload is presented to the
+//! authorization server as an RFC 7523 JWT-bearer grant. One request, no retry: a rejected
+//! assertion is reported as the server's error.
+
+use rmcp::transport::auth::AuthorizationMetadata;
+
+use super::enterprise::JWT_BEARER;
+use super::{OAuth, TokenSource};
+
+/// The largest token response read.
+const MAX_RESPONSE: usize = 64 * 1024;
+
+/// Whether the metadata lists `grant` (or lists no grant types at all, when trying is the
+/// only way to know).
+pub(super) fn supports_grant(metadata: &AuthorizationMetadata, grant: &str) -> bool {
+    metadata
+        .additional_fields
+        .get("grant_types_supported")
+        .and_then(serde_json::Value::as_array)
+        .is_none_or(|grants| grants.iter().any(|listed| listed == grant))
+}
+
+/// The token response for `assertion`'s JWT, asking for `scopes` of `resource`.
+///
+/// Errors are sentences for [`McpError::Authorization`](crate::mcp::McpError): the server's
+/// OAuth error code and description, never the assertion.
+pub(super) async fn exchange(
+    oauth: &OAuth,
+    assertion: &TokenSource,
+    metadata: &AuthorizationMetadata,
+    resource: &str,
+    scopes: &[String],
+) -> Result<serde_json::Value, String> {
+    if !supports_grant(metadata, JWT_BEARER) {
+        return Err(
+            "the authorization server does not take JWT-bearer grants (its metadata's grant_types_supported)"
+                .to_owned(),
+        );
+    }
+    let assertion = assertion()
+        .await
+        .map_err(|error| format!("no workload identity token: {error}"))?;
+    let mut form = vec![
+        ("grant_type", JWT_BEARER),
+        ("assertion", assertion.as_str()),
+        ("resource", resource),
+    ];
+    let scope = scopes.join(" ");
+    if !scope.is_empty() {
+        form.push(("scope", &scope));
+    }
+    let client = crate::http::client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|error| format!("no HTTP client: {error}"))?;
+    let mut request = client
+        .post(&metadata.token_endpoint)
+        .header(reqwest::header::ACCEPT, "application/json");
+    match (&oauth.client_id, &oauth.client_secret) {
+        (Some(id), Some(secret)) => request = request.basic_auth(id, Some(secret)),
+        (Some(id), None) => form.push(("client_id", id)),
+        (None, _) => {}
+    }
+    // Built before the await: the serializer is not `Send`.
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(form)
+        .finish();
+    let response = request
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(body)
+        .send()
+        .await
+        .map_err(|error| format!("the token endpoint could not be reached: {error}"))?;
+    let status = response.status();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|error| format!("reading the token response: {error}"))?;
+    if body.len() > MAX_RESPONSE {
+        return Err(format!("the token response is over {MAX_RESPONSE} bytes"));
+    }
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    if !status.is_success() {
+        let code = json["error"].as_str().unwrap_or("no OAuth error code");
+        let description = json["error_description"]
+            .as_str()
+            .filter(|description| !description.contains(assertion.as_str()));
+        return Err(match description {
+            Some(description) => {
+                format!(
+                    "the authorization server rejected the workload identity token (HTTP {status}, {code}: {description})"
+                )
+            }
+            None => format!(
+                "the authorization server rejected the workload identity token (HTTP {status}, {code})"
+            ),
+        });
+    }
+    if !json["access_token"].is_string() {
+        return Err("the token response has no access_token".to_owned());
+    }
+    Ok(json)
+}
