@@ -20,7 +20,8 @@ use super::OAuth;
 use super::flow::authorize;
 use crate::mcp::http::RepairingClient;
 
-/// How many times one session may authorize again.
+/// How many times in a row one session may authorize again without a request getting
+/// through.
 const MAX_STEP_UPS: usize = 3;
 
 type Inner = AuthClient<RepairingClient>;
@@ -141,7 +142,8 @@ impl StreamableHttpClient for StepUpClient {
         if !self.step_up(&challenge).await {
             return result;
         }
-        self.inner
+        let retried = self
+            .inner
             .post_message_with_response_limits(
                 uri,
                 message,
@@ -150,7 +152,13 @@ impl StreamableHttpClient for StepUpClient {
                 custom_headers,
                 limits,
             )
-            .await
+            .await;
+        if retried.is_ok() {
+            // The new authorization worked: the limit is on authorizations in a row that do
+            // not, so a long session can authorize again each time its tokens run out.
+            self.state.step_ups.store(0, Ordering::SeqCst);
+        }
+        retried
     }
 
     fn delete_session(
