@@ -286,7 +286,10 @@ async fn an_expired_enterprise_token_is_exchanged_again_with_a_fresh_id_token() 
         .expect("authorized by the enterprise grant");
     let tools = connection.tools().await.unwrap();
     let whoami = tools.iter().find(|tool| tool.name() == "whoami").unwrap();
-    whoami.execute(json!({})).await.expect("a call with the token");
+    whoami
+        .execute(json!({}))
+        .await
+        .expect("a call with the token");
     assert_eq!(world.exchanges.load(Ordering::SeqCst), 1);
 
     // Past the token's lifetime the next call needs a new one: no refresh token, so the

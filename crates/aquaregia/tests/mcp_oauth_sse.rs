@@ -2,11 +2,12 @@
 //! want a bearer token from a local authorization server. The `401` on the GET starts the
 //! discovery and authorization, the token goes on the GET and every POST, a POST whose token is
 //! rejected is sent again with a refreshed one, and the next connect with the same store
-//! refreshes the expired stored token without a new authorization.
+//! refreshes the expired stored token without a new authorization. `Connector::http` with OAuth
+//! falls back to this transport like it does without.
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +24,8 @@ use tokio::sync::mpsc;
 #[derive(Default)]
 struct Server {
     base: String,
+    /// Takes requests without a token too.
+    open: AtomicBool,
     access_tokens: Mutex<HashSet<String>>,
     refresh_tokens: Mutex<HashSet<String>>,
     /// Where the open event stream's messages go.
@@ -41,6 +44,9 @@ struct Server {
 
 impl Server {
     fn authorized(&self, headers: &HeaderMap) -> bool {
+        if self.open.load(Ordering::SeqCst) {
+            return true;
+        }
         let token = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
@@ -318,5 +324,44 @@ async fn without_oauth_the_sse_server_says_authorization_is_required() {
         error.to_string().contains("requires authorization"),
         "{error}"
     );
+    task.abort();
+}
+
+/// `http` (Streamable HTTP first) with OAuth: the server answers the Streamable HTTP POST with
+/// `405`, so the legacy transport is tried, and authorized there.
+#[tokio::test]
+async fn http_with_oauth_falls_back_to_a_protected_sse_server() {
+    let (server, task) = start().await;
+    let store = Arc::new(MemoryTokenStore::new());
+    let connection = Connector::new()
+        .http(
+            &format!("{}/sse", server.base),
+            HttpOptions::new().oauth(oauth(&store)),
+        )
+        .await
+        .expect("the legacy fallback, authorized");
+    assert_eq!(connection.tools().await.unwrap().len(), 1);
+    assert_eq!(server.authorizations.load(Ordering::SeqCst), 1);
+    connection.close().await;
+    task.abort();
+}
+
+/// The CLI gives every HTTP server OAuth settings: a legacy server that needs no token is
+/// still reached through `http`.
+#[tokio::test]
+async fn http_with_oauth_falls_back_to_an_open_sse_server() {
+    let (server, task) = start().await;
+    server.open.store(true, Ordering::SeqCst);
+    let store = Arc::new(MemoryTokenStore::new());
+    let connection = Connector::new()
+        .http(
+            &format!("{}/sse", server.base),
+            HttpOptions::new().oauth(oauth(&store)),
+        )
+        .await
+        .expect("the legacy fallback");
+    assert_eq!(connection.tools().await.unwrap().len(), 1);
+    assert_eq!(server.authorizations.load(Ordering::SeqCst), 0);
+    connection.close().await;
     task.abort();
 }

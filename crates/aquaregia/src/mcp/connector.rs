@@ -284,45 +284,15 @@ impl Connector {
             (None, Some(oauth)) => options.oauth(oauth.clone()),
             _ => options,
         };
-        #[cfg(feature = "mcp-oauth")]
-        if let Some(oauth) = options
-            .oauth
-            .as_ref()
-            .filter(|_| !options.has_credentials())
-        {
-            // OAuth servers speak Streamable HTTP: no legacy fallback.
-            let session = oauth::Session {
-                url: &url,
-                name: &name,
-                options: &options,
-                timeout: self.timeout,
-                handlers: &self.handlers,
-            };
-            return oauth::connect_with_oauth(&session, oauth).await;
-        }
-        let session_id = trace::SessionIdSlot::default();
-        let client = http::RepairingClient::new(options.client(), session_id.clone());
-        let reconnects = client.reconnects();
-        let session = streamable_http(
-            client,
-            session_id,
-            &url,
-            &name,
-            &options,
-            self.timeout,
-            &self.handlers,
-        );
-        let error = match session.await {
-            Ok(connection) => {
-                connection.shared().set_reconnects(reconnects);
-                return Ok(connection);
-            }
-            Err(failed) => failed.error,
+        let error = match self.streamable_http(&url, &name, &options).await {
+            Ok(connection) => return Ok(connection),
+            Err(error) => error,
         };
         // Authorization does not depend on the transport: the legacy one would not do better.
         if matches!(
             error,
             McpError::AuthRequired { .. }
+                | McpError::Authorization { .. }
                 | McpError::Http {
                     status: 401 | 403,
                     ..
@@ -351,6 +321,50 @@ impl Connector {
                 })
             }
             Err(other) => Err(other),
+        }
+    }
+
+    /// Connects over Streamable HTTP only, authorizing with OAuth when the options have it
+    /// and the server asks.
+    async fn streamable_http(
+        &self,
+        url: &str,
+        name: &str,
+        options: &HttpOptions,
+    ) -> Result<McpConnection, McpError> {
+        #[cfg(feature = "mcp-oauth")]
+        if let Some(oauth) = options
+            .oauth
+            .as_ref()
+            .filter(|_| !options.has_credentials())
+        {
+            let session = oauth::Session {
+                url,
+                name,
+                options,
+                timeout: self.timeout,
+                handlers: &self.handlers,
+            };
+            return oauth::connect_with_oauth(&session, oauth).await;
+        }
+        let session_id = trace::SessionIdSlot::default();
+        let client = http::RepairingClient::new(options.client(), session_id.clone());
+        let reconnects = client.reconnects();
+        let session = streamable_http(
+            client,
+            session_id,
+            url,
+            name,
+            options,
+            self.timeout,
+            &self.handlers,
+        );
+        match session.await {
+            Ok(connection) => {
+                connection.shared().set_reconnects(reconnects);
+                Ok(connection)
+            }
+            Err(failed) => Err(failed.error),
         }
     }
 
