@@ -8,6 +8,11 @@
 //! (`--serve-http`, a JSON-answering MCP endpoint on 127.0.0.1 that requires the token) is
 //! called through a raw rmcp client transport (reqwest, `auth_header`) and through an
 //! aquaregia connection (`HttpOptions::bearer_token`), each its own session.
+//!
+//! `MCP_CALLS_TRANSPORT=oauth` (with `--features mcp-oauth`) is the same, except that the
+//! aquaregia connection gets its token from OAuth: a `FileTokenStore` holding it (in a
+//! directory removed at the end), the server publishing the discovery documents the connect
+//! reads.
 #![allow(missing_docs, clippy::print_stdout)]
 
 use std::sync::Arc;
@@ -145,7 +150,20 @@ fn serve_http() {
         )
         .get(|| async { StatusCode::METHOD_NOT_ALLOWED })
         .delete(|| async { StatusCode::OK });
-        let app = axum::Router::new().route("/mcp", endpoint);
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        let resource = json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]});
+        let issuer = json!({"issuer": base, "authorization_endpoint": format!("{base}/authorize"),
+            "token_endpoint": format!("{base}/token"), "response_types_supported": ["code"]});
+        let app = axum::Router::new()
+            .route("/mcp", endpoint)
+            .route(
+                "/.well-known/oauth-protected-resource/mcp",
+                axum::routing::get(|| async move { axum::Json(resource) }),
+            )
+            .route(
+                "/.well-known/oauth-authorization-server",
+                axum::routing::get(|| async move { axum::Json(issuer) }),
+            );
         axum::serve(listener, app).await.expect("serve");
     });
 }
@@ -159,7 +177,10 @@ fn main() {
         serve_http();
         return;
     }
-    let http = std::env::var("MCP_CALLS_TRANSPORT").is_ok_and(|t| t == "http");
+    let transport = std::env::var("MCP_CALLS_TRANSPORT").unwrap_or_default();
+    let oauth = transport == "oauth";
+    let http = oauth || transport == "http";
+    let token_dir = std::env::temp_dir().join(format!("aquaregia-bench-{}", std::process::id()));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -190,8 +211,13 @@ fn main() {
             let transport =
                 StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
             raw_session = Some(().serve(transport).await.expect("raw rmcp session"));
+            let options = if oauth {
+                oauth_options(&url, &token_dir).await
+            } else {
+                HttpOptions::new().bearer_token(TOKEN)
+            };
             mcp::Connector::new()
-                .http(url, HttpOptions::new().bearer_token(TOKEN))
+                .http(url, options)
                 .await
                 .expect("connect")
         } else {
@@ -322,7 +348,33 @@ fn main() {
         if let Some(mut server) = server {
             let _ = server.kill().await;
         }
+        let _ = std::fs::remove_dir_all(&token_dir);
     });
+}
+
+/// OAuth with the bench token in a file store under `dir`, as an earlier login left it.
+#[cfg(feature = "mcp-oauth")]
+async fn oauth_options(url: &str, dir: &std::path::Path) -> HttpOptions {
+    use aquaregia::mcp::{FileTokenStore, OAuth, TokenStore};
+
+    let store = FileTokenStore::new(dir);
+    let token = serde_json::from_value(json!({"access_token": TOKEN, "token_type": "Bearer"}))
+        .expect("token response");
+    let issuer = url.trim_end_matches("/mcp").to_owned();
+    let credentials = rmcp::transport::auth::StoredCredentials::new(
+        "bench-client".to_owned(),
+        Some(token),
+        Vec::new(),
+        None,
+    )
+    .with_issuer(Some(issuer));
+    store.save(url, credentials).await.expect("store the token");
+    HttpOptions::new().oauth(OAuth::new("http://127.0.0.1/callback").store(store))
+}
+
+#[cfg(not(feature = "mcp-oauth"))]
+async fn oauth_options(_url: &str, _dir: &std::path::Path) -> HttpOptions {
+    panic!("MCP_CALLS_TRANSPORT=oauth needs --features mcp-oauth")
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
