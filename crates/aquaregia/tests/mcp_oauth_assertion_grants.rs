@@ -15,7 +15,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aquaregia::mcp::{Connector, HttpOptions, IdentityProvider, McpError, OAuth};
+use aquaregia::mcp::{
+    Connector, HttpOptions, IdentityProvider, McpError, MemoryTokenStore, OAuth, TokenStore,
+    TokenStoreError,
+};
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -23,6 +26,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use rmcp::transport::auth::StoredCredentials;
 use serde_json::{Value, json};
 
 const IDP_CLIENT: &str = "agent-at-idp";
@@ -385,6 +389,62 @@ async fn a_workload_identity_token_is_the_grant() {
     assert_eq!(grant["client_id"], "workload-7");
     assert_eq!(grant["scope"], "tools.read");
     assert_eq!(grant["resource"], format!("{}/mcp", world.base));
+    connection.close().await;
+    task.abort();
+}
+
+/// A store that counts its reads.
+#[derive(Default)]
+struct CountingStore {
+    inner: MemoryTokenStore,
+    loads: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl TokenStore for CountingStore {
+    async fn load(&self, server: &str) -> Result<Option<StoredCredentials>, TokenStoreError> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
+        self.inner.load(server).await
+    }
+
+    async fn save(
+        &self,
+        server: &str,
+        credentials: StoredCredentials,
+    ) -> Result<(), TokenStoreError> {
+        self.inner.save(server, credentials).await
+    }
+
+    async fn remove(&self, server: &str) -> Result<bool, TokenStoreError> {
+        self.inner.remove(server).await
+    }
+}
+
+/// rmcp asks for the token before every request; the store (a file, for the CLI) is read
+/// once, not each time.
+#[tokio::test]
+async fn calls_do_not_read_the_token_store_each_time() {
+    let (world, task) = start(World {
+        lifetime: 3600,
+        ..World::default()
+    })
+    .await;
+    let store = Arc::new(CountingStore::default());
+    let oauth = OAuth::workload_identity("workload-7", "workload-jwt").shared_store(store.clone());
+    let connection = Connector::new()
+        .http(
+            &format!("{}/mcp", world.base),
+            HttpOptions::new().oauth(oauth),
+        )
+        .await
+        .expect("authorized by the workload's JWT");
+    let tools = connection.tools().await.unwrap();
+    let loads = store.loads.load(Ordering::SeqCst);
+    for _ in 0..10 {
+        tools[0].execute(json!({})).await.unwrap();
+    }
+    assert_eq!(world.tool_calls.load(Ordering::SeqCst), 10);
+    assert_eq!(store.loads.load(Ordering::SeqCst), loads, "read per call");
     connection.close().await;
     task.abort();
 }

@@ -109,10 +109,7 @@ async fn manager(url: &str, name: &str, oauth: &OAuth) -> Result<AuthorizationMa
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(|error| failed(name, url, "setting up OAuth", &error))?;
-    manager.set_credential_store(ServerSlot {
-        store: oauth.store.clone(),
-        server: url.to_owned(),
-    });
+    manager.set_credential_store(ServerSlot::new(oauth.store.clone(), url));
     Ok(manager)
 }
 
@@ -197,12 +194,9 @@ async fn adopt(
     let client_id = oauth.client_id.clone().unwrap_or_default();
     let credentials = StoredCredentials::new(client_id, Some(token), scopes, Some(received_at))
         .with_issuer(issuer);
-    ServerSlot {
-        store: oauth.store.clone(),
-        server: url.to_owned(),
-    }
-    .save(credentials)
-    .await?;
+    ServerSlot::new(oauth.store.clone(), url)
+        .save(credentials)
+        .await?;
     manager.initialize_from_store().await?;
     Ok(manager)
 }

@@ -7,7 +7,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 
 /// Why a [`TokenStore`] failed. Never contains a token.
 #[non_exhaustive]
@@ -240,9 +242,32 @@ impl TokenStore for MemoryTokenStore {
 }
 
 /// One server's slot of a [`TokenStore`], as rmcp's credential store.
+///
+/// rmcp loads the credentials for every request it sends; the slot keeps what the store last
+/// gave (or was given) so that only the first load reads the store (a file, for the CLI).
+/// A refresh reads the store again: another process may have refreshed, and rotated the
+/// refresh token, first.
 pub(crate) struct ServerSlot {
-    pub(crate) store: Arc<dyn TokenStore>,
-    pub(crate) server: String,
+    store: Arc<dyn TokenStore>,
+    server: String,
+    /// `None`: read the store on the next load.
+    cache: Mutex<Option<Option<StoredCredentials>>>,
+}
+
+impl ServerSlot {
+    pub(crate) fn new(store: Arc<dyn TokenStore>, server: &str) -> Self {
+        Self {
+            store,
+            server: server.to_owned(),
+            cache: Mutex::new(None),
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Option<Option<StoredCredentials>>> {
+        self.cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 fn store_error(error: &TokenStoreError) -> AuthError {
@@ -252,25 +277,41 @@ fn store_error(error: &TokenStoreError) -> AuthError {
 #[async_trait::async_trait]
 impl CredentialStore for ServerSlot {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        self.store
+        if let Some(cached) = &*self.cache() {
+            return Ok(cached.clone());
+        }
+        let loaded = self
+            .store
             .load(&self.server)
             .await
-            .map_err(|error| store_error(&error))
+            .map_err(|error| store_error(&error))?;
+        *self.cache() = Some(loaded.clone());
+        Ok(loaded)
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        *self.cache() = None;
         self.store
-            .save(&self.server, credentials)
+            .save(&self.server, credentials.clone())
             .await
-            .map_err(|error| store_error(&error))
+            .map_err(|error| store_error(&error))?;
+        *self.cache() = Some(Some(credentials));
+        Ok(())
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
+        *self.cache() = None;
         self.store
             .remove(&self.server)
             .await
-            .map(drop)
-            .map_err(|error| store_error(&error))
+            .map_err(|error| store_error(&error))?;
+        *self.cache() = Some(None);
+        Ok(())
+    }
+
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        *self.cache() = None;
+        Ok(None)
     }
 }
 
