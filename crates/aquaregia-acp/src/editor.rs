@@ -18,6 +18,7 @@ use aquaregia::mcp::glob_match;
 use aquaregia::{Tool, ToolAnnotations, ToolCall, ToolExecError, tool};
 use serde_json::{Value, json};
 
+use crate::servers::ProcessHook;
 use crate::session::lock;
 
 /// The built-in tools' names.
@@ -34,6 +35,8 @@ pub(crate) struct Editor {
     pub(crate) capabilities: ClientCapabilities,
     /// `run_command` calls by arguments, so the tool finds the call id the hook saw.
     pub(crate) calls: Mutex<HashMap<String, VecDeque<String>>>,
+    /// Told of the process groups local commands run in (as of MCP servers').
+    pub(crate) on_process: Option<ProcessHook>,
 }
 
 fn string(args: &Value, name: &str) -> Result<String, ToolExecError> {

@@ -218,6 +218,7 @@ impl State {
             cwd: cwd.clone(),
             capabilities,
             calls: Mutex::default(),
+            on_process: self.plan.on_process.clone(),
         });
         let session = Arc::new(Session::new(id.clone(), cwd, toolset, editor));
         elicitation.attach(&session);

@@ -114,7 +114,8 @@ impl AcpServer {
     }
 
     /// Tells `hook` when each session's stdio MCP server process starts and ends (see
-    /// [`Connector::on_process`](aquaregia::mcp::Connector::on_process)): what a supervisor
+    /// [`Connector::on_process`](aquaregia::mcp::Connector::on_process)), and likewise each
+    /// local `run_command` process (the leader of its own process group): what a supervisor
     /// that must end them if this process is killed outright (SIGKILL) needs to know.
     ///
     /// ```

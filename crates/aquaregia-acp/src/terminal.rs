@@ -1,5 +1,6 @@
 //! `run_command`: in the editor's terminal (`terminal/create`, shown as terminal content,
-//! killed and released if the prompt is cancelled), or as a local process in the cwd.
+//! killed and released if the prompt is cancelled), or as a local process in the cwd, in a
+//! process group of its own that ends with the call.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -10,9 +11,11 @@ use agent_client_protocol::v1::schema::{
     WaitForTerminalExitRequest,
 };
 use aquaregia::ToolExecError;
+use aquaregia::mcp::ServerProcess;
 use serde_json::Value;
 
 use crate::editor::Editor;
+use crate::servers::ProcessHook;
 use crate::updates;
 
 /// The most output kept (the tail), for the model and the terminal.
@@ -20,6 +23,62 @@ const OUTPUT_LIMIT: u64 = 64 * 1024;
 
 /// A local command's time limit.
 const LOCAL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The last [`OUTPUT_LIMIT`] bytes `pipe` gives until it closes.
+async fn tail(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+
+    let limit = OUTPUT_LIMIT as usize;
+    let mut kept = Vec::new();
+    let Some(mut pipe) = pipe else {
+        return kept;
+    };
+    let mut chunk = vec![0; 16 * 1024];
+    while let Ok(read) = pipe.read(&mut chunk).await {
+        if read == 0 {
+            break;
+        }
+        kept.extend_from_slice(&chunk[..read]);
+        if kept.len() > 2 * limit {
+            kept.drain(..kept.len() - limit);
+        }
+    }
+    if kept.len() > limit {
+        kept.drain(..kept.len() - limit);
+    }
+    kept
+}
+
+/// A local command's process group, its own: what the command left running (a background
+/// job, a dev server) is ended with the call, however the call ends (done, timed out,
+/// cancelled), and the process hook (the CLI's reaper) hears of the group so that it ends it
+/// if the agent is killed first.
+struct ProcessGroup {
+    pid: u32,
+    hook: Option<ProcessHook>,
+}
+
+impl ProcessGroup {
+    fn started(pid: u32, hook: Option<ProcessHook>) -> Self {
+        if let Some(hook) = &hook {
+            hook(ServerProcess::Started { pid });
+        }
+        Self { pid, hook }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Ok(pgid) = i32::try_from(self.pid) {
+            use nix::sys::signal::{Signal, killpg};
+            let _ = killpg(nix::unistd::Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+        if let Some(hook) = &self.hook {
+            hook(ServerProcess::Ended { pid: self.pid });
+        }
+    }
+}
 
 /// Kills and releases the editor's terminal if the call is dropped before it ended (the
 /// prompt was cancelled).
@@ -138,18 +197,39 @@ impl Editor {
         command: &str,
         arguments: &[String],
     ) -> Result<String, ToolExecError> {
-        let child = tokio::process::Command::new(command)
+        let mut process = tokio::process::Command::new(command);
+        process
             .args(arguments)
             .current_dir(&self.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        process.process_group(0);
+        let mut child = process
             .spawn()
             .map_err(|error| format!("cannot run `{command}`: {error}"))?;
-        let output = tokio::time::timeout(LOCAL_TIMEOUT, child.wait_with_output())
+        let mut group = child
+            .id()
+            .map(|pid| ProcessGroup::started(pid, self.on_process.clone()));
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        // The call ends when the command exits, not when its pipes close: what it left running
+        // in the background holds them open, and is ended (closing them) once it exits.
+        let exited = async {
+            let status = child.wait().await;
+            drop(group.take());
+            status
+        };
+        let run = async { tokio::join!(exited, tail(stdout), tail(stderr)) };
+        let (status, stdout, stderr) = tokio::time::timeout(LOCAL_TIMEOUT, run)
             .await
-            .map_err(|_| format!("`{command}` did not finish within {LOCAL_TIMEOUT:?}"))??;
+            .map_err(|_| format!("`{command}` did not finish within {LOCAL_TIMEOUT:?}"))?;
+        let output = std::process::Output {
+            status: status?,
+            stdout,
+            stderr,
+        };
         let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
         text.push_str(&String::from_utf8_lossy(&output.stderr));
         let limit = OUTPUT_LIMIT as usize;

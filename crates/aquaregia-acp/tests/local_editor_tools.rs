@@ -1,13 +1,90 @@
 //! Without the client's `fs` and `terminal` capabilities, the built-in tools work on the
-//! local machine, confined to the session's `cwd`.
+//! local machine, confined to the session's `cwd`. A local command runs in a process group of
+//! its own, which ends with the call: nothing it started is left running.
 
 mod support;
 
 use serde_json::json;
 
+use aquaregia_test_support::acp_client::{tool_updates, updates};
 use aquaregia_test_support::mock_model::{MockServer, Reply, content_text, tool_messages};
-use support::agent_for;
+use aquaregia_test_support::processes::{
+    KillMarked, assert_no_process_left, marker, processes_with_marker,
+};
 use support::raw::RawClient;
+use support::{BOUND, agent_for};
+
+/// A shell command that leaves `sleep 600`, carrying the marker, running in the background.
+fn background_sleep(marker: &str) -> serde_json::Value {
+    let script = format!("AQUAREGIA_TEST_MARKER={marker} sleep 600 & echo started");
+    json!({"command": "sh", "args": ["-c", script]})
+}
+
+async fn bypassing_session(client: &RawClient) -> String {
+    client.initialize().await;
+    let session = client.new_session("/tmp", json!([])).await;
+    client
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "bypass_permissions"}),
+        )
+        .await;
+    session
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn what_a_command_leaves_running_ends_with_it() {
+    let marker = marker("run-command-background");
+    let _cleanup = KillMarked(marker.clone());
+    let mock = MockServer::start().await;
+    let client = RawClient::connect(agent_for(&mock).editor_tools(true));
+    let session = bypassing_session(&client).await;
+    mock.push(Reply::tool_call(
+        "call-1",
+        "run_command",
+        background_sleep(&marker),
+    ))
+    .push(Reply::text("Done."));
+    let answer = client.prompt(&session, "go").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let ran = content_text(tool_messages(&mock.bodies()[1]).last().unwrap());
+    assert!(
+        ran.contains("started") && ran.contains("[exit code 0]"),
+        "{ran}"
+    );
+    assert_no_process_left(&marker, BOUND).await;
+    client.finish().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancelled_command_is_ended_with_its_children() {
+    let marker = marker("run-command-cancel");
+    let _cleanup = KillMarked(marker.clone());
+    let mock = MockServer::start().await;
+    let client = RawClient::connect(agent_for(&mock).editor_tools(true));
+    let session = bypassing_session(&client).await;
+    mock.push(Reply::tool_call(
+        "call-1",
+        "run_command",
+        json!({"command": "sh", "args": ["-c",
+            format!("AQUAREGIA_TEST_MARKER={marker} sleep 600 & wait")]}),
+    ));
+    let prompt = client.start_prompt(&session, "go").await;
+    support::eventually("the command to run", || {
+        !processes_with_marker(&marker).is_empty()
+            && tool_updates(&updates(&client.log(), &session))
+                .iter()
+                .any(|u| u["toolCallId"] == "call-1" && u["status"] == "in_progress")
+    })
+    .await;
+    client
+        .notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let answer = client.response(prompt).await;
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    assert_no_process_left(&marker, BOUND).await;
+    client.finish().await.unwrap();
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn local_tools_stay_in_the_working_directory() {

@@ -1,13 +1,14 @@
 //! SIGTERM and SIGHUP stop `aquaregia acp` cleanly: every session's stdio servers end first,
 //! the processes they started themselves included. Even SIGKILL, which the agent never sees,
-//! leaves no server or grandchild running: its reaper ends them.
+//! leaves no server or grandchild running: its reaper ends them, and the process group of a
+//! local `run_command` too.
 
 mod common;
 
 use serde_json::json;
 
-use aquaregia_test_support::acp_client::RawClient;
-use aquaregia_test_support::mock_model::MockServer;
+use aquaregia_test_support::acp_client::{RawClient, eventually};
+use aquaregia_test_support::mock_model::{MockServer, Reply};
 use aquaregia_test_support::processes::{
     KillMarked, assert_no_process_left, marker, processes_with_marker,
 };
@@ -103,5 +104,48 @@ async fn sigkill_leaves_no_server_or_grandchild() {
     assert!(!status.success(), "{status:?}");
     assert!(!processes_with_marker(&marker).contains(&client.pid()));
     // SIGTERM is ignored: the reaper waits out its grace period, then SIGKILLs the group.
+    assert_no_process_left(&marker, BOUND).await;
+}
+
+/// A local `run_command` (the client has no terminal) runs in a process group of its own that
+/// the reaper hears of: SIGKILL of the agent in the middle of the command leaves nothing
+/// running, though the command ignores SIGTERM and waits on a child.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_command_leaves_no_command_running() {
+    let mock = MockServer::start().await;
+    let scratch = Scratch::new();
+    let marker = marker("acp-sigkill-command");
+    let _cleanup = KillMarked(marker.clone());
+    let client: RawClient = acp_agent(&scratch, &mock, &marker);
+    client.initialize().await;
+    let session = client
+        .new_session(scratch.path.to_str().unwrap(), json!([]))
+        .await;
+    client
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "bypass_permissions"}),
+        )
+        .await;
+    mock.push(Reply::tool_call(
+        "call-1",
+        "run_command",
+        json!({"command": "sh", "args": ["-c", "trap '' TERM; sleep 600 & wait"]}),
+    ));
+    let _prompt = client.start_prompt(&session, "go").await;
+    let sleeping = || {
+        processes_with_marker(&marker).iter().any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c == "sleep\n")
+        })
+    };
+    eventually("the command to run", sleeping).await;
+
+    let sent = std::process::Command::new("kill")
+        .args(["-KILL".to_owned(), client.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = client.wait_exit(BOUND).await;
+    assert!(!status.success(), "{status:?}");
     assert_no_process_left(&marker, BOUND).await;
 }
