@@ -109,7 +109,10 @@ impl Editor {
             });
         let editor = self.clone();
         let run = tool(RUN)
-            .description("Run a command (in the editor's terminal when it has one) and return its output")
+            .description(
+                "Run a command (in the editor's terminal when it has one) and return its output \
+                 once it exits (run locally, what it leaves in the background is stopped then)",
+            )
             .raw_schema(schema(
                 &json!({"command": {"type": "string"}, "args": {"type": "array", "items": {"type": "string"}}}),
                 &["command"],
