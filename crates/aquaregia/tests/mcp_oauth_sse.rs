@@ -97,7 +97,8 @@ async fn start() -> (Arc<Server>, tokio::task::JoinHandle<()>) {
         .route("/register", post(register))
         .route("/authorize", get(authorize))
         .route("/token", post(token))
-        .route("/sse", get(events))
+        // A POST (Streamable HTTP) gets 404, as from an Express server.
+        .route("/sse", get(events).post(|| async { StatusCode::NOT_FOUND }))
         .route("/message", post(message))
         .with_state(server.clone());
     let task = tokio::spawn(async move {
@@ -346,10 +347,35 @@ async fn http_with_oauth_falls_back_to_a_protected_sse_server() {
     task.abort();
 }
 
+/// What is logged, kept for the test to read.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The CLI gives every HTTP server OAuth settings: a legacy server that needs no token is
-/// still reached through `http`.
+/// still reached through `http`, and trying Streamable HTTP first (each POST answered 404)
+/// is not reported as an expired session.
 #[tokio::test]
 async fn http_with_oauth_falls_back_to_an_open_sse_server() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let _logging = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .finish(),
+    );
     let (server, task) = start().await;
     server.open.store(true, Ordering::SeqCst);
     let store = Arc::new(MemoryTokenStore::new());
@@ -364,4 +390,6 @@ async fn http_with_oauth_falls_back_to_an_open_sse_server() {
     assert_eq!(server.authorizations.load(Ordering::SeqCst), 0);
     connection.close().await;
     task.abort();
+    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(!logged.contains("expired"), "{logged}");
 }

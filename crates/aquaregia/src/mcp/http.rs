@@ -99,9 +99,9 @@ impl StreamableHttpClient for RepairingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> PostResult {
-        if let JsonRpcMessage::Request(request) = &message
-            && matches!(request.request, ClientRequest::InitializeRequest(_))
-        {
+        let initialize = matches!(&message, JsonRpcMessage::Request(request)
+            if matches!(request.request, ClientRequest::InitializeRequest(_)));
+        if initialize {
             self.reconnects.initializing(&uri);
         }
         let (id, discover, list_tools) = match &message {
@@ -217,6 +217,9 @@ impl StreamableHttpClient for RepairingClient {
                 .into_response(id),
             };
             return Ok(StreamableHttpPostResponse::Json(answer, session));
+        }
+        if initialize {
+            self.reconnects.established();
         }
         if media_type(EVENT_STREAM) {
             let events = SseStream::from_bytes_stream(EventSizeLimit::new(

@@ -18,20 +18,27 @@ use crate::tool::{ProgressReporter, ToolProgress};
 const REINITIALIZED: &str =
     "streamable HTTP session was re-initialized before the response arrived";
 
-/// Counts the `initialize` requests after the first one.
+/// Counts the `initialize` requests sent after one was accepted.
 #[derive(Debug, Default)]
 pub(crate) struct Reconnects {
-    initialized: AtomicBool,
+    established: AtomicBool,
     count: AtomicU64,
 }
 
 impl Reconnects {
-    /// Notes an `initialize` sent to `url`; every one but the first re-establishes the session.
+    /// Notes an `initialize` sent to `url`: once a session was established, it re-establishes
+    /// it. (Before, it is one more try of the handshake, say against a legacy server that
+    /// answers 404 to every POST.)
     pub(crate) fn initializing(&self, url: &str) {
-        if self.initialized.swap(true, Ordering::SeqCst) {
+        if self.established.load(Ordering::SeqCst) {
             let count = self.count.fetch_add(1, Ordering::SeqCst) + 1;
             tracing::warn!(%url, count, "the MCP session expired; re-initialising it");
         }
+    }
+
+    /// Notes that the server accepted an `initialize`.
+    pub(crate) fn established(&self) {
+        self.established.store(true, Ordering::SeqCst);
     }
 
     /// How many times the session was re-established.
