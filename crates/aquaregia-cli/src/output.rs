@@ -130,7 +130,7 @@ pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
 /// `error: <message>` on stderr; continuation lines (a server's stderr tail) are indented.
 pub(crate) fn print_error(error: &anyhow::Error) {
     let styles = Styles::stderr();
-    let text = format!("{error:#}");
+    let text = error_text(error);
     let text = clean(&text);
     let mut lines = text.lines().filter(|line| !line.trim().is_empty());
     eprintln!(
@@ -141,6 +141,23 @@ pub(crate) fn print_error(error: &anyhow::Error) {
     for line in lines {
         eprintln!("  {line}");
     }
+}
+
+/// The error and its causes, `error: cause: cause`, as `{:#}` writes them, except for a
+/// cause the text already tells (many errors put their cause in their message too).
+fn error_text(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }
 
 /// A tool's arguments as a compact signature, `(path: string, recursive?: boolean)`:
@@ -422,6 +439,18 @@ pub(crate) fn human_size(bytes: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_error_text_tells_each_cause_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        // A cause already in the message (as MCP connect errors have it) is not repeated.
+        let told = anyhow::Error::new(io).context("connect: connection refused");
+        assert_eq!(error_text(&told), "connect: connection refused");
+        // One that is not is appended, as `{:#}` does.
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let untold = anyhow::Error::new(io).context("could not connect");
+        assert_eq!(error_text(&untold), "could not connect: connection refused");
+    }
 
     #[test]
     fn signatures_summarise_schemas() {
