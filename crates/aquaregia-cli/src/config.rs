@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::ModelPrice;
-use aquaregia::mcp::{ConfigError, McpServerSpec, McpServerTimeouts, McpServersConfig};
+use aquaregia::mcp::{
+    ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig,
+};
 use serde_json::{Map, Value};
 
 use crate::{jsonc, prices};
@@ -28,6 +30,8 @@ pub(crate) struct Config {
     disabled: Vec<(String, PathBuf)>,
     /// Each server's `"timeout"` / `"startupTimeoutMs"`.
     timeouts: Vec<(String, McpServerTimeouts)>,
+    /// Each server's `"oauth"` client, if it names one.
+    oauth: Vec<(String, McpOAuthClient)>,
     /// Tool globs allowed without asking.
     pub(crate) allow: Vec<String>,
     /// Tool globs never run.
@@ -90,6 +94,9 @@ impl Config {
         for (name, spec) in &servers.servers {
             self.remove(name);
             self.timeouts.push((name.clone(), servers.timeouts(name)));
+            if let Some(client) = servers.oauth_client(name) {
+                self.oauth.push((name.clone(), client.clone()));
+            }
             self.servers
                 .push((name.clone(), spec.clone(), path.clone()));
         }
@@ -108,6 +115,7 @@ impl Config {
         self.servers.retain(|(server, _, _)| server != name);
         self.disabled.retain(|(server, _)| server != name);
         self.timeouts.retain(|(server, _)| server != name);
+        self.oauth.retain(|(server, _)| server != name);
     }
 
     /// Like [`load`](Self::load), but a missing config is an error saying where it was looked for.
@@ -153,6 +161,13 @@ impl Config {
     }
 
     /// The `"timeout"` / `"startupTimeoutMs"` of the server called `name`.
+    pub(crate) fn oauth_client(&self, name: &str) -> Option<McpOAuthClient> {
+        self.oauth
+            .iter()
+            .find(|(server, _)| server == name)
+            .map(|(_, client)| client.clone())
+    }
+
     pub(crate) fn timeouts(&self, name: &str) -> McpServerTimeouts {
         self.timeouts
             .iter()

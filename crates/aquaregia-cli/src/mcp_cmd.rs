@@ -176,10 +176,11 @@ async fn login(args: AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
     // A fresh authorization, kept aside until it worked: a failed login leaves the stored
     // token as it was.
     let fresh = MemoryTokenStore::new();
-    let loopback = oauth::Loopback::bind().await?;
-    let connector = Connector::new()
-        .name(target.name())
-        .oauth(loopback.oauth().store(fresh.clone()));
+    let connector = Connector::new().name(target.name()).oauth(
+        oauth::authorizing(target.oauth_client())
+            .await?
+            .store(fresh.clone()),
+    );
     let connection = target.spec().connect(connector).await?;
     let tools = connection.tools().await.map(|tools| tools.len());
     connection.close().await;

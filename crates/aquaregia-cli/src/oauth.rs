@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use aquaregia::mcp::{AuthorizationPrompt, AuthorizeError, FileTokenStore, OAuth};
+use aquaregia::mcp::{AuthorizationPrompt, AuthorizeError, FileTokenStore, McpOAuthClient, OAuth};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -34,13 +34,48 @@ pub(crate) fn can_authorize() -> bool {
 }
 
 /// The OAuth settings for `mcp tools|call` and `run`: stored tokens, and an authorization
-/// through a loopback listener only when [`can_authorize`].
-pub(crate) async fn settings() -> anyhow::Result<OAuth> {
+/// through a loopback listener only when [`can_authorize`]; with the config's `client` of
+/// the server, if it names one.
+pub(crate) async fn settings(client: Option<&McpOAuthClient>) -> anyhow::Result<OAuth> {
     let store = store()?;
     if !can_authorize() {
-        return Ok(OAuth::new("http://127.0.0.1/callback").store(store));
+        let oauth = OAuth::new("http://127.0.0.1/callback").store(store);
+        return Ok(with_client(oauth, client));
     }
-    Ok(Loopback::bind().await?.oauth().store(store))
+    Ok(authorizing(client).await?.store(store))
+}
+
+/// OAuth that authorizes through the browser (or, automatic, by itself), catching the
+/// redirect on 127.0.0.1: on the port `client` registered its redirect URI with, else on one
+/// the system picks.
+pub(crate) async fn authorizing(client: Option<&McpOAuthClient>) -> anyhow::Result<OAuth> {
+    let oauth = match client.and_then(|client| client.callback_port) {
+        Some(port) => on_port(port),
+        None => Loopback::bind().await?.oauth(),
+    };
+    Ok(with_client(oauth, client))
+}
+
+fn with_client(oauth: OAuth, client: Option<&McpOAuthClient>) -> OAuth {
+    match client {
+        Some(client) => client.apply(oauth),
+        None => oauth,
+    }
+}
+
+/// OAuth whose redirect URI is on `port`, which is listened on only while an authorization
+/// waits for its redirect (a busy port does not stop a server whose token is stored).
+fn on_port(port: u16) -> OAuth {
+    OAuth::new(format!("http://127.0.0.1:{port}{CALLBACK_PATH}")).on_authorize(
+        move |prompt| async move {
+            let listener = TcpListener::bind(("127.0.0.1", port))
+                .await
+                .map_err(|error| {
+                    format!("cannot listen on 127.0.0.1:{port} for the OAuth redirect: {error}")
+                })?;
+            authorize(prompt, &listener).await
+        },
+    )
 }
 
 /// A listener on 127.0.0.1 for the authorization redirect. Dropping it closes the port.

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
-use aquaregia::mcp::{McpConnection, McpError, McpServerSpec, McpServerTimeouts, McpToolset};
+use aquaregia::mcp::{
+    McpConnection, McpError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpToolset,
+};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -66,6 +68,8 @@ pub(crate) struct Target {
     inline: bool,
     /// From the config, and the command line over it.
     timeouts: McpServerTimeouts,
+    /// The config's `"oauth"` client for it.
+    oauth_client: Option<McpOAuthClient>,
 }
 
 impl Target {
@@ -82,6 +86,11 @@ impl Target {
     /// Timeouts given on the command line, over those of the config.
     pub(crate) fn override_timeouts(&mut self, timeouts: McpServerTimeouts) {
         self.timeouts = timeouts.or(self.timeouts);
+    }
+
+    /// The config's OAuth client for this server.
+    pub(crate) fn oauth_client(&self) -> Option<&McpOAuthClient> {
+        self.oauth_client.as_ref()
     }
 
     /// The URL of an HTTP or SSE server.
@@ -138,6 +147,7 @@ pub(crate) fn select(
                 spec: spec.clone(),
                 inline: false,
                 timeouts: config.timeouts(name),
+                oauth_client: config.oauth_client(name),
             }));
             selection.allow = config.allow;
             selection.deny = config.deny;
@@ -159,6 +169,7 @@ pub(crate) fn select(
                     spec,
                     inline: false,
                     timeouts: config.timeouts(name),
+                    oauth_client: config.oauth_client(name),
                 });
             }
         }
@@ -170,6 +181,7 @@ pub(crate) fn select(
             spec,
             inline: true,
             timeouts: McpServerTimeouts::default(),
+            oauth_client: None,
         });
     }
     Ok(selection)
@@ -199,6 +211,7 @@ pub(crate) fn select_one(
                 spec: config.server(name)?.clone(),
                 inline: false,
                 timeouts: config.timeouts(name),
+                oauth_client: config.oauth_client(name),
             })
         }
         (None, Some(spec)) => Ok(Target {
@@ -206,6 +219,7 @@ pub(crate) fn select_one(
             spec,
             inline: true,
             timeouts: McpServerTimeouts::default(),
+            oauth_client: None,
         }),
         (None, None) => {
             bail!("name a server from the config, or give one with --stdio, --http or --sse")
@@ -343,7 +357,7 @@ pub(crate) async fn toolset(
         builder = builder.on_elicitation(elicit::ask);
     }
     if targets.iter().any(|target| target.url().is_some()) {
-        builder = builder.oauth(oauth::settings().await?);
+        builder = builder.oauth(oauth::settings(None).await?);
     }
     let hints: Arc<LoginHints> = Arc::new(
         targets
@@ -360,6 +374,15 @@ pub(crate) async fn toolset(
             timeouts.call = Some(call);
         }
         builder = builder.server_timeouts(target.name.clone(), timeouts);
+        // A server whose config names its OAuth client gets its own settings.
+        let own_oauth = match target
+            .oauth_client
+            .as_ref()
+            .filter(|_| target.url().is_some())
+        {
+            Some(client) => Some(oauth::settings(Some(client)).await?),
+            None => None,
+        };
         let spec = target.spec;
         let bar = progress.add(ProgressBar::new_spinner());
         bar.set_style(
@@ -371,6 +394,10 @@ pub(crate) async fn toolset(
         let name = target.name.clone();
         let hints = hints.clone();
         builder = builder.connect_with(target.name, move |connector| async move {
+            let connector = match own_oauth {
+                Some(oauth) => connector.oauth(oauth),
+                None => connector,
+            };
             let started = Instant::now();
             // A reaper ends the server's process group if this process is killed outright.
             let result = spec.connect(connector.on_process(reaper::on_process)).await;
@@ -503,12 +530,14 @@ mod tests {
                 spec: stdio("a"),
                 inline: true,
                 timeouts: McpServerTimeouts::default(),
+                oauth_client: None,
             },
             Target {
                 name: "a-2".into(),
                 spec: stdio("a"),
                 inline: true,
                 timeouts: McpServerTimeouts::default(),
+                oauth_client: None,
             },
         ];
         assert_eq!(unique_name("a", &taken), "a-3");

@@ -1,7 +1,8 @@
 //! `aquaregia mcp login` against a local OAuth authorization server: the token is stored
 //! (0600), the next `mcp tools` uses it without a prompt, an expired token is refreshed (on
 //! the server's 401, and before it expires), and `logout` removes it. The same for a server
-//! on the legacy HTTP+SSE transport.
+//! on the legacy HTTP+SSE transport, and with a client registered beforehand (`"oauth"` in
+//! the config: its id, scopes and redirect port).
 
 mod common;
 mod oauth_server;
@@ -157,4 +158,34 @@ async fn login_to_a_legacy_sse_server_stores_a_token_that_later_commands_use() {
     assert_eq!(call.stdout, "you are authorized\n");
     assert_eq!(counts.authorizations.load(Ordering::SeqCst), 1);
     assert_eq!(counts.rejected_tokens.load(Ordering::SeqCst), 0);
+}
+
+/// A server that does not let clients register themselves: the config's `"oauth"` names the
+/// client registered with it, the scopes, and the port of its redirect URI.
+#[tokio::test]
+async fn login_uses_the_configured_client_its_scopes_and_its_redirect_port() {
+    let server = OAuthServer::start().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    server.preregister("my-app", &format!("http://127.0.0.1:{port}/callback"));
+    let scratch = Scratch::new();
+    scratch.config(&json!({"protected": {"url": server.mcp_url, "oauth": {
+        "clientId": "my-app", "scopes": ["tools.read"], "callbackPort": port}}}));
+    let counts = server.counts();
+
+    let mut login = command(&scratch, &["mcp", "login", "protected"]);
+    login.env("AQUAREGIA_OAUTH_AUTOMATIC", "1");
+    let login = run(login, "").await;
+    assert_eq!(login.code, Some(0), "{login:?}");
+    assert_eq!(counts.registrations.load(Ordering::SeqCst), 0);
+    assert_eq!(counts.authorizations.load(Ordering::SeqCst), 1);
+    let (_, scope) = server.last_authorize().expect("an authorization request");
+    assert_eq!(scope, "tools.read");
+
+    // The stored token (of that client) is used by the next command.
+    lists_whoami(&run(command(&scratch, &["mcp", "tools", "protected"]), "").await);
+    assert_eq!(counts.authorizations.load(Ordering::SeqCst), 1);
 }

@@ -121,6 +121,15 @@ impl OAuthServer {
         self.inner.access_tokens.lock().unwrap().clear();
     }
 
+    /// A client registered beforehand (no dynamic registration) with its redirect URI.
+    pub fn preregister(&self, client_id: &str, redirect_uri: &str) {
+        self.inner
+            .clients
+            .lock()
+            .unwrap()
+            .insert(client_id.to_owned(), vec![redirect_uri.to_owned()]);
+    }
+
     /// The `resource` and `scope` of the last authorization request.
     pub fn last_authorize(&self) -> Option<(String, String)> {
         self.inner.last_authorize.lock().unwrap().clone()

@@ -98,7 +98,7 @@ use rmcp::RoleClient;
 use rmcp::transport::IntoTransport;
 use tokio::process::Command;
 
-pub use config::{ConfigError, McpServerSpec, McpServerTimeouts, McpServersConfig};
+pub use config::{ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig};
 pub use connection::{McpConnection, McpServerInfo};
 pub use connector::Connector;
 pub use elicitation::{ElicitationComplete, ElicitationRequest, ElicitationResponse};

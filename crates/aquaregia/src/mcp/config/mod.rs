@@ -1,5 +1,6 @@
 //! Server specs and the common `mcpServers` JSON config (Claude Desktop, Cursor and others).
 
+mod oauth_client;
 mod timeouts;
 
 use std::path::PathBuf;
@@ -9,6 +10,7 @@ use tokio::process::Command;
 
 use super::{Connector, HttpOptions, McpConnection, McpError};
 
+pub use oauth_client::McpOAuthClient;
 pub use timeouts::McpServerTimeouts;
 
 /// How to reach one MCP server.
@@ -169,6 +171,8 @@ pub struct McpServersConfig {
     pub warnings: Vec<String>,
     /// The servers' `"startupTimeoutMs"` and `"timeout"`, for those that set one.
     pub timeouts: Vec<(String, McpServerTimeouts)>,
+    /// The servers' `"oauth"` clients, for those that name one.
+    pub oauth: Vec<(String, McpOAuthClient)>,
 }
 
 /// Why a config file was rejected.
@@ -207,8 +211,9 @@ pub enum ConfigError {
 impl McpServersConfig {
     /// Parses the `mcpServers` format: `{"name": {"command", "args", "env", "cwd",
     /// "inheritEnv"?}}` for stdio servers, `{"url", "headers", "type"?}` for HTTP ones
-    /// (`"type": "sse"` for legacy SSE), with `"timeout"` (per call) and `"startupTimeoutMs"`
-    /// in milliseconds for either ([`timeouts`](Self::timeouts)). Unknown keys are kept as warnings, not errors, so
+    /// (`"type": "sse"` for legacy SSE) with `"oauth"` for a pre-registered OAuth client
+    /// ([`oauth_client`](Self::oauth_client)), and `"timeout"` (per call) and
+    /// `"startupTimeoutMs"` in milliseconds for either ([`timeouts`](Self::timeouts)). Unknown keys are kept as warnings, not errors, so
     /// files written for other tools load.
     ///
     /// A stdio server gets [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS)
@@ -310,7 +315,22 @@ impl McpServersConfig {
                 }
             };
             let timeouts = timeouts::take_timeouts(&name, &mut entry)?;
+            let oauth = oauth_client::take_oauth_client(&name, &mut entry, &mut config.warnings)?;
             let spec = parse_entry(&name, entry, &mut config.warnings)?;
+            if oauth.is_some() && matches!(spec, McpServerSpec::Stdio { .. }) {
+                config.warnings.push(format!(
+                    "server `{name}`: `oauth` is for HTTP servers; ignoring it"
+                ));
+            } else if let Some(client) = oauth.filter(|_| !disabled) {
+                let client = client.expanded(|field, value| {
+                    expand(&value, &lookup).map_err(|variable| ConfigError::UnsetVariable {
+                        server: name.clone(),
+                        field: field.to_owned(),
+                        variable,
+                    })
+                })?;
+                config.oauth.push((name.clone(), client));
+            }
             if !disabled && !timeouts.is_empty() {
                 config.timeouts.push((name.clone(), timeouts));
             }
@@ -331,6 +351,14 @@ impl McpServersConfig {
             .find(|(server, _)| server == name)
             .map(|(_, timeouts)| *timeouts)
             .unwrap_or_default()
+    }
+
+    /// The OAuth client the server called `name` names (`"oauth"`), if any.
+    pub fn oauth_client(&self, name: &str) -> Option<&McpOAuthClient> {
+        self.oauth
+            .iter()
+            .find(|(server, _)| server == name)
+            .map(|(_, client)| client)
     }
 
     /// The server called `name`.

@@ -246,3 +246,62 @@ fn timeouts_are_read_in_milliseconds() {
         assert!(matches!(error, ConfigError::Invalid(_)), "{bad}: {error}");
     }
 }
+
+#[test]
+fn an_oauth_client_is_read_with_its_secret_expanded() {
+    let lookup = |name: &str| (name == "GH_SECRET").then(|| "from-env".to_owned());
+    let config = McpServersConfig::from_json_with_env(
+        r#"{"mcpServers": {
+            "gh": {"url": "https://example.com/mcp", "oauth": {
+                "clientId": "Iv1.abc", "clientSecret": "${GH_SECRET}",
+                "scopes": ["repo", "read:org"], "callbackPort": 8765, "extra": 1}},
+            "dcr": {"url": "https://example.com/other", "oauth": {"scopes": ["x"]}},
+            "local": {"command": "x", "oauth": {"clientId": "y"}},
+            "plain": {"url": "https://example.com/plain"}
+        }}"#,
+        lookup,
+    )
+    .unwrap();
+    let gh = config.oauth_client("gh").unwrap();
+    assert_eq!(gh.client_id.as_deref(), Some("Iv1.abc"));
+    assert_eq!(gh.client_secret.as_deref(), Some("from-env"));
+    assert_eq!(gh.scopes, ["repo", "read:org"]);
+    assert_eq!(gh.callback_port, Some(8765));
+    let dcr = config.oauth_client("dcr").unwrap();
+    assert_eq!((dcr.client_id.as_deref(), dcr.scopes.len()), (None, 1));
+    assert!(config.oauth_client("plain").is_none());
+    assert!(config.oauth_client("local").is_none());
+    assert_eq!(
+        config.warnings,
+        [
+            "server `gh`: ignoring unknown key `oauth.extra`",
+            "server `local`: `oauth` is for HTTP servers; ignoring it",
+        ]
+    );
+
+    let unset = McpServersConfig::from_json_with_env(
+        r#"{"mcpServers": {"gh": {"url": "https://example.com/mcp",
+            "oauth": {"clientId": "a", "clientSecret": "${NOPE}"}}}}"#,
+        |_| None,
+    )
+    .unwrap_err();
+    assert!(
+        unset
+            .to_string()
+            .contains("`oauth.clientSecret` uses `${NOPE}`"),
+        "{unset}"
+    );
+    for bad in [
+        r#"{"mcpServers": {"a": {"url": "http://x", "oauth": "id"}}}"#,
+        r#"{"mcpServers": {"a": {"url": "http://x", "oauth": {"clientId": 7}}}}"#,
+        r#"{"mcpServers": {"a": {"url": "http://x", "oauth": {"scopes": "repo"}}}}"#,
+        r#"{"mcpServers": {"a": {"url": "http://x", "oauth": {"callbackPort": 70000}}}}"#,
+        r#"{"mcpServers": {"a": {"url": "http://x", "oauth": {"callbackPort": 0}}}}"#,
+    ] {
+        let error = McpServersConfig::from_json(bad).unwrap_err();
+        assert!(
+            matches!(error, ConfigError::Invalid(ref message) if message.contains("oauth")),
+            "{bad}: {error}"
+        );
+    }
+}
