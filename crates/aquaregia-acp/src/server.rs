@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use crate::auth::ApiKeyAuth;
 use crate::config::Models;
 use crate::dispatch::State;
-use crate::servers::{ConnectPlan, ProcessHook};
+use crate::servers::{ConnectPlan, LoginHint, ProcessHook};
 use crate::stdio;
 
 /// How long the end of serving waits for stdout to take what was sent.
@@ -64,6 +64,9 @@ pub struct AcpServer {
     store: Option<Arc<dyn SessionStore>>,
     output_budget: Option<OutputBudget>,
     on_process: Option<ProcessHook>,
+    #[cfg(feature = "oauth")]
+    oauth: Option<aquaregia::mcp::OAuth>,
+    login_hint: Option<LoginHint>,
 }
 
 impl fmt::Debug for AcpServer {
@@ -110,7 +113,32 @@ impl AcpServer {
             store: None,
             output_budget: Some(DEFAULT_OUTPUT_BUDGET),
             on_process: None,
+            #[cfg(feature = "oauth")]
+            oauth: None,
+            login_hint: None,
         }
+    }
+
+    /// OAuth for the HTTP servers sessions are given (feature `oauth`): what
+    /// [`McpToolsetBuilder::oauth`](aquaregia::mcp::McpToolsetBuilder::oauth) does, for every
+    /// session. An agent the editor started has no terminal to send the user to a browser
+    /// from: give it the token store a login elsewhere filled, without a callback, so stored
+    /// tokens are used and refreshed, and a server that needs a new authorization is reported
+    /// unavailable (with [`login_hint`](Self::login_hint)).
+    #[cfg(feature = "oauth")]
+    #[must_use]
+    pub fn oauth(mut self, oauth: aquaregia::mcp::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// What to tell the user when a server needs an authorization this agent cannot do: given
+    /// the server's URL, how to authorize it (a command to run, say). It follows the reason in
+    /// the unavailable-server notice.
+    #[must_use]
+    pub fn login_hint(mut self, hint: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+        self.login_hint = Some(Arc::new(hint));
+        self
     }
 
     /// Tells `hook` when each session's stdio MCP server process starts and ends (see
@@ -239,6 +267,9 @@ impl AcpServer {
                 startup_timeout: self.startup_timeout,
                 disabled: self.disabled.into(),
                 on_process: self.on_process,
+                #[cfg(feature = "oauth")]
+                oauth: self.oauth,
+                login_hint: self.login_hint,
             },
             self.auth,
             self.models,

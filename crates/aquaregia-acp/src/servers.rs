@@ -137,12 +137,18 @@ fn headers(headers: &[HttpHeader]) -> Vec<(String, String)> {
 /// Told when a stdio server's process starts and ends.
 pub(crate) type ProcessHook = Arc<dyn Fn(ServerProcess) + Send + Sync>;
 
+/// Says how to authorize a server, given its URL.
+pub(crate) type LoginHint = Arc<dyn Fn(&str) -> String + Send + Sync>;
+
 /// How to connect a session's servers.
 #[derive(Clone)]
 pub(crate) struct ConnectPlan {
     pub(crate) startup_timeout: Duration,
     pub(crate) disabled: Arc<[String]>,
     pub(crate) on_process: Option<ProcessHook>,
+    #[cfg(feature = "oauth")]
+    pub(crate) oauth: Option<aquaregia::mcp::OAuth>,
+    pub(crate) login_hint: Option<LoginHint>,
 }
 
 /// Connects every entry in parallel through an [`McpToolset`] (tools named
@@ -167,6 +173,10 @@ pub(crate) async fn connect_all(
             move |complete| elicitation.completed(&complete)
         })
         .on_elicitation(move |request| elicitation.clone().answer(request));
+    #[cfg(feature = "oauth")]
+    if let Some(oauth) = &plan.oauth {
+        builder = builder.oauth(oauth.clone());
+    }
     for server in servers {
         let name = name(server).to_owned();
         if !names.insert(name.clone()) {
@@ -213,9 +223,15 @@ pub(crate) async fn connect_all(
     }
     // Not strict: connecting never fails as a whole.
     let toolset = builder.connect().await.unwrap_or_default();
-    failures.extend(toolset.failures().iter().map(|(name, error)| Failure {
-        name: name.clone(),
-        reason: error.to_string(),
+    failures.extend(toolset.failures().iter().map(|(name, error)| {
+        let mut reason = error.to_string();
+        if let (McpError::AuthRequired { url, .. }, Some(hint)) = (error, &plan.login_hint) {
+            reason = format!("{reason}; {}", hint(url));
+        }
+        Failure {
+            name: name.clone(),
+            reason,
+        }
     }));
     (toolset, failures)
 }

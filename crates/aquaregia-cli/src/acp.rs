@@ -13,6 +13,7 @@ use crate::prompt_cache;
 use crate::reaper;
 use crate::telemetry;
 use anyhow::Context;
+use aquaregia::mcp::{FileTokenStore, OAuth};
 use aquaregia::{Client, FileSessionStore};
 use aquaregia_acp::{AcpServer, ApiKeyAuth};
 use clap::Args;
@@ -162,6 +163,12 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     .disable_tools(args.disabled_tools)
     // A reaper ends the servers' process groups if this process is killed outright.
     .on_process(reaper::on_process)
+    // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
+    // used and refreshed; a server without one says how to log in.
+    .oauth(OAuth::new("http://127.0.0.1/callback").store(FileTokenStore::new(data_dir.clone())))
+    .login_hint(|url| {
+        format!("run `aquaregia mcp login --http {url}` in a terminal, then start a new session")
+    })
     .serve_stdio()
     .await?;
     Ok(())
