@@ -1,5 +1,5 @@
 //! Streamable HTTP servers that fail in ways callers must be able to tell apart: a one-off
-//! HTTP 500 on a call, and an authorization challenge. The server is a small axum app that
+//! HTTP 500 on a call, an authorization challenge, and nothing listening at all. The server is a small axum app that
 //! speaks just enough MCP (2025-11-25), so each failure is exact.
 
 use std::sync::Arc;
@@ -265,4 +265,34 @@ async fn refused_credentials_are_an_http_error_without_the_token() {
         }
         server.abort();
     }
+}
+
+/// Nothing listens at the address: the error says so in a line (no request, no legacy SSE
+/// fallback, which could not do better), and the OS error is its source.
+#[tokio::test]
+async fn nothing_listening_is_said_plainly_without_a_fallback() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let error = mcp::Connector::new()
+        .timeout(BOUND)
+        .http(&url, HttpOptions::new())
+        .await
+        .unwrap_err();
+    let McpError::Connect {
+        message, source, ..
+    } = &error
+    else {
+        panic!("{error:?}");
+    };
+    assert!(
+        message.starts_with(&format!("cannot connect to {url}: ")) && message.contains("refused"),
+        "{message}"
+    );
+    assert!(!message.contains("SSE"), "{message}");
+    let source = source.as_ref().expect("the cause").to_string();
+    assert!(message.ends_with(&source), "{message} / {source}");
 }

@@ -13,7 +13,7 @@ use rmcp::transport::streamable_http_client::{
 use tokio::process::Command;
 
 use super::elicitation::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
-use super::handshake::{Handshake, HandshakeError, HttpTarget, establish};
+use super::handshake::{Handshake, HandshakeError, HttpTarget, establish, is_unreachable};
 #[cfg(feature = "mcp-oauth")]
 use super::oauth::{self, OAuth};
 use super::sampling::{SamplingRequest, SamplingResponse};
@@ -288,16 +288,19 @@ impl Connector {
             Ok(connection) => return Ok(connection),
             Err(error) => error,
         };
-        // Authorization does not depend on the transport: the legacy one would not do better.
-        if matches!(
-            error,
-            McpError::AuthRequired { .. }
-                | McpError::Authorization { .. }
-                | McpError::Http {
-                    status: 401 | 403,
-                    ..
-                }
-        ) {
+        // Nothing listens there, or authorization is wanted (which does not depend on the
+        // transport): the legacy one would not do better.
+        if is_unreachable(&error)
+            || matches!(
+                error,
+                McpError::AuthRequired { .. }
+                    | McpError::Authorization { .. }
+                    | McpError::Http {
+                        status: 401 | 403,
+                        ..
+                    }
+            )
+        {
             return Err(error);
         }
         tracing::debug!(server = %name, %error, "Streamable HTTP failed; trying legacy HTTP+SSE");

@@ -200,14 +200,23 @@ fn init_error(name: &str, error: ClientInitializeError, http: Option<&HttpTarget
             None => connect(rejected(&data), None),
         },
         ClientInitializeError::TransportError { error, context } => {
-            if let (Some(http), Some(failure)) = (
-                http,
-                error
-                    .error
-                    .downcast_ref::<StreamableHttpError<reqwest::Error>>(),
-            ) && let Some(error) = http_transport_error(failure, http)
+            let failure = error
+                .error
+                .downcast_ref::<StreamableHttpError<reqwest::Error>>();
+            if let (Some(http), Some(failure)) = (http, failure)
+                && let Some(error) = http_transport_error(failure, http)
             {
                 return error;
+            }
+            // Nothing answers at that address: say so, and not what rmcp was sending.
+            if let (Some(http), Some(StreamableHttpError::Client(client))) = (http, failure)
+                && client.is_connect()
+            {
+                let cause = root_cause(client);
+                return connect(
+                    format!("cannot connect to {}: {cause}", http.url),
+                    Some(Arc::new(Unreachable(cause))),
+                );
             }
             let source: ErrorSource = Arc::from(error.error);
             connect(
@@ -264,6 +273,35 @@ fn http_transport_error(
         resource_metadata: challenge.resource_metadata,
         scope: challenge.scope,
     })
+}
+
+/// The innermost cause of `error` (an OS error, say).
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(deeper) = cause.source() {
+        cause = deeper;
+    }
+    cause.to_string()
+}
+
+/// Why nothing could be reached at a server's address (the connection was refused, the host
+/// not found): the innermost cause's text.
+#[derive(Debug)]
+struct Unreachable(String);
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unreachable {}
+
+/// Whether `error` says nothing could be reached at the server's address: another transport
+/// to the same URL would fare no better.
+pub(crate) fn is_unreachable(error: &McpError) -> bool {
+    matches!(error, McpError::Connect { source: Some(source), .. }
+        if source.downcast_ref::<Unreachable>().is_some())
 }
 
 /// An error and its causes, `: `-separated.
