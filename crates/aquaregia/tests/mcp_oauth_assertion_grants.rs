@@ -43,6 +43,8 @@ struct World {
     accepted_id_token: Mutex<Option<String>>,
     /// The error the token endpoint answers the workload's grant with, if any.
     workload_refusal: Option<&'static str>,
+    /// The token endpoint never answers.
+    silent: bool,
     exchanges: AtomicUsize,
     grants: AtomicUsize,
     /// Access token -> when it expires.
@@ -171,6 +173,9 @@ async fn as_token(State(world): State<Arc<World>>, headers: HeaderMap, body: Str
     );
     *world.last_grant.lock().unwrap() = form.clone();
     let n = world.grants.fetch_add(1, Ordering::SeqCst) + 1;
+    if world.silent {
+        std::future::pending::<()>().await;
+    }
     if let Some(code) = world.workload_refusal {
         return oauth_error(code, "the workload may not have these scopes");
     }
@@ -476,5 +481,29 @@ async fn a_refused_workload_grant_reports_the_error_once() {
     );
     assert!(!message.contains("workload-jwt"), "{message}");
     assert_eq!(world.grants.load(Ordering::SeqCst), 1, "not retried");
+    task.abort();
+}
+
+/// A token endpoint that never answers fails the connect after the request's time limit
+/// (30 s) instead of holding it forever.
+#[tokio::test]
+async fn a_silent_token_endpoint_fails_the_connect_in_time() {
+    let (world, task) = start(World {
+        lifetime: 3600,
+        silent: true,
+        ..World::default()
+    })
+    .await;
+    let oauth = OAuth::workload_identity("workload-7", "workload-jwt");
+    let url = format!("{}/mcp", world.base);
+    let connect = Connector::new().http(&url, HttpOptions::new().oauth(oauth));
+    let error = tokio::time::timeout(Duration::from_secs(90), connect)
+        .await
+        .expect("the token request has a time limit")
+        .expect_err("no token");
+    let McpError::Authorization { message, .. } = &error else {
+        panic!("{error:?}");
+    };
+    assert!(message.contains("did not answer within 30 s"), "{message}");
     task.abort();
 }

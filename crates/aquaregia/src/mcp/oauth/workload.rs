@@ -10,6 +10,21 @@ use super::{OAuth, TokenSource};
 /// The largest token response read.
 const MAX_RESPONSE: usize = 64 * 1024;
 
+/// How long the token request may take (rmcp's OAuth requests get as long).
+const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A token request that got no (complete) answer.
+fn unanswered(error: &reqwest::Error) -> String {
+    if error.is_timeout() {
+        format!(
+            "the token endpoint did not answer within {} s",
+            TIMEOUT.as_secs()
+        )
+    } else {
+        format!("the token endpoint could not be reached: {error}")
+    }
+}
+
 /// Whether the metadata lists `grant` (or lists no grant types at all, when trying is the
 /// only way to know).
 pub(super) fn supports_grant(metadata: &AuthorizationMetadata, grant: &str) -> bool {
@@ -51,6 +66,7 @@ pub(super) async fn exchange(
     }
     let client = crate::http::client_builder()
         .redirect(reqwest::redirect::Policy::none())
+        .timeout(TIMEOUT)
         .build()
         .map_err(|error| format!("no HTTP client: {error}"))?;
     let mut request = client
@@ -73,12 +89,9 @@ pub(super) async fn exchange(
         .body(body)
         .send()
         .await
-        .map_err(|error| format!("the token endpoint could not be reached: {error}"))?;
+        .map_err(|error| unanswered(&error))?;
     let status = response.status();
-    let body = response
-        .bytes()
-        .await
-        .map_err(|error| format!("reading the token response: {error}"))?;
+    let body = response.bytes().await.map_err(|error| unanswered(&error))?;
     if body.len() > MAX_RESPONSE {
         return Err(format!("the token response is over {MAX_RESPONSE} bytes"));
     }
