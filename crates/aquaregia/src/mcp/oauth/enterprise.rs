@@ -78,13 +78,24 @@ pub(super) async fn exchange(
     scopes: Vec<String>,
 ) -> Result<serde_json::Value, String> {
     let Some(issuer) = metadata.issuer.clone() else {
-        return Err("the authorization server's metadata names no issuer, which the ID-JAG must be addressed to".to_owned());
+        return Err(
+            "the authorization server's metadata names no issuer to address the ID-JAG to"
+                .to_owned(),
+        );
     };
     if !super::workload::supports_grant(metadata, JWT_BEARER) {
-        return Err("the authorization server does not take JWT-bearer grants (its metadata's grant_types_supported), so it cannot redeem an ID-JAG".to_owned());
+        return Err(concat!(
+            "the authorization server does not take JWT-bearer grants ",
+            "(its metadata's grant_types_supported), so it cannot redeem an ID-JAG"
+        )
+        .to_owned());
     }
     let Some(client_id) = oauth.client_id.clone() else {
-        return Err("no client id for the MCP server's authorization server: give OAuth::client_id the client registered there".to_owned());
+        return Err(concat!(
+            "no client id for the MCP server's authorization server: ",
+            "give OAuth::client_id the client registered there"
+        )
+        .to_owned());
     };
     let id_token = id_token()
         .await

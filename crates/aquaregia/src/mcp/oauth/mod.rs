@@ -248,8 +248,11 @@ impl OAuth {
     ///
     /// ```
     /// use aquaregia::mcp::{IdentityProvider, OAuth};
-    /// let idp = IdentityProvider::new("https://acme.okta.com", "https://acme.okta.com/oauth2/v1/token", "agent");
-    /// let oauth = OAuth::enterprise(idp, "eyJhbGciOi...").client_id("agent-at-linear").client_secret("s3cret");
+    /// let okta = "https://acme.okta.com";
+    /// let idp = IdentityProvider::new(okta, format!("{okta}/oauth2/v1/token"), "agent");
+    /// let oauth = OAuth::enterprise(idp, "eyJhbGciOi...")
+    ///     .client_id("agent-at-linear")
+    ///     .client_secret("s3cret");
     /// assert!(!format!("{oauth:?}").contains("eyJ"));
     /// ```
     pub fn enterprise(idp: IdentityProvider, id_token: impl Into<String>) -> Self {
