@@ -2,8 +2,9 @@
 //! want a bearer token from a local authorization server. The `401` on the GET starts the
 //! discovery and authorization, the token goes on the GET and every POST, a POST whose token is
 //! rejected is sent again with a refreshed one, and the next connect with the same store
-//! refreshes the expired stored token without a new authorization. `Connector::http` with OAuth
-//! falls back to this transport like it does without.
+//! refreshes the expired stored token without a new authorization; a POST refused for too
+//! little scope mid-session gets a new authorization with that scope. `Connector::http` with
+//! OAuth falls back to this transport like it does without.
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -40,6 +41,12 @@ struct Server {
     rejected: AtomicUsize,
     /// POSTs that came with a valid token.
     authorized_posts: AtomicUsize,
+    /// The scope the last authorization request asked for.
+    last_scope: Mutex<String>,
+    /// Access tokens granted the `tools.write` scope.
+    write_tokens: Mutex<HashSet<String>>,
+    /// POSTs need a token with `tools.write`.
+    require_write: AtomicBool,
 }
 
 impl Server {
@@ -140,6 +147,7 @@ async fn authorize(State(server): State<Arc<Server>>, RawQuery(query): RawQuery)
         url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
             .into_owned()
             .collect();
+    *server.last_scope.lock().unwrap() = query.get("scope").cloned().unwrap_or_default();
     let mut location = url::Url::parse(&query["redirect_uri"]).unwrap();
     location
         .query_pairs_mut()
@@ -178,6 +186,16 @@ async fn token(State(server): State<Arc<Server>>, body: String) -> Response {
     let n = server.next.fetch_add(1, Ordering::SeqCst);
     let (access, refresh) = (format!("access-{n}"), format!("refresh-{n}"));
     server.access_tokens.lock().unwrap().insert(access.clone());
+    if form.get("grant_type").map(String::as_str) == Some("authorization_code")
+        && server
+            .last_scope
+            .lock()
+            .unwrap()
+            .split(' ')
+            .any(|scope| scope == "tools.write")
+    {
+        server.write_tokens.lock().unwrap().insert(access.clone());
+    }
     server
         .refresh_tokens
         .lock()
@@ -217,6 +235,24 @@ async fn message(
 ) -> Response {
     if !server.authorized(&headers) {
         return server.challenge();
+    }
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if server.require_write.load(Ordering::SeqCst)
+        && !server.write_tokens.lock().unwrap().contains(token)
+    {
+        let challenge = format!(
+            r#"Bearer error="insufficient_scope", scope="tools.write", resource_metadata="{}/.well-known/oauth-protected-resource/sse""#,
+            server.base
+        );
+        return (
+            StatusCode::FORBIDDEN,
+            [(header::WWW_AUTHENTICATE, challenge)],
+        )
+            .into_response();
     }
     server.authorized_posts.fetch_add(1, Ordering::SeqCst);
     let Some(id) = message.get("id").cloned() else {
@@ -392,4 +428,42 @@ async fn http_with_oauth_falls_back_to_an_open_sse_server() {
     task.abort();
     let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
     assert!(!logged.contains("expired"), "{logged}");
+}
+
+/// Mid-session, the server wants more scope for a message (`403 insufficient_scope`): a new
+/// authorization asks for it, and the message is sent again with the new token.
+#[tokio::test]
+async fn a_message_refused_for_scope_mid_session_is_authorized_again() {
+    let (server, task) = start().await;
+    let store = Arc::new(MemoryTokenStore::new());
+    let connection = Connector::new()
+        .sse(
+            &format!("{}/sse", server.base),
+            HttpOptions::new().oauth(oauth(&store)),
+        )
+        .await
+        .expect("authorized on the GET's challenge");
+    let tools = connection.tools().await.unwrap();
+    assert_eq!(server.authorizations.load(Ordering::SeqCst), 1);
+
+    server.require_write.store(true, Ordering::SeqCst);
+    let answer = tools[0]
+        .execute(json!({}))
+        .await
+        .expect("authorized again with the scope");
+    assert!(
+        answer.to_string().contains("you are authorized"),
+        "{answer}"
+    );
+    assert_eq!(server.authorizations.load(Ordering::SeqCst), 2);
+    assert!(
+        server
+            .last_scope
+            .lock()
+            .unwrap()
+            .split(' ')
+            .any(|scope| scope == "tools.write")
+    );
+    connection.close().await;
+    task.abort();
 }

@@ -1,6 +1,8 @@
 //! OAuth for legacy HTTP+SSE servers, with the same store and flow as Streamable HTTP: the
 //! token goes on the event-stream GET and on every POST, and a challenge on the GET starts the
-//! same discovery and authorization before the stream is opened again.
+//! same discovery and authorization before the stream is opened again. A POST refused once the
+//! session is up gets a refreshed token, else a new authorization answering its challenge
+//! (more scope, say).
 
 use std::sync::Arc;
 
@@ -10,7 +12,7 @@ use super::OAuth;
 use super::flow::{MAX_AUTHORIZATIONS, authorize, restored_manager};
 use crate::mcp::McpConnection;
 use crate::mcp::error::McpError;
-use crate::mcp::sse::{BearerSource, SseSession};
+use crate::mcp::sse::{BearerSource, Renew, SseSession};
 
 /// Connects to a legacy HTTP+SSE server, authorizing with `oauth` when it asks.
 pub(crate) async fn connect_sse_with_oauth(
@@ -21,7 +23,8 @@ pub(crate) async fn connect_sse_with_oauth(
     let mut manager = restored_manager(url, name, oauth).await?;
     let mut authorizations = 0;
     loop {
-        let error = match session.connect(Some(bearer(manager))).await {
+        let bearer = bearer(manager, Authorizer::new(url, name, oauth));
+        let error = match session.connect(Some(bearer)).await {
             Ok(connection) => return Ok(connection),
             Err(error) => error,
         };
@@ -45,17 +48,53 @@ pub(crate) async fn connect_sse_with_oauth(
     }
 }
 
-/// The manager's access token, refreshed when it is about to expire or when asked; none
-/// without one.
-fn bearer(manager: AuthorizationManager) -> BearerSource {
+/// What authorizing the server again takes.
+#[derive(Clone)]
+struct Authorizer {
+    url: Arc<str>,
+    name: Arc<str>,
+    oauth: OAuth,
+}
+
+impl Authorizer {
+    fn new(url: &str, name: &str, oauth: &OAuth) -> Self {
+        Self {
+            url: url.into(),
+            name: name.into(),
+            oauth: oauth.clone(),
+        }
+    }
+}
+
+/// The manager's access token, refreshed when it is about to expire or when asked, or from a
+/// new authorization when the server's challenge asks for one; none without one.
+fn bearer(manager: AuthorizationManager, authorizer: Authorizer) -> BearerSource {
     let manager = Arc::new(tokio::sync::Mutex::new(manager));
-    Arc::new(move |refresh| {
+    Arc::new(move |renew| {
         let manager = manager.clone();
+        let authorizer = authorizer.clone();
         Box::pin(async move {
-            let manager = manager.lock().await;
-            if refresh && let Err(error) = manager.refresh_token().await {
-                tracing::debug!(%error, "refreshing the rejected OAuth token failed");
-                return None;
+            let mut manager = manager.lock().await;
+            match renew {
+                Renew::No => {}
+                Renew::Refresh => {
+                    if let Err(error) = manager.refresh_token().await {
+                        tracing::debug!(%error, "refreshing the rejected OAuth token failed");
+                        return None;
+                    }
+                }
+                Renew::Authorize(challenge) => {
+                    let Authorizer { url, name, oauth } = &authorizer;
+                    tracing::info!(server = %name, "the server wants another authorization");
+                    match authorize(url, name, oauth, &challenge).await {
+                        Ok(Some(authorized)) => *manager = authorized,
+                        Ok(None) => return None,
+                        Err(error) => {
+                            tracing::warn!(server = %name, %error, "authorizing again failed");
+                            return None;
+                        }
+                    }
+                }
             }
             match manager.get_access_token().await {
                 Ok(token) => Some(token),

@@ -39,10 +39,24 @@ const ERROR_BODY_PREFIX: usize = 512;
 /// How much of a successful POST's body is read (and dropped) so the connection can be reused.
 const DRAIN_LIMIT: usize = 64 << 10;
 
-/// Gives the current access token (refreshed when it is about to expire, or at once when
-/// called with `true` after the server rejected it), if there is one.
+/// Gives the current access token (refreshed when it is about to expire), if there is one,
+/// or a new one after the server refused it.
 pub(crate) type BearerSource =
-    Arc<dyn Fn(bool) -> BoxFuture<'static, Option<String>> + Send + Sync>;
+    Arc<dyn Fn(Renew) -> BoxFuture<'static, Option<String>> + Send + Sync>;
+
+/// What a [`BearerSource`] is asked for.
+pub(crate) enum Renew {
+    /// The current token.
+    No,
+    /// A refreshed one: the server rejected the current one.
+    Refresh,
+    /// One from a new authorization answering the server's challenge (`WWW-Authenticate`):
+    /// the token could not be refreshed, or has too little scope.
+    Authorize(
+        // Only an OAuth source reads it, and only `mcp-oauth` builds one.
+        #[cfg_attr(not(feature = "mcp-oauth"), allow(dead_code))] String,
+    ),
+}
 
 /// A client transport for servers that speak the legacy HTTP+SSE transport.
 pub(crate) struct SseTransport {
@@ -90,7 +104,7 @@ impl SseTransport {
 
         let mut get_headers = headers.clone();
         get_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(value) = authorization(bearer.as_ref(), false).await {
+        if let Some(value) = authorization(bearer.as_ref(), Renew::No).await {
             get_headers.insert(AUTHORIZATION, value);
         }
         let response = client
@@ -221,10 +235,25 @@ impl Transport<RoleClient> for SseTransport {
             let sent = |result: reqwest::Result<reqwest::Response>| {
                 result.map_err(|error| SseSendError::Request(reqwest_message(&error)))
             };
-            let mut response = sent(post(authorization(bearer.as_ref(), false).await).await)?;
+            let mut response = sent(post(authorization(bearer.as_ref(), Renew::No).await).await)?;
             // A rejected OAuth token: refreshed once, and the message sent again.
             if response.status() == StatusCode::UNAUTHORIZED
-                && let Some(token) = authorization(bearer.as_ref(), true).await
+                && let Some(token) = authorization(bearer.as_ref(), Renew::Refresh).await
+            {
+                response = sent(post(Some(token)).await)?;
+            }
+            // Still refused with a challenge (no refresh possible, or too little scope): one
+            // new authorization with what it asks for, and the message sent again.
+            if matches!(
+                response.status(),
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+            ) && let Some(challenge) = response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned)
+                && let Some(token) =
+                    authorization(bearer.as_ref(), Renew::Authorize(challenge)).await
             {
                 response = sent(post(Some(token)).await)?;
             }
@@ -251,10 +280,10 @@ impl Transport<RoleClient> for SseTransport {
     }
 }
 
-/// The `Authorization` header for the current token of `bearer` (a new one with `refresh`),
-/// marked sensitive.
-async fn authorization(bearer: Option<&BearerSource>, refresh: bool) -> Option<HeaderValue> {
-    let token = bearer?(refresh).await?;
+/// The `Authorization` header for the token `bearer` gives when asked for `renew`, marked
+/// sensitive.
+async fn authorization(bearer: Option<&BearerSource>, renew: Renew) -> Option<HeaderValue> {
+    let token = bearer?(renew).await?;
     let mut value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
     value.set_sensitive(true);
     Some(value)
