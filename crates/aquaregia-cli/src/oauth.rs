@@ -34,15 +34,24 @@ pub(crate) fn can_authorize() -> bool {
 }
 
 /// The OAuth settings for `mcp tools|call` and `run`: stored tokens, and an authorization
-/// through a loopback listener only when [`can_authorize`]; with the config's `client` of
-/// the server, if it names one.
-pub(crate) async fn settings(client: Option<&McpOAuthClient>) -> anyhow::Result<OAuth> {
+/// through a loopback listener only when [`can_authorize`].
+pub(crate) async fn settings() -> anyhow::Result<OAuth> {
     let store = store()?;
     if !can_authorize() {
-        let oauth = OAuth::new("http://127.0.0.1/callback").store(store);
-        return Ok(with_client(oauth, client));
+        return Ok(OAuth::new("http://127.0.0.1/callback").store(store));
     }
-    Ok(authorizing(client).await?.store(store))
+    Ok(Loopback::bind().await?.oauth().store(store))
+}
+
+/// `shared` ([`settings`]) for a server whose config names its OAuth client: with its id,
+/// secret and scopes, and its redirect port if it registered one (the shared listener
+/// otherwise).
+pub(crate) fn for_client(shared: &OAuth, client: &McpOAuthClient) -> OAuth {
+    let oauth = match client.callback_port {
+        Some(port) if can_authorize() => on_port(port).shared_store(shared.token_store().clone()),
+        _ => shared.clone(),
+    };
+    client.apply(oauth)
 }
 
 /// OAuth that authorizes through the browser (or, automatic, by itself), catching the
@@ -53,14 +62,10 @@ pub(crate) async fn authorizing(client: Option<&McpOAuthClient>) -> anyhow::Resu
         Some(port) => on_port(port),
         None => Loopback::bind().await?.oauth(),
     };
-    Ok(with_client(oauth, client))
-}
-
-fn with_client(oauth: OAuth, client: Option<&McpOAuthClient>) -> OAuth {
-    match client {
+    Ok(match client {
         Some(client) => client.apply(oauth),
         None => oauth,
-    }
+    })
 }
 
 /// OAuth whose redirect URI is on `port`, which is listened on only while an authorization

@@ -356,8 +356,13 @@ pub(crate) async fn toolset(
     if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         builder = builder.on_elicitation(elicit::ask);
     }
-    if targets.iter().any(|target| target.url().is_some()) {
-        builder = builder.oauth(oauth::settings(None).await?);
+    let shared_oauth = if targets.iter().any(|target| target.url().is_some()) {
+        Some(oauth::settings().await?)
+    } else {
+        None
+    };
+    if let Some(shared) = &shared_oauth {
+        builder = builder.oauth(shared.clone());
     }
     let hints: Arc<LoginHints> = Arc::new(
         targets
@@ -375,14 +380,15 @@ pub(crate) async fn toolset(
         }
         builder = builder.server_timeouts(target.name.clone(), timeouts);
         // A server whose config names its OAuth client gets its own settings.
-        let own_oauth = match target
-            .oauth_client
+        let own_oauth = shared_oauth
             .as_ref()
-            .filter(|_| target.url().is_some())
-        {
-            Some(client) => Some(oauth::settings(Some(client)).await?),
-            None => None,
-        };
+            .zip(
+                target
+                    .oauth_client
+                    .as_ref()
+                    .filter(|_| target.url().is_some()),
+            )
+            .map(|(shared, client)| oauth::for_client(shared, client));
         let spec = target.spec;
         let bar = progress.add(ProgressBar::new_spinner());
         bar.set_style(

@@ -7,7 +7,7 @@ mod oauth_server;
 
 use serde_json::{Value, json};
 
-use aquaregia_test_support::acp_client::RawClient;
+use aquaregia_test_support::acp_client::{RawClient, updates};
 use aquaregia_test_support::mock_model::{MockServer, Reply, tool_names};
 use aquaregia_test_support::processes::{KillMarked, marker};
 use common::{Scratch, acp_agent, cli, run};
@@ -15,11 +15,8 @@ use oauth_server::OAuthServer;
 
 /// The text of the agent's messages in `session`.
 fn agent_text(client: &RawClient, session: &str) -> String {
-    client
-        .log()
+    updates(&client.log(), session)
         .iter()
-        .filter(|m| m["method"] == "session/update" && m["params"]["sessionId"] == session)
-        .map(|m| &m["params"]["update"])
         .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
         .filter_map(|u| u["content"]["text"].as_str())
         .collect()

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aquaregia::mcp::{
-    Connector, HttpOptions, IdentityProvider, McpError, MemoryTokenStore, OAuth, TokenStore,
-    TokenStoreError,
+    Connector, HttpOptions, IdentityProvider, McpConnection, McpError, MemoryTokenStore, OAuth,
+    TokenStore, TokenStoreError,
 };
 use axum::Router;
 use axum::extract::State;
@@ -258,6 +258,24 @@ async fn mcp(
     axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
 }
 
+/// Connects to the world's MCP server, authorizing with `oauth`.
+async fn connect(world: &World, oauth: OAuth) -> Result<McpConnection, McpError> {
+    Connector::new()
+        .http(
+            &format!("{}/mcp", world.base),
+            HttpOptions::new().oauth(oauth),
+        )
+        .await
+}
+
+/// The message of an authorization that failed.
+fn refusal(error: &McpError) -> &str {
+    let McpError::Authorization { message, .. } = error else {
+        panic!("{error:?}");
+    };
+    message
+}
+
 fn idp(world: &World) -> IdentityProvider {
     IdentityProvider::new(
         format!("{}/idp", world.base),
@@ -286,11 +304,7 @@ async fn an_expired_enterprise_token_is_exchanged_again_with_a_fresh_id_token() 
     })
     .client_id(CLIENT)
     .client_secret(SECRET);
-    let connection = Connector::new()
-        .http(
-            &format!("{}/mcp", world.base),
-            HttpOptions::new().oauth(oauth),
-        )
+    let connection = connect(&world, oauth)
         .await
         .expect("authorized by the enterprise grant");
     let tools = connection.tools().await.unwrap();
@@ -329,16 +343,10 @@ async fn a_rejected_id_token_fails_the_connect_and_says_to_sign_in_again() {
     let oauth = OAuth::enterprise(idp(&world), "stale-id-token")
         .client_id(CLIENT)
         .client_secret(SECRET);
-    let error = Connector::new()
-        .http(
-            &format!("{}/mcp", world.base),
-            HttpOptions::new().oauth(oauth),
-        )
+    let error = connect(&world, oauth)
         .await
         .expect_err("the identity provider refuses the ID token");
-    let McpError::Authorization { message, .. } = &error else {
-        panic!("{error:?}");
-    };
+    let message = refusal(&error);
     assert!(
         message.contains("identity provider rejected the ID token")
             && message.contains("sign in again"),
@@ -358,16 +366,10 @@ async fn without_a_client_id_the_enterprise_grant_says_what_is_missing() {
     })
     .await;
     *world.accepted_id_token.lock().unwrap() = Some("id-token".to_owned());
-    let error = Connector::new()
-        .http(
-            &format!("{}/mcp", world.base),
-            HttpOptions::new().oauth(OAuth::enterprise(idp(&world), "id-token")),
-        )
+    let error = connect(&world, OAuth::enterprise(idp(&world), "id-token"))
         .await
         .expect_err("no client at the authorization server");
-    let McpError::Authorization { message, .. } = &error else {
-        panic!("{error:?}");
-    };
+    let message = refusal(&error);
     assert!(message.contains("OAuth::client_id"), "{message}");
     assert_eq!(world.exchanges.load(Ordering::SeqCst), 0);
     task.abort();
@@ -381,11 +383,7 @@ async fn a_workload_identity_token_is_the_grant() {
     })
     .await;
     let oauth = OAuth::workload_identity("workload-7", "workload-jwt").scopes(["tools.read"]);
-    let connection = Connector::new()
-        .http(
-            &format!("{}/mcp", world.base),
-            HttpOptions::new().oauth(oauth),
-        )
+    let connection = connect(&world, oauth)
         .await
         .expect("authorized by the workload's JWT");
     assert_eq!(connection.tools().await.unwrap().len(), 1);
@@ -436,11 +434,7 @@ async fn calls_do_not_read_the_token_store_each_time() {
     .await;
     let store = Arc::new(CountingStore::default());
     let oauth = OAuth::workload_identity("workload-7", "workload-jwt").shared_store(store.clone());
-    let connection = Connector::new()
-        .http(
-            &format!("{}/mcp", world.base),
-            HttpOptions::new().oauth(oauth),
-        )
+    let connection = connect(&world, oauth)
         .await
         .expect("authorized by the workload's JWT");
     let tools = connection.tools().await.unwrap();
@@ -463,16 +457,10 @@ async fn a_refused_workload_grant_reports_the_error_once() {
     })
     .await;
     let oauth = OAuth::workload_identity("workload-7", "workload-jwt");
-    let error = Connector::new()
-        .http(
-            &format!("{}/mcp", world.base),
-            HttpOptions::new().oauth(oauth),
-        )
+    let error = connect(&world, oauth)
         .await
         .expect_err("the authorization server refuses");
-    let McpError::Authorization { message, .. } = &error else {
-        panic!("{error:?}");
-    };
+    let message = refusal(&error);
     assert!(
         message.contains("workload identity")
             && message.contains("invalid_scope")
@@ -495,15 +483,11 @@ async fn a_silent_token_endpoint_fails_the_connect_in_time() {
     })
     .await;
     let oauth = OAuth::workload_identity("workload-7", "workload-jwt");
-    let url = format!("{}/mcp", world.base);
-    let connect = Connector::new().http(&url, HttpOptions::new().oauth(oauth));
-    let error = tokio::time::timeout(Duration::from_secs(90), connect)
+    let error = tokio::time::timeout(Duration::from_secs(90), connect(&world, oauth))
         .await
         .expect("the token request has a time limit")
         .expect_err("no token");
-    let McpError::Authorization { message, .. } = &error else {
-        panic!("{error:?}");
-    };
+    let message = refusal(&error);
     assert!(message.contains("did not answer within 30 s"), "{message}");
     task.abort();
 }

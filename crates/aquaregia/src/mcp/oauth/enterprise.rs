@@ -10,10 +10,8 @@ use rmcp::transport::auth::enterprise::{
 };
 use rmcp::transport::auth::{AuthorizationMetadata, default_oauth_http_client};
 
+use super::workload::takes_jwt_bearer;
 use super::{OAuth, TokenSource};
-
-/// The grant type the MCP server's authorization server must take.
-pub(super) const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// The enterprise identity provider of [`OAuth::enterprise`](super::OAuth::enterprise): its
 /// issuer, its token endpoint, and the client this agent is registered as there.
@@ -83,7 +81,7 @@ pub(super) async fn exchange(
                 .to_owned(),
         );
     };
-    if !super::workload::supports_grant(metadata, JWT_BEARER) {
+    if !takes_jwt_bearer(metadata) {
         return Err(concat!(
             "the authorization server does not take JWT-bearer grants ",
             "(its metadata's grant_types_supported), so it cannot redeem an ID-JAG"

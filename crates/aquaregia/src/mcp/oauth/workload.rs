@@ -4,8 +4,11 @@
 
 use rmcp::transport::auth::AuthorizationMetadata;
 
-use super::enterprise::JWT_BEARER;
 use super::{OAuth, TokenSource};
+
+/// The RFC 7523 grant type (a JWT as the grant): this one's and, for the ID-JAG, the
+/// enterprise-managed one's.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// The largest token response read.
 const MAX_RESPONSE: usize = 64 * 1024;
@@ -25,14 +28,14 @@ fn unanswered(error: &reqwest::Error) -> String {
     }
 }
 
-/// Whether the metadata lists `grant` (or lists no grant types at all, when trying is the
-/// only way to know).
-pub(super) fn supports_grant(metadata: &AuthorizationMetadata, grant: &str) -> bool {
+/// Whether the authorization server takes JWT-bearer grants: its metadata lists them, or lists
+/// no grant types at all (trying is then the only way to know).
+pub(super) fn takes_jwt_bearer(metadata: &AuthorizationMetadata) -> bool {
     metadata
         .additional_fields
         .get("grant_types_supported")
         .and_then(serde_json::Value::as_array)
-        .is_none_or(|grants| grants.iter().any(|listed| listed == grant))
+        .is_none_or(|grants| grants.iter().any(|listed| listed == JWT_BEARER))
 }
 
 /// The token response for `assertion`'s JWT, asking for `scopes` of `resource`.
@@ -46,7 +49,7 @@ pub(super) async fn exchange(
     resource: &str,
     scopes: &[String],
 ) -> Result<serde_json::Value, String> {
-    if !supports_grant(metadata, JWT_BEARER) {
+    if !takes_jwt_bearer(metadata) {
         return Err(
             "the authorization server does not take JWT-bearer grants (its metadata's grant_types_supported)"
                 .to_owned(),
