@@ -5,7 +5,9 @@
 //! the session's `cwd`.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::{Component, Path, PathBuf};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::Client;
@@ -15,11 +17,13 @@ use agent_client_protocol::v1::schema::{
     WriteTextFileRequest,
 };
 use aquaregia::mcp::glob_match;
+use aquaregia::workspace::{ResolvedPath, Workspace};
 use aquaregia::{Tool, ToolAnnotations, ToolCall, ToolExecError, tool};
 use serde_json::{Value, json};
 
 use crate::servers::ProcessHook;
 use crate::session::lock;
+use crate::updates;
 
 /// The built-in tools' names.
 pub(crate) const READ: &str = "read_file";
@@ -32,6 +36,10 @@ pub(crate) struct Editor {
     pub(crate) cx: ConnectionTo<Client>,
     pub(crate) session_id: String,
     pub(crate) cwd: PathBuf,
+    /// The boundary every file tool and the permission hook judge paths by.
+    pub(crate) workspace: Workspace,
+    /// Paths outside the workspace the user approved, one entry per approved call.
+    pub(crate) outside_approved: Mutex<Vec<PathBuf>>,
     pub(crate) capabilities: ClientCapabilities,
     /// `run_command` calls by arguments, so the tool finds the call id the hook saw.
     pub(crate) calls: Mutex<HashMap<String, VecDeque<String>>>,
@@ -88,7 +96,7 @@ impl Editor {
                     Ok(format!(
                         "Wrote {} bytes to {}",
                         content.len(),
-                        path.display()
+                        path.path().display()
                     ))
                 }
             });
@@ -104,7 +112,7 @@ impl Editor {
                 async move {
                     let (path, _, new) = editor.edited(&args).await?;
                     editor.write_text(&path, &new).await?;
-                    Ok(format!("Edited {}", path.display()))
+                    Ok(format!("Edited {}", path.path().display()))
                 }
             });
         let editor = self.clone();
@@ -131,19 +139,55 @@ impl Editor {
             .collect()
     }
 
-    /// `path` resolved against the cwd; outside the cwd only when the editor does the I/O.
-    pub(crate) fn path(&self, path: &str) -> Result<PathBuf, ToolExecError> {
-        let joined = normalize(&self.cwd.join(path));
-        let through_editor =
-            self.capabilities.fs.read_text_file && self.capabilities.fs.write_text_file;
-        if !through_editor && !joined.starts_with(normalize(&self.cwd)) {
+    /// `path` resolved against the workspace (the session's cwd), symlinks and `..` followed.
+    pub(crate) fn resolve(&self, path: &str) -> Result<ResolvedPath, ToolExecError> {
+        self.workspace
+            .resolve(path)
+            .map_err(|error| format!("cannot resolve `{path}`: {error}").into())
+    }
+
+    /// The path a file tool works on: resolved, and, when it leads outside the workspace,
+    /// only if the user approved that very path for this call (the permission hook records
+    /// it). Resolved again here, so a symlink swapped after the approval is caught.
+    pub(crate) fn path(&self, path: &str) -> Result<ResolvedPath, ToolExecError> {
+        let resolved = self.resolve(path)?;
+        if !resolved.is_inside() && !self.take_outside_approval(resolved.path()) {
             return Err(format!(
-                "`{path}` is outside the working directory {}",
-                self.cwd.display()
+                "`{path}` leads to {}, outside the workspace {}, and that was not approved",
+                resolved.path().display(),
+                self.workspace.root().display()
             )
             .into());
         }
-        Ok(joined)
+        Ok(resolved)
+    }
+
+    /// The user approved one call on `path`, outside the workspace.
+    pub(crate) fn approve_outside(&self, path: PathBuf) {
+        lock(&self.outside_approved).push(path);
+    }
+
+    fn take_outside_approval(&self, path: &Path) -> bool {
+        let mut approved = lock(&self.outside_approved);
+        match approved.iter().position(|p| p == path) {
+            Some(index) => {
+                approved.swap_remove(index);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Where a built-in file call leads when that is outside the workspace (`None` for other
+    /// calls, and for paths inside).
+    pub(crate) fn outside(&self, call: &ToolCall) -> Option<ResolvedPath> {
+        if !matches!(call.name.as_str(), READ | WRITE | EDIT) {
+            return None;
+        }
+        let path = call.arguments.get("path").and_then(Value::as_str)?;
+        self.resolve(path)
+            .ok()
+            .filter(|resolved| !resolved.is_inside())
     }
 
     async fn read(&self, args: &Value) -> Result<String, ToolExecError> {
@@ -161,10 +205,11 @@ impl Editor {
             .join("\n"))
     }
 
-    /// The whole file, through the editor when it can read.
-    pub(crate) async fn read_text(&self, path: &Path) -> Result<String, ToolExecError> {
+    /// The whole file, through the editor when it can read. Read locally, the opened file is
+    /// checked to be the one resolved (no symlink swapped in between).
+    pub(crate) async fn read_text(&self, path: &ResolvedPath) -> Result<String, ToolExecError> {
         if self.capabilities.fs.read_text_file {
-            let request = ReadTextFileRequest::new(self.session_id.clone(), path.to_owned());
+            let request = ReadTextFileRequest::new(self.session_id.clone(), path.path().to_owned());
             return self
                 .cx
                 .send_request(request)
@@ -173,13 +218,21 @@ impl Editor {
                 .map(|response| response.content)
                 .map_err(|error| format!("fs/read_text_file: {}", error.message).into());
         }
-        Ok(tokio::fs::read_to_string(path).await?)
+        let (workspace, path) = (self.workspace.clone(), path.clone());
+        blocking(move || {
+            let mut file = File::open(path.path())?;
+            workspace.verify_open(&file, &path)?;
+            let mut text = String::new();
+            file.read_to_string(&mut text)?;
+            Ok(text)
+        })
+        .await
     }
 
-    async fn write_text(&self, path: &Path, content: &str) -> Result<(), ToolExecError> {
+    async fn write_text(&self, path: &ResolvedPath, content: &str) -> Result<(), ToolExecError> {
         if self.capabilities.fs.write_text_file {
             let request =
-                WriteTextFileRequest::new(self.session_id.clone(), path.to_owned(), content);
+                WriteTextFileRequest::new(self.session_id.clone(), path.path().to_owned(), content);
             return self
                 .cx
                 .send_request(request)
@@ -188,33 +241,54 @@ impl Editor {
                 .map(|_| ())
                 .map_err(|error| format!("fs/write_text_file: {}", error.message).into());
         }
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent).await?;
-        }
-        Ok(tokio::fs::write(path, content).await?)
+        let (workspace, path, content) = (self.workspace.clone(), path.clone(), content.to_owned());
+        blocking(move || {
+            if let Some(parent) = path.path().parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            // Not truncated before the opened file is known to be the approved one.
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path.path())?;
+            workspace.verify_open(&file, &path)?;
+            file.set_len(0)?;
+            file.write_all(content.as_bytes())
+        })
+        .await
     }
 
     /// An `edit_file` call's path, old and new text.
-    async fn edited(&self, args: &Value) -> Result<(PathBuf, String, String), ToolExecError> {
+    async fn edited(&self, args: &Value) -> Result<(ResolvedPath, String, String), ToolExecError> {
         let path = self.path(&string(args, "path")?)?;
+        let (old, new) = self.edit_of(&path, args).await?;
+        Ok((path, old, new))
+    }
+
+    /// The file at `path` before and after an `edit_file` call's replacement.
+    async fn edit_of(
+        &self,
+        path: &ResolvedPath,
+        args: &Value,
+    ) -> Result<(String, String), ToolExecError> {
         let (old_string, new_string) = (string(args, "old_string")?, string(args, "new_string")?);
         if old_string.is_empty() {
             return Err("`old_string` must not be empty".into());
         }
-        let old = self.read_text(&path).await?;
+        let old = self.read_text(path).await?;
+        let shown = path.path().display();
         match old.matches(old_string.as_str()).count() {
             1 => {}
-            0 => return Err(format!("`old_string` is not in {}", path.display()).into()),
+            0 => return Err(format!("`old_string` is not in {shown}").into()),
             n => {
-                return Err(format!(
-                    "`old_string` occurs {n} times in {}: give more context",
-                    path.display()
-                )
-                .into());
+                return Err(
+                    format!("`old_string` occurs {n} times in {shown}: give more context").into(),
+                );
             }
         }
         let new = old.replacen(old_string.as_str(), &new_string, 1);
-        Ok((path, old, new))
+        Ok((old, new))
     }
 
     /// What the editor shows for a built-in call before it runs: a diff for edits, the file
@@ -224,17 +298,23 @@ impl Editor {
         call: &ToolCall,
     ) -> (Vec<ToolCallContent>, Vec<ToolCallLocation>) {
         let args = &call.arguments;
+        if call.name == RUN {
+            return (
+                vec![updates::text_block(&command_text(args)).into()],
+                Vec::new(),
+            );
+        }
         let Some(path) = args
             .get("path")
             .and_then(Value::as_str)
-            .and_then(|path| self.path(path).ok())
+            .and_then(|path| self.resolve(path).ok())
         else {
             return (Vec::new(), Vec::new());
         };
-        let location = vec![ToolCallLocation::new(path.clone())];
+        let location = vec![ToolCallLocation::new(path.path().to_owned())];
         let content = match call.name.as_str() {
-            EDIT => match self.edited(args).await {
-                Ok((path, old, new)) => vec![Diff::new(path, new).old_text(old).into()],
+            EDIT => match self.edit_of(&path, args).await {
+                Ok((old, new)) => vec![Diff::new(path.into_path(), new).old_text(old).into()],
                 Err(_) => Vec::new(),
             },
             WRITE => {
@@ -243,7 +323,7 @@ impl Editor {
                     .get("content")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                vec![Diff::new(path, new).old_text(old).into()]
+                vec![Diff::new(path.into_path(), new).old_text(old).into()]
             }
             _ => Vec::new(),
         };
@@ -265,19 +345,38 @@ impl Editor {
     }
 }
 
-/// `path` without `.` and `..` (lexically: the file may not exist yet).
-fn normalize(path: &Path) -> PathBuf {
-    let mut normal = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::CurDir => {}
-            other => normal.push(other),
+/// A blocking file operation off the async runtime.
+async fn blocking<T: Send + 'static>(
+    op: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> Result<T, ToolExecError> {
+    match tokio::task::spawn_blocking(op).await {
+        Ok(result) => Ok(result?),
+        Err(error) => Err(format!("file operation failed: {error}").into()),
+    }
+}
+
+/// A `run_command` call's command line exactly as it runs: the command, then each argument
+/// shell-quoted when it needs it. Multi-line text stays multi-line.
+pub(crate) fn command_text(args: &Value) -> String {
+    let command = args
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut text = command.to_owned();
+    for arg in args
+        .get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let arg = arg.as_str().map_or_else(|| arg.to_string(), str::to_owned);
+        text.push(' ');
+        match shlex::try_quote(&arg) {
+            Ok(quoted) => text.push_str(&quoted),
+            Err(_) => text.push_str(&format!("{arg:?}")),
         }
     }
-    normal
+    text
 }
 
 #[cfg(test)]
@@ -285,8 +384,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_are_normalized() {
-        assert_eq!(normalize(Path::new("/a/b/../c/./d")), Path::new("/a/c/d"));
-        assert!(!normalize(Path::new("/work/../etc/passwd")).starts_with("/work"));
+    fn a_command_line_shows_every_argument() {
+        assert_eq!(
+            command_text(&json!({"command": "sh", "args": ["-c", "curl x | sh"]})),
+            "sh -c 'curl x | sh'"
+        );
+        assert_eq!(
+            command_text(&json!({"command": "echo harmless\ntouch pwned"})),
+            "echo harmless\ntouch pwned"
+        );
     }
 }

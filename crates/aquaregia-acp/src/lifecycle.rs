@@ -12,6 +12,7 @@ use agent_client_protocol::v1::schema::{
     SessionModeState,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
+use aquaregia::workspace::Workspace;
 use aquaregia::{Message, NewSession};
 use serde_json::Value;
 
@@ -216,6 +217,8 @@ impl State {
             cx: cx.clone(),
             session_id: id.clone(),
             cwd: cwd.clone(),
+            workspace: Workspace::new(&cwd),
+            outside_approved: Mutex::default(),
             capabilities,
             calls: Mutex::default(),
             on_process: self.plan.on_process.clone(),

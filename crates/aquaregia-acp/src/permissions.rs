@@ -7,8 +7,8 @@ use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind,
+    RequestPermissionRequest, RequestPermissionResponse, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision};
 
@@ -29,12 +29,21 @@ const REJECTED: &str = "the user rejected this tool call";
 impl AgentHooks for AcpHooks {
     async fn on_tool_call_start(&self, call: &ToolCall, tool: Option<&Tool>) -> ToolCallDecision {
         let session = &self.session;
-        let title = updates::title(&call.name, tool, &call.arguments);
-        let kind = updates::kind(&call.name, tool);
         let builtin = matches!(
             call.name.as_str(),
             editor::READ | editor::WRITE | editor::EDIT | editor::RUN
         );
+        // A built-in file call judged by where its path really leads.
+        let outside = if builtin {
+            session.editor.outside(call)
+        } else {
+            None
+        };
+        let title = match &outside {
+            Some(path) => format!("{}: {path}", call.name),
+            None => updates::title(&call.name, tool, &call.arguments),
+        };
+        let kind = updates::kind(&call.name, tool);
         let presented = if builtin {
             if call.name == editor::RUN {
                 session.editor.expect_run(call);
@@ -46,22 +55,29 @@ impl AgentHooks for AcpHooks {
         updates::send(
             &self.cx,
             &session.id,
-            updates::tool_call(&call.id, &title, kind, &call.arguments, presented),
+            updates::tool_call(&call.id, &title, kind, &call.arguments, presented.clone()),
         );
         let remembered = lock(&session.always).get(&call.name).copied();
         let read_only = tool.is_some_and(|t| t.annotations().read_only == Some(true));
         let allowed = match (session.mode(), remembered) {
-            (Mode::BypassPermissions, _) => true,
             // Only read-only tools are offered in plan mode; anything else is refused.
-            (Mode::Plan, _) => read_only,
+            (Mode::Plan, _) if !read_only => false,
+            // Outside the workspace the user is asked each time, whatever the mode.
+            _ if outside.is_some() => self.ask(call, &title, kind, presented, false).await,
+            (Mode::BypassPermissions | Mode::Plan, _) => true,
             (_, Some(Always::Allow)) => true,
             (_, Some(Always::Reject)) => false,
             (_, None) if read_only || tool.is_none() => true,
             (Mode::AcceptEdits, None) if kind == ToolKind::Edit => true,
-            (Mode::Default | Mode::AcceptEdits, None) => self.ask(call, &title, kind).await,
+            (Mode::Default | Mode::AcceptEdits, None) => {
+                self.ask(call, &title, kind, presented, true).await
+            }
         };
         if !allowed {
             return ToolCallDecision::Deny(REJECTED.into());
+        }
+        if let Some(path) = outside {
+            session.editor.approve_outside(path.into_path());
         }
         updates::send(&self.cx, &session.id, updates::in_progress(&call.id));
         session.call_started(&call.name, &call.id);
@@ -70,8 +86,17 @@ impl AgentHooks for AcpHooks {
 }
 
 impl AcpHooks {
-    /// `session/request_permission`; "always" answers are remembered for the session.
-    async fn ask(&self, call: &ToolCall, title: &str, kind: ToolKind) -> bool {
+    /// `session/request_permission`, showing what the call will do (the full command, the
+    /// diff, the resolved path); "always" answers (offered when `always`) are remembered for
+    /// the session.
+    async fn ask(
+        &self,
+        call: &ToolCall,
+        title: &str,
+        kind: ToolKind,
+        (content, locations): (Vec<ToolCallContent>, Vec<ToolCallLocation>),
+        always: bool,
+    ) -> bool {
         let option = |id: &'static str, name: &'static str, kind| {
             PermissionOption::new(PermissionOptionId::new(id), name, kind)
         };
@@ -83,22 +108,31 @@ impl AcpHooks {
                     .title(title.to_owned())
                     .kind(kind)
                     .status(ToolCallStatus::Pending)
+                    .content(content)
+                    .locations(locations)
                     .raw_input(call.arguments.clone()),
             ),
-            vec![
-                option("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
-                option(
-                    "allow_always",
-                    "Always allow",
-                    PermissionOptionKind::AllowAlways,
-                ),
-                option("reject_once", "Reject", PermissionOptionKind::RejectOnce),
-                option(
-                    "reject_always",
-                    "Always reject",
-                    PermissionOptionKind::RejectAlways,
-                ),
-            ],
+            if always {
+                vec![
+                    option("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
+                    option(
+                        "allow_always",
+                        "Always allow",
+                        PermissionOptionKind::AllowAlways,
+                    ),
+                    option("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+                    option(
+                        "reject_always",
+                        "Always reject",
+                        PermissionOptionKind::RejectAlways,
+                    ),
+                ]
+            } else {
+                vec![
+                    option("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
+                    option("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+                ]
+            },
         );
         let sent = self.cx.send_request(request);
         // If the prompt is cancelled while we wait, this future is dropped: the guard tells the
@@ -117,14 +151,14 @@ impl AcpHooks {
                 None
             }
         };
-        let (allowed, always) = match option {
+        let (allowed, remember) = match option {
             Some("allow_once") => (true, None),
-            Some("allow_always") => (true, Some(Always::Allow)),
-            Some("reject_always") => (false, Some(Always::Reject)),
+            Some("allow_always") if always => (true, Some(Always::Allow)),
+            Some("reject_always") if always => (false, Some(Always::Reject)),
             _ => (false, None),
         };
-        if let Some(always) = always {
-            lock(&self.session.always).insert(call.name.clone(), always);
+        if let Some(remember) = remember {
+            lock(&self.session.always).insert(call.name.clone(), remember);
         }
         allowed
     }

@@ -120,3 +120,68 @@ async fn edits_and_commands_go_through_the_editor() {
     assert_eq!(released["params"]["terminalId"], "term-1");
     client.finish().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reads_outside_the_workspace_through_the_editor_ask_first() {
+    let mock = MockServer::start().await;
+    let client = RawClient::connect(agent_for(&mock).editor_tools(true));
+    client.set_handler(|request| match request["method"].as_str()? {
+        "fs/read_text_file" => Some(ok(request, json!({"content": "root:x:0:0"}))),
+        "session/request_permission" => Some(ok(
+            request,
+            json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}),
+        )),
+        _ => None,
+    });
+    let init = client
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {
+                "fs": {"readTextFile": true, "writeTextFile": true}}}),
+        )
+        .await;
+    assert!(init.get("result").is_some(), "{init}");
+    let session = client.new_session("/work/project", json!([])).await;
+    mock.push(Reply::tool_call(
+        "call-1",
+        "read_file",
+        json!({"path": "/etc/passwd"}),
+    ))
+    .push(Reply::tool_call(
+        "call-2",
+        "read_file",
+        json!({"path": "../../root/.ssh/id_ed25519"}),
+    ))
+    .push(Reply::tool_call(
+        "call-3",
+        "read_file",
+        json!({"path": "src/main.rs"}),
+    ))
+    .push(Reply::text("Done."));
+    let answer = client.prompt(&session, "look around").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let log = client.log();
+    let asked: Vec<&Value> = log
+        .iter()
+        .filter(|m| m["method"] == "session/request_permission")
+        .collect();
+    let titles: Vec<&str> = asked
+        .iter()
+        .map(|m| m["params"]["toolCall"]["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "read_file: /etc/passwd (outside the workspace)",
+            "read_file: /root/.ssh/id_ed25519 (outside the workspace)"
+        ]
+    );
+    // Only the read inside the workspace reached the editor, without asking.
+    let reads: Vec<&Value> = log
+        .iter()
+        .filter(|m| m["method"] == "fs/read_text_file")
+        .map(|m| &m["params"]["path"])
+        .collect();
+    assert_eq!(reads, ["/work/project/src/main.rs"]);
+    client.finish().await.unwrap();
+}

@@ -112,6 +112,7 @@ mod session;
 mod structured;
 mod telemetry;
 mod tool;
+pub mod workspace;
 
 pub use agent::{
     Agent, AgentBuilder, AgentEvent, AgentHooks, AgentInput, AgentOutput, AgentStream, StepContext,
