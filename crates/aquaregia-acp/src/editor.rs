@@ -37,6 +37,8 @@ pub(crate) struct Editor {
     pub(crate) calls: Mutex<HashMap<String, VecDeque<String>>>,
     /// Told of the process groups local commands run in (as of MCP servers').
     pub(crate) on_process: Option<ProcessHook>,
+    /// How local commands are confined (`None`: not at all).
+    pub(crate) sandbox: Option<Arc<crate::Sandbox>>,
 }
 
 fn string(args: &Value, name: &str) -> Result<String, ToolExecError> {
@@ -111,7 +113,8 @@ impl Editor {
         let run = tool(RUN)
             .description(
                 "Run a command (in the editor's terminal when it has one) and return its output \
-                 once it exits (run locally, what it leaves in the background is stopped then)",
+                 once it exits. Run locally, `command` is a shell command line (`sh -c`, `args` \
+                 quoted and appended) and what it leaves in the background is stopped then",
             )
             .raw_schema(schema(
                 &json!({"command": {"type": "string"}, "args": {"type": "array", "items": {"type": "string"}}}),
@@ -224,6 +227,9 @@ impl Editor {
         call: &ToolCall,
     ) -> (Vec<ToolCallContent>, Vec<ToolCallLocation>) {
         let args = &call.arguments;
+        if call.name == RUN {
+            return (self.run_note().into_iter().collect(), Vec::new());
+        }
         let Some(path) = args
             .get("path")
             .and_then(Value::as_str)
