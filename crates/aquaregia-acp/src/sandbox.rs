@@ -190,7 +190,10 @@ pub fn launcher_main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 fn exec(program: &OsStr, args: impl Iterator<Item = OsString>) -> ExitCode {
     use std::os::unix::process::CommandExt;
     let error = std::process::Command::new(program).args(args).exec();
-    eprintln!("sandbox: cannot run {}: {error}", Path::new(program).display());
+    eprintln!(
+        "sandbox: cannot run {}: {error}",
+        Path::new(program).display()
+    );
     ExitCode::from(127)
 }
 
@@ -202,7 +205,10 @@ fn exec(program: &OsStr, args: impl Iterator<Item = OsString>) -> ExitCode {
             .and_then(|code| u8::try_from(code).ok())
             .map_or(ExitCode::FAILURE, ExitCode::from),
         Err(error) => {
-            eprintln!("sandbox: cannot run {}: {error}", Path::new(program).display());
+            eprintln!(
+                "sandbox: cannot run {}: {error}",
+                Path::new(program).display()
+            );
             ExitCode::from(127)
         }
     }

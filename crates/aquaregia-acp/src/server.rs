@@ -15,9 +15,9 @@ use futures::future::BoxFuture;
 use crate::auth::ApiKeyAuth;
 use crate::config::Models;
 use crate::dispatch::State;
+use crate::sandbox::Sandbox;
 use crate::servers::{ConnectPlan, LoginHint, ProcessHook};
 use crate::stdio;
-use crate::sandbox::Sandbox;
 
 /// How long the end of serving waits for stdout to take what was sent.
 const STDOUT_DRAIN: Duration = Duration::from_secs(1);

@@ -205,12 +205,14 @@ async fn a_local_command_is_a_shell_line_with_its_args_quoted() {
     );
     let printed = content_text(tool_messages(&requests[2]).last().unwrap());
     assert_eq!(
-        printed,
-        "<a file.txt>\n<it's>\n<$HOME>\n<*>\n<x; echo injected>\n\n[exit code 0]",
+        printed, "<a file.txt>\n<it's>\n<$HOME>\n<*>\n<x; echo injected>\n\n[exit code 0]",
         "each argument arrives whole and unexpanded"
     );
     let cat = content_text(tool_messages(&requests[3]).last().unwrap());
-    assert!(cat.contains("spaced out") && cat.contains("[exit code 0]"), "{cat}");
+    assert!(
+        cat.contains("spaced out") && cat.contains("[exit code 0]"),
+        "{cat}"
+    );
     // Without a sandbox (this library's default), the tool call says the command runs
     // unconfined.
     let told = announced(&client, &session, "call-1");

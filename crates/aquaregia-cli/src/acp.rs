@@ -186,14 +186,16 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
         }
     };
     server
-    // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
-    // used and refreshed; a server without one says how to log in.
-    .oauth(OAuth::new("http://127.0.0.1/callback").store(FileTokenStore::new(data_dir.clone())))
-    .login_hint(|url| {
-        format!("run `aquaregia mcp login --http {url}` in a terminal, then start a new session")
-    })
-    .serve_stdio()
-    .await?;
+        // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
+        // used and refreshed; a server without one says how to log in.
+        .oauth(OAuth::new("http://127.0.0.1/callback").store(FileTokenStore::new(data_dir.clone())))
+        .login_hint(|url| {
+            format!(
+                "run `aquaregia mcp login --http {url}` in a terminal, then start a new session"
+            )
+        })
+        .serve_stdio()
+        .await?;
     Ok(())
 }
 

@@ -99,7 +99,10 @@ fn main() -> ExitCode {
     // `aquaregia __sandbox ...`: confine this process and exec the command, before anything
     // (clap included) sees its arguments or starts a thread.
     let mut args = std::env::args_os();
-    if args.nth(1).is_some_and(|arg| arg == acp::SANDBOX_SUBCOMMAND) {
+    if args
+        .nth(1)
+        .is_some_and(|arg| arg == acp::SANDBOX_SUBCOMMAND)
+    {
         return aquaregia_acp::sandbox::launcher_main(args);
     }
     let cli = Cli::parse();
