@@ -45,6 +45,8 @@ pub(crate) struct Editor {
     pub(crate) calls: Mutex<HashMap<String, VecDeque<String>>>,
     /// Told of the process groups local commands run in (as of MCP servers').
     pub(crate) on_process: Option<ProcessHook>,
+    /// How local commands are confined (`None`: not at all).
+    pub(crate) sandbox: Option<Arc<crate::Sandbox>>,
 }
 
 fn string(args: &Value, name: &str) -> Result<String, ToolExecError> {
@@ -119,7 +121,8 @@ impl Editor {
         let run = tool(RUN)
             .description(
                 "Run a command (in the editor's terminal when it has one) and return its output \
-                 once it exits (run locally, what it leaves in the background is stopped then)",
+                 once it exits. Run locally, `command` is a shell command line (`sh -c`, `args` \
+                 quoted and appended) and what it leaves in the background is stopped then",
             )
             .raw_schema(schema(
                 &json!({"command": {"type": "string"}, "args": {"type": "array", "items": {"type": "string"}}}),
@@ -299,10 +302,10 @@ impl Editor {
     ) -> (Vec<ToolCallContent>, Vec<ToolCallLocation>) {
         let args = &call.arguments;
         if call.name == RUN {
-            return (
-                vec![updates::text_block(&command_text(args)).into()],
-                Vec::new(),
-            );
+            let mut content: Vec<ToolCallContent> =
+                vec![updates::text_block(&command_text(args)).into()];
+            content.extend(self.run_note());
+            return (content, Vec::new());
         }
         let Some(path) = args
             .get("path")

@@ -58,6 +58,7 @@ mod mcp_over_acp;
 mod permissions;
 mod plan;
 mod prompt;
+pub mod sandbox;
 mod server;
 mod servers;
 mod session;
@@ -68,4 +69,5 @@ mod turn;
 mod updates;
 
 pub use auth::{API_KEY_META, ApiKeyAuth, ApiKeyMethod, AuthError};
+pub use sandbox::Sandbox;
 pub use server::{AcpError, AcpServer, SessionContext};

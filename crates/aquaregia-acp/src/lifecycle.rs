@@ -222,6 +222,7 @@ impl State {
             capabilities,
             calls: Mutex::default(),
             on_process: self.plan.on_process.clone(),
+            sandbox: self.plan.sandbox.clone(),
         });
         let session = Arc::new(Session::new(id.clone(), cwd, toolset, editor));
         elicitation.attach(&session);

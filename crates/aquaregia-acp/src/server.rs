@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use crate::auth::ApiKeyAuth;
 use crate::config::Models;
 use crate::dispatch::State;
+use crate::sandbox::Sandbox;
 use crate::servers::{ConnectPlan, LoginHint, ProcessHook};
 use crate::stdio;
 
@@ -64,6 +65,7 @@ pub struct AcpServer {
     store: Option<Arc<dyn SessionStore>>,
     output_budget: Option<OutputBudget>,
     on_process: Option<ProcessHook>,
+    sandbox: Option<Arc<Sandbox>>,
     #[cfg(feature = "oauth")]
     oauth: Option<aquaregia::mcp::OAuth>,
     login_hint: Option<LoginHint>,
@@ -76,6 +78,7 @@ impl fmt::Debug for AcpServer {
             .field("disabled", &self.disabled)
             .field("output_budget", &self.output_budget)
             .field("on_process", &self.on_process.as_ref().map(|_| "<hook>"))
+            .field("sandbox", &self.sandbox)
             .finish_non_exhaustive()
     }
 }
@@ -113,6 +116,7 @@ impl AcpServer {
             store: None,
             output_budget: Some(DEFAULT_OUTPUT_BUDGET),
             on_process: None,
+            sandbox: None,
             #[cfg(feature = "oauth")]
             oauth: None,
             login_hint: None,
@@ -159,6 +163,18 @@ impl AcpServer {
     #[must_use]
     pub fn on_process(mut self, hook: impl Fn(ServerProcess) + Send + Sync + 'static) -> Self {
         self.on_process = Some(Arc::new(hook));
+        self
+    }
+
+    /// Runs the local `run_command` (the one used when the client has no terminal) through
+    /// `sandbox`'s launcher, which confines it with Landlock on Linux: writes only beneath the
+    /// session's working directory and the temp directory, reads everywhere, and no TCP if
+    /// [`Sandbox::network`] says so. Each such tool call tells the user how it is confined,
+    /// and says so where the kernel has no Landlock and the command runs unconfined. Without
+    /// a sandbox (the default) local commands run unconfined, and the tool call says that.
+    #[must_use]
+    pub fn sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = Some(Arc::new(sandbox));
         self
     }
 
@@ -267,6 +283,7 @@ impl AcpServer {
                 startup_timeout: self.startup_timeout,
                 disabled: self.disabled.into(),
                 on_process: self.on_process,
+                sandbox: self.sandbox,
                 #[cfg(feature = "oauth")]
                 oauth: self.oauth,
                 login_hint: self.login_hint,

@@ -146,6 +146,8 @@ pub(crate) struct ConnectPlan {
     pub(crate) startup_timeout: Duration,
     pub(crate) disabled: Arc<[String]>,
     pub(crate) on_process: Option<ProcessHook>,
+    /// How local `run_command`s are confined (`None`: not at all).
+    pub(crate) sandbox: Option<Arc<crate::Sandbox>>,
     #[cfg(feature = "oauth")]
     pub(crate) oauth: Option<aquaregia::mcp::OAuth>,
     pub(crate) login_hint: Option<LoginHint>,

@@ -1,6 +1,8 @@
 //! `run_command`: in the editor's terminal (`terminal/create`, shown as terminal content,
 //! killed and released if the prompt is cancelled), or as a local process in the cwd, in a
-//! process group of its own that ends with the call.
+//! process group of its own that ends with the call. Locally the command line runs in
+//! `sh -c` (as in an editor's terminal), `args` quoted and appended, through the sandbox
+//! launcher when one is configured ([`crate::Sandbox`]).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -103,7 +105,30 @@ impl Drop for TerminalGuard<'_> {
     }
 }
 
+/// `command` (shell text) with each of `arguments` quoted for `sh` and appended.
+fn shell_line(command: &str, arguments: &[String]) -> Result<String, ToolExecError> {
+    if arguments.is_empty() {
+        return Ok(command.to_owned());
+    }
+    let quoted = shlex::try_join(arguments.iter().map(String::as_str))
+        .map_err(|_| ToolExecError::from("an argument in `args` contains a NUL byte"))?;
+    Ok(format!("{command} {quoted}"))
+}
+
 impl Editor {
+    /// What a local `run_command` call tells the user of its confinement before it runs
+    /// (nothing when the editor's terminal runs it).
+    pub(crate) fn run_note(&self) -> Option<ToolCallContent> {
+        if self.capabilities.terminal {
+            return None;
+        }
+        let note = match &self.sandbox {
+            Some(sandbox) => sandbox.note(&self.cwd),
+            None => "Runs unconfined: no sandbox is configured for local commands.".to_owned(),
+        };
+        Some(note.into())
+    }
+
     pub(crate) async fn run(&self, args: &Value) -> Result<String, ToolExecError> {
         let command = args
             .get("command")
@@ -197,9 +222,21 @@ impl Editor {
         command: &str,
         arguments: &[String],
     ) -> Result<String, ToolExecError> {
-        let mut process = tokio::process::Command::new(command);
+        let line = shell_line(command, arguments)?;
+        let mut process = match &self.sandbox {
+            Some(sandbox) => {
+                let (launcher, args) = sandbox.command(&self.cwd, &line);
+                let mut process = tokio::process::Command::new(launcher);
+                process.args(args);
+                process
+            }
+            None => {
+                let mut process = tokio::process::Command::new("sh");
+                process.arg("-c").arg(&line);
+                process
+            }
+        };
         process
-            .args(arguments)
             .current_dir(&self.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

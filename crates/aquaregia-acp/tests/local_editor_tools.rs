@@ -322,3 +322,75 @@ async fn the_permission_request_shows_the_whole_command() {
     client.finish().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The text of the `tool_call` update announcing `id`.
+fn announced(client: &RawClient, session: &str, id: &str) -> String {
+    tool_updates(&updates(&client.log(), session))
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == id)
+        .map(|u| u["content"].to_string())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_local_command_is_a_shell_line_with_its_args_quoted() {
+    let dir = std::env::temp_dir().join(format!("aquaregia-shell-line-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a file.txt"), "spaced out\n").unwrap();
+
+    let mock = MockServer::start().await;
+    let client = RawClient::connect(agent_for(&mock).editor_tools(true));
+    client.initialize().await;
+    let session = client.new_session(dir.to_str().unwrap(), json!([])).await;
+    client
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "bypass_permissions"}),
+        )
+        .await;
+    mock.push(Reply::tool_call(
+        "call-1",
+        "run_command",
+        json!({"command": "ls -la"}),
+    ))
+    .push(Reply::tool_call(
+        "call-2",
+        "run_command",
+        json!({"command": "printf '<%s>\\n'", "args": ["a file.txt", "it's", "$HOME", "*", "x; echo injected"]}),
+    ))
+    .push(Reply::tool_call(
+        "call-3",
+        "run_command",
+        json!({"command": "cat", "args": ["a file.txt"]}),
+    ))
+    .push(Reply::text("Done."));
+    let answer = client.prompt(&session, "go").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+
+    let requests = mock.bodies();
+    let listed = content_text(tool_messages(&requests[1]).last().unwrap());
+    assert!(
+        listed.contains("a file.txt") && listed.contains("[exit code 0]"),
+        "`ls -la` runs as a shell line: {listed}"
+    );
+    let printed = content_text(tool_messages(&requests[2]).last().unwrap());
+    assert_eq!(
+        printed, "<a file.txt>\n<it's>\n<$HOME>\n<*>\n<x; echo injected>\n\n[exit code 0]",
+        "each argument arrives whole and unexpanded"
+    );
+    let cat = content_text(tool_messages(&requests[3]).last().unwrap());
+    assert!(
+        cat.contains("spaced out") && cat.contains("[exit code 0]"),
+        "{cat}"
+    );
+    // Without a sandbox (this library's default), the tool call says the command runs
+    // unconfined.
+    let told = announced(&client, &session, "call-1");
+    assert!(
+        told.contains("Runs unconfined: no sandbox is configured for local commands."),
+        "{told}"
+    );
+    client.finish().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,7 +15,7 @@ use crate::telemetry;
 use anyhow::Context;
 use aquaregia::mcp::{FileTokenStore, OAuth};
 use aquaregia::{Client, FileSessionStore};
-use aquaregia_acp::{AcpServer, ApiKeyAuth};
+use aquaregia_acp::{AcpServer, ApiKeyAuth, Sandbox};
 use clap::Args;
 
 /// The ACP SDK logs whole messages at TRACE: API keys from `authenticate`, headers and env
@@ -51,7 +51,16 @@ pub(crate) struct AcpArgs {
     /// terminal auth runs this).
     #[arg(long)]
     pub(crate) login: bool,
+
+    /// Local commands (`run_command` when the editor has no terminal) may not open TCP
+    /// connections or listen (Landlock, Linux 6.7 or later).
+    #[arg(long)]
+    pub(crate) no_network: bool,
 }
+
+/// The hidden subcommand that confines a local command and runs it
+/// ([`aquaregia_acp::sandbox::launcher_main`]).
+pub(crate) const SANDBOX_SUBCOMMAND: &str = "__sandbox";
 
 /// `$AQUAREGIA_DATA_DIR`, else `<platform data dir>/aquaregia`.
 fn data_dir() -> anyhow::Result<PathBuf> {
@@ -133,7 +142,8 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     let (max_steps, system) = (args.max_steps as usize, args.system);
     let lister = clients.clone();
     let default_model = model.clone();
-    AcpServer::try_new(move |session| {
+    let no_network = args.no_network;
+    let server = AcpServer::try_new(move |session| {
         let picked = session.model.clone().unwrap_or_else(|| model.clone());
         let client = clients.client()?;
         let agent = client
@@ -162,15 +172,30 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     .mcp_startup_timeout(Duration::from_secs(args.mcp_startup_timeout))
     .disable_tools(args.disabled_tools)
     // A reaper ends the servers' process groups if this process is killed outright.
-    .on_process(reaper::on_process)
-    // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
-    // used and refreshed; a server without one says how to log in.
-    .oauth(OAuth::new("http://127.0.0.1/callback").store(FileTokenStore::new(data_dir.clone())))
-    .login_hint(|url| {
-        format!("run `aquaregia mcp login --http {url}` in a terminal, then start a new session")
-    })
-    .serve_stdio()
-    .await?;
+    .on_process(reaper::on_process);
+    // Local commands are confined by this binary itself (`aquaregia __sandbox`).
+    let server = match std::env::current_exe() {
+        Ok(exe) => server.sandbox(
+            Sandbox::launcher(exe)
+                .arg(SANDBOX_SUBCOMMAND)
+                .network(!no_network),
+        ),
+        Err(error) => {
+            tracing::warn!(%error, "cannot find this binary: local commands run unconfined");
+            server
+        }
+    };
+    server
+        // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
+        // used and refreshed; a server without one says how to log in.
+        .oauth(OAuth::new("http://127.0.0.1/callback").store(FileTokenStore::new(data_dir.clone())))
+        .login_hint(|url| {
+            format!(
+                "run `aquaregia mcp login --http {url}` in a terminal, then start a new session"
+            )
+        })
+        .serve_stdio()
+        .await?;
     Ok(())
 }
 

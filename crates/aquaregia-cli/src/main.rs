@@ -96,6 +96,15 @@ impl std::fmt::Display for Interrupted {
 impl std::error::Error for Interrupted {}
 
 fn main() -> ExitCode {
+    // `aquaregia __sandbox ...`: confine this process and exec the command, before anything
+    // (clap included) sees its arguments or starts a thread.
+    let mut args = std::env::args_os();
+    if args
+        .nth(1)
+        .is_some_and(|arg| arg == acp::SANDBOX_SUBCOMMAND)
+    {
+        return aquaregia_acp::sandbox::launcher_main(args);
+    }
     let cli = Cli::parse();
     if let Command::Reaper = cli.command {
         return reaper::run();

@@ -19,13 +19,15 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use aquaregia_test_support::acp_client::{
-    AcpMcpServer, RawClient, eventually, select_permission, settle,
+    AcpMcpServer, RawClient, eventually, select_permission, settle, tool_updates, updates,
 };
-use aquaregia_test_support::mock_model::{MockServer, Reply, tool_names, tool_results};
+use aquaregia_test_support::mock_model::{
+    MockServer, Reply, content_text, tool_messages, tool_names, tool_results,
+};
 use aquaregia_test_support::processes::{
     KillMarked, assert_no_process_left, marker, processes_with_marker,
 };
-use common::{Scratch, acp_agent, server_everything_acp_entry};
+use common::{Scratch, acp_agent, cli, server_everything_acp_entry, use_mock};
 
 /// How long the agent may take to answer a cancelled prompt, or to exit once its input ends.
 /// Generous: both take milliseconds (the tests print what they observe).
@@ -514,4 +516,189 @@ fn mcp_tool_names(body: &Value) -> Vec<String> {
         .into_iter()
         .filter(|name| name.contains("__"))
         .collect()
+}
+
+/// `aquaregia acp` with `args` for a session in `workspace`, its temp directory `temp`, in
+/// `bypass_permissions` mode; returns the client and the session.
+async fn sandboxed_agent(
+    scratch: &Scratch,
+    model: &MockServer,
+    marker: &str,
+    (workspace, temp): (&std::path::Path, &std::path::Path),
+    args: &[&str],
+) -> (RawClient, String) {
+    let mut command = cli(scratch);
+    command.arg("acp").args(args);
+    use_mock(&mut command, model);
+    command
+        .env("AQUAREGIA_TEST_MARKER", marker)
+        .env("TMPDIR", temp);
+    let client = RawClient::spawn(tokio::process::Command::from(command));
+    client.initialize().await;
+    let session = client
+        .new_session(workspace.to_str().unwrap(), json!([]))
+        .await;
+    client
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "bypass_permissions"}),
+        )
+        .await;
+    (client, session)
+}
+
+/// The content of the `tool_call` update announcing `id`, as JSON text.
+fn announced(client: &RawClient, session: &str, id: &str) -> String {
+    tool_updates(&updates(&client.log(), session))
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == id)
+        .map(|u| u["content"].to_string())
+        .unwrap_or_default()
+}
+
+/// A `run_command` line that connects to 127.0.0.1:`port` and prints `connected` or the error.
+fn connect_line(port: u16) -> Value {
+    let python = aquaregia_test_support::deps::dep("AQUAREGIA_PYTHON");
+    let script = format!(
+        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), 5)\n    \
+         print('connected')\nexcept OSError as e:\n    print('refused:', e)"
+    );
+    json!({"command": python, "args": ["-c", script]})
+}
+
+/// The local `run_command` of `aquaregia acp` (the client has no terminal) runs confined by
+/// the binary itself (`aquaregia __sandbox`, Landlock): it writes in the workspace and the
+/// temp directory, not elsewhere, and the tool call says so. Skipped (with a message) on a
+/// kernel without Landlock, where the tool call must say the command runs unconfined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_local_command_cannot_write_outside_the_workspace() {
+    let scratch = Scratch::new();
+    let (workspace, temp, outside) = (
+        scratch.path.join("project"),
+        scratch.path.join("tmp"),
+        scratch.path.join("outside"),
+    );
+    for dir in [&workspace, &temp, &outside] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let (workspace, temp, outside) = (
+        workspace.canonicalize().unwrap(),
+        temp.canonicalize().unwrap(),
+        outside.canonicalize().unwrap(),
+    );
+    let marker = marker("acp-bin-sandbox");
+    let _kill = KillMarked(marker.clone());
+    let mock = MockServer::start().await;
+    // The allowed temp directory is the agent's; the outside directory is under neither it
+    // nor the workspace.
+    let (client, session) =
+        sandboxed_agent(&scratch, &mock, &marker, (&workspace, &temp), &[]).await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let pwned = outside.join("pwned.txt");
+    mock.push(Reply::tool_call(
+        "call-1",
+        "run_command",
+        json!({"command": format!("echo pwned > '{}'", pwned.display())}),
+    ))
+    .push(Reply::tool_call(
+        "call-2",
+        "run_command",
+        json!({"command": "echo in > inside.txt && echo temp > \"$TMPDIR/t.txt\" && ls -la"}),
+    ))
+    .push(Reply::tool_call(
+        "call-3",
+        "run_command",
+        connect_line(port),
+    ))
+    .push(Reply::text("Done."));
+    let answer = client.prompt(&session, "go").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+
+    let told = announced(&client, &session, "call-1");
+    let requests = mock.bodies();
+    let denied = content_text(tool_messages(&requests[1]).last().unwrap());
+    let allowed = content_text(tool_messages(&requests[2]).last().unwrap());
+    let connected = content_text(tool_messages(&requests[3]).last().unwrap());
+    client.close_write().await;
+    assert!(client.wait_exit(PROMPTLY).await.success());
+    if told.contains("Runs unconfined: this kernel has no Landlock.") {
+        eprintln!("skipped: this kernel has no Landlock (the tool call says so: {told})");
+        return;
+    }
+    assert!(
+        told.contains(&format!(
+            "Runs confined (Landlock): writes only to {} and {}.",
+            workspace.display(),
+            temp.display()
+        )),
+        "{told}"
+    );
+    assert!(!pwned.exists(), "written outside the workspace: {denied}");
+    assert!(
+        denied.contains("Permission denied") && !denied.contains("[exit code 0]"),
+        "{denied}"
+    );
+    assert!(
+        allowed.contains("inside.txt") && allowed.contains("[exit code 0]"),
+        "{allowed}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("inside.txt")).unwrap(),
+        "in\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(temp.join("t.txt")).unwrap(),
+        "temp\n"
+    );
+    assert!(
+        connected.contains("connected"),
+        "the network is allowed by default: {connected}"
+    );
+}
+
+/// `aquaregia acp --no-network`: a local command cannot open a TCP connection (Landlock ABI
+/// 4). Skipped (with a message) where the kernel cannot block it, and the tool call must then
+/// say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_network_keeps_local_commands_off_tcp() {
+    let scratch = Scratch::new();
+    let (workspace, temp) = (scratch.path.join("project"), scratch.path.join("tmp"));
+    for dir in [&workspace, &temp] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let marker = marker("acp-bin-no-network");
+    let _kill = KillMarked(marker.clone());
+    let mock = MockServer::start().await;
+    let (client, session) = sandboxed_agent(
+        &scratch,
+        &mock,
+        &marker,
+        (&workspace, &temp),
+        &["--no-network"],
+    )
+    .await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    mock.push(Reply::tool_call(
+        "call-1",
+        "run_command",
+        connect_line(port),
+    ))
+    .push(Reply::text("Done."));
+    let answer = client.prompt(&session, "go").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let told = announced(&client, &session, "call-1");
+    let ran = content_text(tool_messages(&mock.bodies()[1]).last().unwrap());
+    client.close_write().await;
+    assert!(client.wait_exit(PROMPTLY).await.success());
+    if told.contains("unconfined") || told.contains("the network is not blocked") {
+        eprintln!("skipped: this kernel cannot block TCP (the tool call says so: {told})");
+        return;
+    }
+    assert!(told.contains("; no TCP network."), "{told}");
+    assert!(
+        ran.contains("refused:") && ran.contains("Permission denied"),
+        "{ran}"
+    );
 }
