@@ -365,12 +365,16 @@ async fn a_torn_utf8_character_in_the_last_turn_loses_only_that_turn() {
     let store = scratch.store();
     let meta = store.create(NewSession::new("/p")).await.unwrap();
     for prompt in ["première", "zweite Frage"] {
-        store.append_turn(&meta.id, tool_turn(prompt)).await.unwrap();
+        store
+            .append_turn(&meta.id, tool_turn(prompt))
+            .await
+            .unwrap();
     }
     // A crash while writing a third turn, cut inside the two bytes of "é".
     let path = store.session_path(&meta.id);
     let mut bytes = std::fs::read(&path).unwrap();
-    let line = serde_json::to_vec(&json!({"type": "turn", "turn": tool_turn("troisième")})).unwrap();
+    let line =
+        serde_json::to_vec(&json!({"type": "turn", "turn": tool_turn("troisième")})).unwrap();
     let cut = line.windows(2).position(|w| w == "è".as_bytes()).unwrap() + 1;
     bytes.extend_from_slice(&line[..cut]);
     std::fs::write(&path, bytes).unwrap();
@@ -397,14 +401,20 @@ async fn a_damaged_middle_line_is_skipped_and_every_other_turn_loads() {
     let store = scratch.store();
     let meta = store.create(NewSession::new("/p")).await.unwrap();
     for prompt in ["one", "two", "three"] {
-        store.append_turn(&meta.id, tool_turn(prompt)).await.unwrap();
+        store
+            .append_turn(&meta.id, tool_turn(prompt))
+            .await
+            .unwrap();
     }
     let path = store.session_path(&meta.id);
     let text = std::fs::read(&path).unwrap();
     let mut lines: Vec<Vec<u8>> = text.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect();
     // Lines: meta, turn one, meta, turn two, meta, turn three, meta. Damage turn two with a
     // byte that is not UTF-8, and a meta line with bad JSON.
-    let two = lines.iter().position(|l| l.windows(5).any(|w| w == b"\"two\"")).unwrap();
+    let two = lines
+        .iter()
+        .position(|l| l.windows(5).any(|w| w == b"\"two\""))
+        .unwrap();
     lines[two].insert(10, 0xff);
     lines[two - 1] = b"{\"type\":\"meta\",".to_vec();
     std::fs::write(&path, lines.join(&b'\n')).unwrap();

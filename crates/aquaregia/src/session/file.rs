@@ -345,10 +345,8 @@ impl SessionStore for FileSessionStore {
         turn: SessionTurn,
     ) -> Result<SessionMeta, SessionError> {
         let id = id.clone();
-        self.blocking(move |store, state| {
-            store.update_locked(state, &id, |_| {}, Some(turn), None)
-        })
-        .await
+        self.blocking(move |store, state| store.update_locked(state, &id, |_| {}, Some(turn), None))
+            .await
     }
 
     /// Checks the turn count and appends under an exclusive lock on the session file (an
