@@ -112,22 +112,56 @@ pub(crate) async fn save_base(
     }
 }
 
-/// Appends a completed turn; when it gave the session its title, tells the client. Returns
-/// whether the turn was stored.
+/// A turn stored by [`append`].
+#[derive(Debug)]
+pub(crate) struct Appended {
+    /// How many turns the store now holds.
+    pub(crate) turns: u64,
+    /// When another process had changed the session: the latest history (theirs, then this
+    /// turn), which the session continues from instead of its own.
+    pub(crate) reloaded: Option<Vec<Message>>,
+}
+
+/// Appends a completed turn on top of the `expected` turns this session has seen; when it
+/// gave the session its title, tells the client. When another process changed the session
+/// meanwhile, the latest state is loaded, the turn is appended after it, and the client is told
+/// in an agent message. Returns `None` when the turn was not stored.
 pub(crate) async fn append(
     store: &dyn SessionStore,
     cx: &ConnectionTo<Client>,
     session_id: &str,
     messages: Vec<Message>,
     usage: Usage,
-) -> bool {
-    let Ok(id) = SessionId::new(session_id) else {
-        return false;
-    };
-    match store
-        .append_turn(&id, SessionTurn::new(messages).usage(usage))
-        .await
-    {
+    expected: u64,
+) -> Option<Appended> {
+    let id = SessionId::new(session_id).ok()?;
+    let turn = SessionTurn::new(messages).usage(usage);
+    let mut reloaded = None;
+    let mut saved = store.append_turn_checked(&id, turn.clone(), expected).await;
+    if let Err(aquaregia::SessionError::Conflict { actual, .. }) = &saved {
+        let theirs = actual.saturating_sub(expected);
+        saved = match store.load(&id).await {
+            Ok(latest) => {
+                let mut history = history(&latest);
+                history.extend(turn.messages.iter().cloned());
+                reloaded = Some(history);
+                let turns = u64::try_from(latest.turns.len()).unwrap_or(u64::MAX);
+                store.append_turn_checked(&id, turn, turns).await
+            }
+            Err(error) => Err(error),
+        };
+        if saved.is_ok() {
+            updates::send(
+                cx,
+                session_id,
+                updates::message(&format!(
+                    "\n\n(This session was changed by another process: its {theirs} new \
+                     turn(s) were loaded, and this turn was saved after them.)"
+                )),
+            );
+        }
+    }
+    match saved {
         Ok(meta) => {
             if meta.turns == 1 {
                 let update = SessionInfoUpdate::new()
@@ -135,11 +169,14 @@ pub(crate) async fn append(
                     .updated_at(meta.updated_at.to_string());
                 updates::send(cx, session_id, SessionUpdate::SessionInfoUpdate(update));
             }
-            true
+            Some(Appended {
+                turns: meta.turns,
+                reloaded,
+            })
         }
         Err(error) => {
             tracing::warn!(session = session_id, %error, "the turn was not stored");
-            false
+            None
         }
     }
 }

@@ -144,8 +144,9 @@ impl State {
         } else {
             Some(before)
         };
+        let mut history = output.messages;
         if let Some(store) = &self.store {
-            let turn = match start.and_then(|start| output.messages.get(start..)) {
+            let turn = match start.and_then(|start| history.get(start..)) {
                 Some(turn) => turn.to_vec(),
                 // The prompt itself was summarised (a huge single turn): keep what it was
                 // and what came of it.
@@ -156,15 +157,21 @@ impl State {
             };
             if compacted {
                 let base = start
-                    .and_then(|start| output.messages.get(..start))
+                    .and_then(|start| history.get(..start))
                     .unwrap_or_default();
                 store::save_base(&**store, &session.id, session.stored_turns(), base).await;
             }
-            if store::append(&**store, cx, &session.id, turn, output.usage).await {
-                session.set_stored_turns(session.stored_turns() + 1);
+            let expected = session.stored_turns();
+            if let Some(saved) =
+                store::append(&**store, cx, &session.id, turn, output.usage, expected).await
+            {
+                session.set_stored_turns(saved.turns);
+                if let Some(latest) = saved.reloaded {
+                    history = latest;
+                }
             }
         }
-        *lock(&session.history) = output.messages;
+        *lock(&session.history) = history;
         Ok(stop)
     }
 

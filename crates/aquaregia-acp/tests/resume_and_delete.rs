@@ -78,3 +78,68 @@ async fn resume_close_and_delete() {
     second.finish().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two agents with stores of their own on one directory (as two processes would be) resume one
+/// session: the one whose turn comes second is told, goes on from the latest history, and no
+/// turn is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_changed_by_another_agent_is_reloaded_not_diverged() {
+    use aquaregia::{SessionId, SessionStore};
+    let dir = std::env::temp_dir().join(format!("aquaregia-acp-shared-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mock = MockServer::start().await;
+    let resume = |id: &str| json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []});
+
+    let a =
+        RawClient::connect(agent_for(&mock).session_store(Arc::new(FileSessionStore::new(&dir))));
+    a.initialize().await;
+    let id = a.new_session("/tmp", json!([])).await;
+    mock.push(Reply::text("One."));
+    a.prompt(&id, "First question").await;
+
+    let b =
+        RawClient::connect(agent_for(&mock).session_store(Arc::new(FileSessionStore::new(&dir))));
+    b.initialize().await;
+    assert!(
+        b.request("session/resume", resume(&id))
+            .await
+            .get("result")
+            .is_some()
+    );
+
+    mock.push(Reply::text("A two."));
+    a.prompt(&id, "Question from A").await;
+    mock.push(Reply::text("B two."));
+    let answer = b.prompt(&id, "Question from B").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let told = updates(&b.log(), &id)
+        .iter()
+        .any(|u| u.to_string().contains("changed by another process"));
+    assert!(told, "B's client is told: {:?}", b.log());
+
+    mock.push(Reply::text("B three."));
+    b.prompt(&id, "Another from B").await;
+    let history = mock.bodies()[3]["messages"].to_string();
+    assert!(
+        history.contains("Question from A") && history.contains("Question from B"),
+        "B goes on from the latest history: {history}"
+    );
+    a.finish().await.unwrap();
+    b.finish().await.unwrap();
+
+    let stored = FileSessionStore::new(&dir)
+        .load(&SessionId::new(id.as_str()).unwrap())
+        .await
+        .unwrap();
+    let prompts: Vec<String> = stored.turns.iter().map(|t| t.messages[0].text()).collect();
+    assert_eq!(
+        prompts,
+        [
+            "First question",
+            "Question from A",
+            "Question from B",
+            "Another from B"
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

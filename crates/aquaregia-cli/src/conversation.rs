@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use aquaregia::{
-    AgentOutput, FileSessionStore, Message, NewSession, SessionId, SessionMeta, SessionStore,
-    SessionTurn, SessionUpdate,
+    AgentOutput, FileSessionStore, Message, NewSession, SessionError, SessionId, SessionMeta,
+    SessionStore, SessionTurn, SessionUpdate,
 };
 
 use crate::agent_args::SessionArgs;
@@ -64,6 +64,13 @@ impl Conversation {
             .load(&id)
             .await
             .with_context(|| format!("cannot resume session {id}"))?;
+        if session.skipped > 0 {
+            warn(&format!(
+                "session {id}: {} damaged line(s) in its file were skipped; the intact turns \
+                 were loaded",
+                session.skipped
+            ));
+        }
         conversation.history = session.messages();
         conversation.meta = Some(session.meta);
         Ok(conversation)
@@ -121,7 +128,32 @@ impl Conversation {
             }
         };
         let turn = SessionTurn::new(messages).usage(output.usage);
-        self.meta = Some(store.append_turn(&meta.id, turn).await?);
+        let saved = match store
+            .append_turn_checked(&meta.id, turn.clone(), meta.turns)
+            .await
+        {
+            Err(SessionError::Conflict { .. }) => {
+                // Another process added turns: take them in, and save this turn after them.
+                let latest = store.load(&meta.id).await?;
+                let theirs = latest
+                    .turns
+                    .len()
+                    .saturating_sub(usize::try_from(meta.turns).unwrap_or(usize::MAX));
+                warn(&format!(
+                    "session {} was changed by another process: its {theirs} new turn(s) were \
+                     loaded, and this turn was saved after them",
+                    meta.id
+                ));
+                let mut history = latest.messages();
+                history.extend(turn.messages.iter().cloned());
+                self.history = history;
+                store
+                    .append_turn_checked(&meta.id, turn, latest.meta.turns)
+                    .await?
+            }
+            other => other?,
+        };
+        self.meta = Some(saved);
         Ok(())
     }
 

@@ -117,3 +117,147 @@ async fn resume_takes_an_id_and_rejects_unknown_or_unsafe_ones() {
     );
     assert_eq!(model.bodies().len(), 2);
 }
+
+/// The one session file in the scratch data directory.
+fn session_file(scratch: &Scratch) -> std::path::PathBuf {
+    let files: Vec<_> = std::fs::read_dir(scratch.data_dir().join("sessions"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
+#[tokio::test]
+async fn continue_loads_every_intact_turn_of_a_damaged_session_file() {
+    let scratch = Scratch::new();
+    let model = MockServer::with_replies(vec![
+        Reply::text_stream(&["Un."]),
+        Reply::text_stream(&["Deux."]),
+        Reply::text_stream(&["Quatre."]),
+    ])
+    .await;
+    for args in [
+        &["run", "première"][..],
+        &["run", "--continue", "deuxième"][..],
+    ] {
+        let mut command = cli(&scratch);
+        command.args(args);
+        use_mock(&mut command, &model);
+        assert_eq!(run(command, "").await.code, Some(0));
+    }
+    // A garbled line in the middle, and a crash cut the third turn inside the "è".
+    let path = session_file(&scratch);
+    let text = std::fs::read(&path).unwrap();
+    let first_newline = text.iter().position(|b| *b == b'\n').unwrap();
+    let mut bytes = text[..=first_newline].to_vec();
+    bytes.extend_from_slice(b"{\"type\":\"turn\",\xff\n");
+    bytes.extend_from_slice(&text[first_newline + 1..]);
+    bytes.extend_from_slice(
+        "{\"type\":\"turn\",\"turn\":{\"messages\":[{\"role\":\"user\",\"content\":\"troisi"
+            .as_bytes(),
+    );
+    bytes.push("è".as_bytes()[0]);
+    std::fs::write(&path, bytes).unwrap();
+
+    let mut list = cli(&scratch);
+    list.args(["sessions", "--json"]);
+    let listed = run(list, "").await;
+    let sessions: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(sessions.as_array().unwrap().len(), 1, "{listed:?}");
+
+    let mut again = cli(&scratch);
+    again.args(["run", "--continue", "quatrième"]);
+    use_mock(&mut again, &model);
+    let outcome = run(again, "").await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert_eq!(outcome.stdout, "Quatre.\n");
+    assert!(
+        outcome.stderr.contains("2 damaged line(s)"),
+        "the user is told: {outcome:?}"
+    );
+    let sent = transcript(&model.bodies()[2]);
+    let texts: Vec<&str> = sent.iter().map(|(_, text)| text.as_str()).collect();
+    assert_eq!(texts, ["première", "Un.", "deuxième", "Deux.", "quatrième"]);
+}
+
+#[tokio::test]
+async fn two_processes_on_one_session_neither_lose_a_turn_nor_diverge() {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    let scratch = Scratch::new();
+    let model = MockServer::with_replies(vec![
+        Reply::text_stream(&["Zero."]),
+        Reply::text_stream(&["One A."]),
+        Reply::text_stream(&["Two."]),
+        Reply::text_stream(&["One B."]),
+        Reply::text_stream(&["One C."]),
+    ])
+    .await;
+    let mut first = cli(&scratch);
+    first.args(["run", "zero"]);
+    use_mock(&mut first, &model);
+    assert_eq!(run(first, "").await.code, Some(0));
+
+    // Process one: a chat on the session; its first turn is saved once `/help` answers.
+    let mut chat = cli(&scratch);
+    chat.args(["chat", "--continue"]);
+    use_mock(&mut chat, &model);
+    let mut chat = tokio::process::Command::from(chat);
+    chat.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut chat = chat.spawn().unwrap();
+    let mut input = chat.stdin.take().unwrap();
+    input.write_all(b"one a\n/help\n").await.unwrap();
+    let mut errors = tokio::io::BufReader::new(chat.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("this list") {
+        let read = tokio::time::timeout(common::BOUND, errors.read_line(&mut seen))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(read > 0, "the chat ended early: {seen}");
+    }
+
+    // Process two adds a turn behind the chat's back.
+    let mut other = cli(&scratch);
+    other.args(["run", "--continue", "two"]);
+    use_mock(&mut other, &model);
+    let outcome = run(other, "").await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+
+    input.write_all(b"one b\none c\n").await.unwrap();
+    drop(input);
+    let mut rest = String::new();
+    tokio::time::timeout(common::BOUND, errors.read_to_string(&mut rest))
+        .await
+        .unwrap()
+        .unwrap();
+    let status = tokio::time::timeout(common::BOUND, chat.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{seen}{rest}");
+    assert!(
+        rest.contains("was changed by another process"),
+        "the chat says so: {rest}"
+    );
+
+    // The chat's next turn goes on from the latest history, process two's turn included.
+    let texts: Vec<String> = transcript(&model.bodies()[4])
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "zero", "Zero.", "one a", "One A.", "two", "Two.", "one b", "One B.", "one c"
+        ]
+    );
+    let mut list = cli(&scratch);
+    list.args(["sessions", "--json"]);
+    let sessions: Value = serde_json::from_str(&run(list, "").await.stdout).unwrap();
+    assert_eq!(sessions[0]["turns"], 5, "no turn was lost");
+}

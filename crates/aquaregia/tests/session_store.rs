@@ -353,3 +353,107 @@ async fn a_200_turn_session_loads_in_well_under_a_second() {
     }
     assert!(best <= Duration::from_secs(1), "loading took {best:?}");
 }
+
+/// The prompts of a loaded session's turns.
+fn prompts(session: &aquaregia::StoredSession) -> Vec<String> {
+    session.turns.iter().map(|t| t.messages[0].text()).collect()
+}
+
+#[tokio::test]
+async fn a_torn_utf8_character_in_the_last_turn_loses_only_that_turn() {
+    let scratch = Scratch::new();
+    let store = scratch.store();
+    let meta = store.create(NewSession::new("/p")).await.unwrap();
+    for prompt in ["première", "zweite Frage"] {
+        store
+            .append_turn(&meta.id, tool_turn(prompt))
+            .await
+            .unwrap();
+    }
+    // A crash while writing a third turn, cut inside the two bytes of "é".
+    let path = store.session_path(&meta.id);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let line =
+        serde_json::to_vec(&json!({"type": "turn", "turn": tool_turn("troisième")})).unwrap();
+    let cut = line.windows(2).position(|w| w == "è".as_bytes()).unwrap() + 1;
+    bytes.extend_from_slice(&line[..cut]);
+    std::fs::write(&path, bytes).unwrap();
+
+    let loaded = scratch.store().load(&meta.id).await.unwrap();
+    assert_eq!(prompts(&loaded), ["première", "zweite Frage"]);
+    assert_eq!(loaded.skipped, 1);
+    let listed = scratch.store().list(SessionQuery::new()).await.unwrap();
+    assert_eq!(listed.sessions.len(), 1);
+
+    // The next turn starts on a line of its own, not glued to the torn one.
+    store
+        .append_turn_checked(&meta.id, tool_turn("quatrième"), 2)
+        .await
+        .unwrap();
+    let loaded = scratch.store().load(&meta.id).await.unwrap();
+    assert_eq!(prompts(&loaded), ["première", "zweite Frage", "quatrième"]);
+    assert_eq!(loaded.skipped, 1);
+}
+
+#[tokio::test]
+async fn a_damaged_middle_line_is_skipped_and_every_other_turn_loads() {
+    let scratch = Scratch::new();
+    let store = scratch.store();
+    let meta = store.create(NewSession::new("/p")).await.unwrap();
+    for prompt in ["one", "two", "three"] {
+        store
+            .append_turn(&meta.id, tool_turn(prompt))
+            .await
+            .unwrap();
+    }
+    let path = store.session_path(&meta.id);
+    let text = std::fs::read(&path).unwrap();
+    let mut lines: Vec<Vec<u8>> = text.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect();
+    // Lines: meta, turn one, meta, turn two, meta, turn three, meta. Damage turn two with a
+    // byte that is not UTF-8, and a meta line with bad JSON.
+    let two = lines
+        .iter()
+        .position(|l| l.windows(5).any(|w| w == b"\"two\""))
+        .unwrap();
+    lines[two].insert(10, 0xff);
+    lines[two - 1] = b"{\"type\":\"meta\",".to_vec();
+    std::fs::write(&path, lines.join(&b'\n')).unwrap();
+
+    let loaded = scratch.store().load(&meta.id).await.unwrap();
+    assert_eq!(prompts(&loaded), ["one", "three"]);
+    assert_eq!(loaded.skipped, 2);
+    assert_eq!(loaded.meta.turns, 2);
+}
+
+#[tokio::test]
+async fn two_stores_on_one_session_conflict_instead_of_diverging() {
+    let scratch = Scratch::new();
+    let (a, b) = (scratch.store(), scratch.store());
+    let meta = a.create(NewSession::new("/p")).await.unwrap();
+    a.append_turn_checked(&meta.id, tool_turn("a1"), 0)
+        .await
+        .unwrap();
+    // B opened the session when it had one turn; A then adds a second.
+    let seen_by_b = b.load(&meta.id).await.unwrap();
+    assert_eq!(seen_by_b.turns.len(), 1);
+    a.append_turn_checked(&meta.id, tool_turn("a2"), 1)
+        .await
+        .unwrap();
+    match b.append_turn_checked(&meta.id, tool_turn("b2"), 1).await {
+        Err(SessionError::Conflict {
+            expected, actual, ..
+        }) => assert_eq!((expected, actual), (1, 2)),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    // Nothing was written by the refused append; B reloads and appends on top.
+    let latest = b.load(&meta.id).await.unwrap();
+    assert_eq!(prompts(&latest), ["a1", "a2"]);
+    let saved = b
+        .append_turn_checked(&meta.id, tool_turn("b2"), 2)
+        .await
+        .unwrap();
+    assert_eq!(saved.turns, 3);
+    let loaded = scratch.store().load(&meta.id).await.unwrap();
+    assert_eq!(prompts(&loaded), ["a1", "a2", "b2"]);
+    assert_eq!(loaded.skipped, 0);
+}

@@ -122,12 +122,8 @@ impl FileSessionStore {
             .map_err(|source| io(&self.dir, source))
     }
 
-    fn append_record(
-        &self,
-        id: &SessionId,
-        record: &Record,
-        create: bool,
-    ) -> Result<(), SessionError> {
+    /// Opens a session's record for appending (creating it when `create`).
+    fn open_record(&self, id: &SessionId, create: bool) -> Result<File, SessionError> {
         let path = self.session_path(id);
         let mut options = OpenOptions::new();
         options.read(true).append(true);
@@ -136,11 +132,21 @@ impl FileSessionStore {
         }
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&path).map_err(|source| match source.kind() {
+        options.open(&path).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => SessionError::NotFound { id: id.clone() },
             std::io::ErrorKind::AlreadyExists => SessionError::AlreadyExists { id: id.clone() },
             _ => io(&path, source),
-        })?;
+        })
+    }
+
+    /// Appends one record as a line and syncs it to disk.
+    fn append_record(
+        &self,
+        id: &SessionId,
+        file: &mut File,
+        record: &Record,
+    ) -> Result<(), SessionError> {
+        let path = self.session_path(id);
         let mut line = serde_json::to_vec(record).map_err(|error| SessionError::Corrupt {
             path: path.clone(),
             message: format!("cannot encode a record: {error}"),
@@ -148,7 +154,7 @@ impl FileSessionStore {
         line.push(b'\n');
         // A crash mid-write leaves a line without its newline: end it so the new record starts
         // on a line of its own (the broken one is skipped when loading).
-        if !create && !ends_with_newline(&mut file).map_err(|source| io(&path, source))? {
+        if !ends_with_newline(file).map_err(|source| io(&path, source))? {
             line.insert(0, b'\n');
         }
         file.write_all(&line)
@@ -169,29 +175,35 @@ impl FileSessionStore {
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         options
             .open(&tmp)
-            .and_then(|mut file| file.write_all(&body))
+            .and_then(|mut file| file.write_all(&body).and_then(|()| file.sync_data()))
             .and_then(|()| fs::rename(&tmp, &path))
             .map_err(|source| io(&path, source))
     }
 
     fn read_session(&self, id: &SessionId) -> Result<StoredSession, SessionError> {
         let path = self.session_path(id);
-        let text = fs::read_to_string(&path).map_err(|source| match source.kind() {
+        let mut file = File::open(&path).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => SessionError::NotFound { id: id.clone() },
             _ => io(&path, source),
         })?;
-        parse_session(&path, &text)
+        // A writer in another process holds the exclusive lock while it appends: wait for it,
+        // so a line it is writing is not read half-written.
+        lock(&file, &path, Lock::Shared)?;
+        read_record(&mut file, &path)
     }
 
     fn read_meta(&self, id: &SessionId) -> Result<SessionMeta, SessionError> {
-        let cached = fs::read(self.meta_path(id))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<SessionMeta>(&bytes).ok())
-            .filter(|meta| &meta.id == id);
-        match cached {
+        match self.cached_meta(id) {
             Some(meta) => Ok(meta),
             None => self.read_session(id).map(|session| session.meta),
         }
+    }
+
+    fn cached_meta(&self, id: &SessionId) -> Option<SessionMeta> {
+        fs::read(self.meta_path(id))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<SessionMeta>(&bytes).ok())
+            .filter(|meta| &meta.id == id)
     }
 
     fn next_stamp(state: &mut WriterState) -> Timestamp {
@@ -205,14 +217,39 @@ impl FileSessionStore {
         stamp
     }
 
+    /// Changes the metadata and appends `turn` (if any), holding the record's exclusive lock
+    /// so that writers in other processes go one at a time. With `expected_turns`, the turns
+    /// read back from the record must number exactly that, or nothing is written.
     fn update_locked(
         &self,
         state: &mut WriterState,
         id: &SessionId,
         change: impl FnOnce(&mut SessionMeta),
         turn: Option<SessionTurn>,
+        expected_turns: Option<u64>,
     ) -> Result<SessionMeta, SessionError> {
-        let mut meta = self.read_meta(id)?;
+        let path = self.session_path(id);
+        let mut file = self.open_record(id, false)?;
+        lock(&file, &path, Lock::Exclusive)?;
+        // Read through the locked handle: another handle would wait for this very lock.
+        let mut meta = match expected_turns {
+            Some(expected) => {
+                let current = read_record(&mut file, &path)?;
+                let actual = u64::try_from(current.turns.len()).unwrap_or(u64::MAX);
+                if actual != expected {
+                    return Err(SessionError::Conflict {
+                        id: id.clone(),
+                        expected,
+                        actual,
+                    });
+                }
+                current.meta
+            }
+            None => match self.cached_meta(id) {
+                Some(meta) => meta,
+                None => read_record(&mut file, &path)?.meta,
+            },
+        };
         change(&mut meta);
         meta.updated_at = Self::next_stamp(state);
         if let Some(turn) = turn {
@@ -220,9 +257,9 @@ impl FileSessionStore {
             if meta.title.is_none() {
                 meta.title = turn.derived_title();
             }
-            self.append_record(id, &Record::Turn { turn }, false)?;
+            self.append_record(id, &mut file, &Record::Turn { turn })?;
         }
-        self.append_record(id, &Record::Meta { meta: meta.clone() }, false)?;
+        self.append_record(id, &mut file, &Record::Meta { meta: meta.clone() })?;
         self.write_meta_cache(&meta)?;
         Ok(meta)
     }
@@ -294,7 +331,8 @@ impl SessionStore for FileSessionStore {
                 turns: 0,
                 metadata: new.metadata,
             };
-            store.append_record(&meta.id, &Record::Meta { meta: meta.clone() }, true)?;
+            let mut file = store.open_record(&meta.id, true)?;
+            store.append_record(&meta.id, &mut file, &Record::Meta { meta: meta.clone() })?;
             store.write_meta_cache(&meta)?;
             Ok(meta)
         })
@@ -307,8 +345,23 @@ impl SessionStore for FileSessionStore {
         turn: SessionTurn,
     ) -> Result<SessionMeta, SessionError> {
         let id = id.clone();
-        self.blocking(move |store, state| store.update_locked(state, &id, |_| {}, Some(turn)))
+        self.blocking(move |store, state| store.update_locked(state, &id, |_| {}, Some(turn), None))
             .await
+    }
+
+    /// Checks the turn count and appends under an exclusive lock on the session file (an
+    /// advisory lock, [`File::lock`]), so two processes cannot both pass the check.
+    async fn append_turn_checked(
+        &self,
+        id: &SessionId,
+        turn: SessionTurn,
+        expected_turns: u64,
+    ) -> Result<SessionMeta, SessionError> {
+        let id = id.clone();
+        self.blocking(move |store, state| {
+            store.update_locked(state, &id, |_| {}, Some(turn), Some(expected_turns))
+        })
+        .await
     }
 
     async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError> {
@@ -328,7 +381,7 @@ impl SessionStore for FileSessionStore {
     ) -> Result<SessionMeta, SessionError> {
         let id = id.clone();
         self.blocking(move |store, state| {
-            store.update_locked(state, &id, |meta| update.apply_to(meta), None)
+            store.update_locked(state, &id, |meta| update.apply_to(meta), None, None)
         })
         .await
     }
@@ -353,40 +406,76 @@ impl SessionStore for FileSessionStore {
     }
 }
 
-/// Reads a session file: the last `meta` line wins, turns in order, lines that are not valid
-/// records (a write cut short by a crash) skipped with a warning.
-fn parse_session(path: &Path, text: &str) -> Result<StoredSession, SessionError> {
+/// Reads a session file line by line: the last `meta` line wins, turns in order. A line that
+/// is not a valid record (invalid UTF-8, bad JSON, a write cut short by a crash) is skipped
+/// with a warning naming the file and line, and counted in [`StoredSession::skipped`].
+fn parse_session(path: &Path, bytes: &[u8]) -> Result<StoredSession, SessionError> {
     let mut meta: Option<SessionMeta> = None;
     let mut turns = Vec::new();
-    let mut skipped: Option<(usize, usize, serde_json::Error)> = None;
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+    let mut skipped = 0;
+    for (index, line) in bytes.split(|byte| *byte == b'\n').enumerate() {
+        if line.trim_ascii().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Record>(line) {
+        let record = std::str::from_utf8(line)
+            .map_err(|error| format!("invalid UTF-8: {error}"))
+            .and_then(|line| serde_json::from_str::<Record>(line).map_err(|e| e.to_string()));
+        match record {
             Ok(Record::Meta { meta: latest }) => meta = Some(latest),
             Ok(Record::Turn { turn }) => turns.push(turn),
-            Err(error) => match &mut skipped {
-                Some((count, _, _)) => *count += 1,
-                None => skipped = Some((1, index + 1, error)),
-            },
+            Err(error) => {
+                skipped += 1;
+                tracing::warn!(
+                    path = %path.display(),
+                    line = index + 1,
+                    %error,
+                    "skipping a damaged session line (a write cut short?)"
+                );
+            }
         }
-    }
-    if let Some((count, first_line, error)) = skipped {
-        tracing::warn!(
-            path = %path.display(),
-            count,
-            first_line,
-            %error,
-            "skipping unreadable session lines (a write cut short?)"
-        );
     }
     let mut meta = meta.ok_or_else(|| SessionError::Corrupt {
         path: path.to_path_buf(),
         message: "no session metadata line".to_owned(),
     })?;
     meta.turns = u64::try_from(turns.len()).unwrap_or(u64::MAX);
-    Ok(StoredSession { meta, turns })
+    Ok(StoredSession {
+        meta,
+        turns,
+        skipped,
+    })
+}
+
+/// Reads a whole session record from the start through `file`.
+fn read_record(file: &mut File, path: &Path) -> Result<StoredSession, SessionError> {
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(|source| io(path, source))?;
+    parse_session(path, &bytes)
+}
+
+#[derive(Clone, Copy)]
+enum Lock {
+    Shared,
+    Exclusive,
+}
+
+/// Takes an advisory lock on `file` (released when it is closed), waiting for other holders.
+/// A file system without locks is used unlocked, with a warning.
+fn lock(file: &File, path: &Path, kind: Lock) -> Result<(), SessionError> {
+    let locked = match kind {
+        Lock::Shared => file.lock_shared(),
+        Lock::Exclusive => file.lock(),
+    };
+    match locked {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::Unsupported => {
+            tracing::warn!(path = %path.display(), %error, "session file not locked");
+            Ok(())
+        }
+        Err(source) => Err(io(path, source)),
+    }
 }
 
 fn parse_cursor(cursor: &str) -> Result<(Timestamp, SessionId), SessionError> {

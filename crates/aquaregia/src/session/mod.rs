@@ -43,6 +43,31 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
         turn: SessionTurn,
     ) -> Result<SessionMeta, SessionError>;
 
+    /// Appends one completed turn only if the session still has exactly `expected_turns` turns
+    /// (the count the caller loaded, plus the turns it appended since); otherwise fails with
+    /// [`SessionError::Conflict`] and stores nothing, so the caller reloads and appends on top
+    /// of the latest state instead of diverging from another writer.
+    ///
+    /// The default implementation loads the session and then appends, which is not atomic:
+    /// stores shared between processes override it with a check and append that are.
+    async fn append_turn_checked(
+        &self,
+        id: &SessionId,
+        turn: SessionTurn,
+        expected_turns: u64,
+    ) -> Result<SessionMeta, SessionError> {
+        let current = self.load(id).await?;
+        let actual = u64::try_from(current.turns.len()).unwrap_or(u64::MAX);
+        if actual != expected_turns {
+            return Err(SessionError::Conflict {
+                id: id.clone(),
+                expected: expected_turns,
+                actual,
+            });
+        }
+        self.append_turn(id, turn).await
+    }
+
     /// Loads a session: its metadata and every turn, oldest first.
     async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError>;
 
@@ -288,6 +313,10 @@ pub struct StoredSession {
     pub meta: SessionMeta,
     /// Its turns, oldest first.
     pub turns: Vec<SessionTurn>,
+    /// How many stored records could not be read back (invalid UTF-8, bad JSON, a line cut
+    /// short by a crash) and were skipped; each was logged as a warning. Zero when the whole
+    /// session loaded.
+    pub skipped: usize,
 }
 
 impl StoredSession {
@@ -407,6 +436,20 @@ pub enum SessionError {
         path: PathBuf,
         /// What is wrong.
         message: String,
+    },
+    /// Another writer (another process) appended to the session since the caller last saw it:
+    /// it holds `actual` turns where the caller expected `expected`. Nothing was stored; reload
+    /// the session and append on top of it.
+    #[error(
+        "session {id} was changed by another process: it has {actual} turns, {expected} were expected"
+    )]
+    Conflict {
+        /// The session.
+        id: SessionId,
+        /// The turn count the caller had seen.
+        expected: u64,
+        /// The turn count the store holds.
+        actual: u64,
     },
     /// A store backed by something else (a database) failed.
     #[error(transparent)]
