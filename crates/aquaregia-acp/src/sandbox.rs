@@ -276,3 +276,46 @@ mod linux {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_launcher_gets_the_writable_dirs_then_the_shell_line() {
+        let workspace = std::env::current_dir().unwrap().canonicalize().unwrap();
+        let temp = std::env::temp_dir().canonicalize().unwrap();
+        let sandbox = Sandbox::launcher("/bin/launcher")
+            .arg("__sandbox")
+            .temp_dir(&temp)
+            .network(false);
+        let (program, args) = sandbox.command(&workspace, "ls -la");
+        assert_eq!(program, Path::new("/bin/launcher"));
+        let expected: Vec<OsString> = vec![
+            "__sandbox".into(),
+            "--write".into(),
+            workspace.into_os_string(),
+            "--write".into(),
+            temp.into_os_string(),
+            "--no-network".into(),
+            "--".into(),
+            "sh".into(),
+            "-c".into(),
+            "ls -la".into(),
+        ];
+        assert_eq!(args, expected);
+    }
+
+    #[test]
+    fn bad_launcher_arguments_are_refused() {
+        for args in [
+            &["--bogus", "--", "true"][..],
+            &["--write"],
+            &["--write", "/tmp"],
+            &["--"],
+        ] {
+            let code = launcher_main(args.iter().map(OsString::from));
+            assert_eq!(code, ExitCode::from(2), "{args:?}");
+        }
+    }
+}

@@ -284,3 +284,19 @@ impl Editor {
         Ok(format!("{text}\n[{status}]"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_quoted_onto_the_line() {
+        let args = ["a b".to_owned(), "it's".to_owned(), "$HOME".to_owned()];
+        assert_eq!(
+            shell_line("printf '%s\\n'", &args).unwrap(),
+            r#"printf '%s\n' 'a b' "it's" '$HOME'"#
+        );
+        assert_eq!(shell_line("ls -la", &[]).unwrap(), "ls -la");
+        assert!(shell_line("echo", &["a\0b".to_owned()]).is_err());
+    }
+}
