@@ -50,14 +50,16 @@ struct Rule {
 
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     [
-        // A header line or a header map entry, debug-printed or not: the whole value.
-        r#"(?i)(\b(?:proxy-)?authorization"?\s*[:=]\s*"?)[^"\r\n,}]+"#,
-        // Bearer and Basic credentials wherever they stand.
-        r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{6,}",
+        // A header line or a header map entry, debug-printed or not: the credential, with
+        // its scheme (prose such as "requires authorization: run ..." does not match).
+        r#"(?i)(\b(?:proxy-)?authorization"?\s*[:=]\s*"?)(?:[A-Za-z]+ +)?[A-Za-z0-9._~+/=-]{8,}"#,
+        // Bearer and Basic credentials wherever they stand (not a challenge's parameters:
+        // `Bearer error="invalid_token"`).
+        r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{12,}",
         // Credential parameters in URLs and form bodies.
         r#"(?i)((?:^|[?&#;\s])(?:api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|id[_-]?token|code[_-]verifier|client[_-]secret|password|client[_-]assertion|subject[_-]token|actor[_-]token)=)[^&\s"'#]+"#,
         // Short names only in a query string or form (`?key=`, `&code=`).
-        r#"(?i)((?:^|[?&#;])(?:key|token|code|assertion|sig|signature)=)[^&\s"'#]+"#,
+        r#"(?i)((?:[?&#;])(?:key|token|code|assertion|sig|signature)=)[^&\s"'#]+"#,
         // Credential fields in JSON.
         r#"(?i)("(?:access_token|refresh_token|id_token|client_secret|api_key|apikey|password|code_verifier|assertion|subject_token)"\s*:\s*")[^"]*"#,
         // Provider keys by their prefix.
@@ -277,7 +279,7 @@ mod tests {
         assert_eq!(redact("short words stay"), "short words stay");
         assert!(matches!(redact("nothing here"), Cow::Borrowed(_)));
         assert_eq!(
-            redact("Authorization: Bearer abcdefgh12"),
+            redact("Authorization: Bearer abcdefgh12345"),
             "Authorization: [REDACTED]"
         );
         assert_eq!(
@@ -285,7 +287,7 @@ mod tests {
             r#"{"authorization": "[REDACTED]"}"#
         );
         assert_eq!(
-            redact("sent Bearer abcdefgh12 ok"),
+            redact("sent Bearer abcdefgh12345 ok"),
             "sent Bearer [REDACTED] ok"
         );
         assert_eq!(
@@ -305,6 +307,13 @@ mod tests {
             "Incorrect API key provided: [REDACTED]."
         );
         assert_eq!(redact("exit code 1, key: none"), "exit code 1, key: none");
+        for prose in [
+            "server `x` requires authorization: run `aquaregia mcp login x`",
+            r#"WWW-Authenticate: Bearer error="invalid_token", scope="files:read""#,
+            "key=value name=Ann",
+        ] {
+            assert_eq!(redact(prose), prose);
+        }
     }
 
     #[test]
