@@ -158,7 +158,10 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     })
     .auth(auth)
     .editor_tools(true)
-    .session_store(Arc::new(FileSessionStore::new(data_dir.join("sessions"))))
+    // Secrets are redacted from each turn before it is written.
+    .session_store(Arc::new(aquaregia::redact::RedactingStore::new(
+        FileSessionStore::new(data_dir.join("sessions")),
+    )))
     .models(default_model, move || {
         let clients = lister.clone();
         Box::pin(async move {

@@ -9,13 +9,16 @@ use aquaregia::{
     SessionStore, SessionTurn, SessionUpdate,
 };
 
+use aquaregia::redact::RedactingStore;
+
 use crate::agent_args::SessionArgs;
 use crate::output::Styles;
 
 /// The history so far, and where it is saved.
 #[derive(Debug)]
 pub(crate) struct Conversation {
-    store: Option<FileSessionStore>,
+    /// Turns are redacted ([`aquaregia::redact`]) before they are written.
+    store: Option<RedactingStore<FileSessionStore>>,
     meta: Option<SessionMeta>,
     history: Vec<Message>,
     cwd: PathBuf,
@@ -30,7 +33,7 @@ impl Conversation {
             None
         } else {
             match FileSessionStore::open_default() {
-                Ok(store) => Some(store),
+                Ok(store) => Some(RedactingStore::new(store)),
                 Err(error) if resuming => return Err(error.into()),
                 Err(error) => {
                     warn(&format!("this conversation will not be saved: {error}"));

@@ -218,7 +218,7 @@ fn init_logging(command: &Command) -> Option<telemetry::Exporter> {
         filter = filter.add_directive(acp::LOG_CAP.parse().unwrap_or_default());
     }
     let log = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(output::RedactingStderr)
         .with_ansi(output::Styles::stderr().enabled())
         .with_filter(filter);
     #[cfg(feature = "otel")]

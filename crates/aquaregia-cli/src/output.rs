@@ -67,6 +67,14 @@ impl Styles {
 /// Newlines and tabs stay. Everything a server or model sent goes through this before it is
 /// printed.
 pub(crate) fn clean(text: &str) -> Cow<'_, str> {
+    match aquaregia::redact::redact(text) {
+        Cow::Borrowed(text) => strip_controls(text),
+        Cow::Owned(text) => Cow::Owned(strip_controls(&text).into_owned()),
+    }
+}
+
+/// [`clean`] without the redaction of secrets.
+fn strip_controls(text: &str) -> Cow<'_, str> {
     if !text
         .chars()
         .any(|c| c.is_control() && c != '\n' && c != '\t')
@@ -121,10 +129,39 @@ fn skip_control_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 /// Writes and flushes `text` on stdout. Unlike `print!`, a closed pipe is an error to handle,
 /// not a panic.
 pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let text = aquaregia::redact::redact(text);
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
     Ok(())
+}
+
+/// The log writer: each formatted event goes to stderr with its secrets redacted
+/// ([`aquaregia::redact`]). The formatter writes an event in one `write`, so a secret is never
+/// split between two.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RedactingStderr;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactingStderr {
+    type Writer = RedactingStderr;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        RedactingStderr
+    }
+}
+
+impl std::io::Write for RedactingStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr()
+            .lock()
+            .write_all(aquaregia::redact::redact(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 /// `error: <message>` on stderr; continuation lines (a server's stderr tail) are indented.

@@ -28,12 +28,19 @@ impl Exporter {
 
 #[cfg(feature = "otel")]
 mod export {
+    use std::borrow::Cow;
+
     use aquaregia::TELEMETRY_TARGET;
+    use aquaregia::redact::redact;
+    use opentelemetry::trace::Status;
     use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry::{Array, KeyValue, Value};
     use opentelemetry_otlp::{Protocol, WithExportConfig};
     use opentelemetry_sdk::Resource;
+    use opentelemetry_sdk::error::OTelSdkResult;
     use opentelemetry_sdk::propagation::TraceContextPropagator;
     use opentelemetry_sdk::trace::SdkTracerProvider;
+    use opentelemetry_sdk::trace::{SpanData, SpanExporter};
     use tracing::Level;
     use tracing_subscriber::Layer;
     use tracing_subscriber::filter::Targets;
@@ -51,6 +58,63 @@ mod export {
         pub(crate) fn shutdown(self) {
             if let Err(error) = self.provider.shutdown() {
                 eprintln!("warning: could not export the last OpenTelemetry spans: {error}");
+            }
+        }
+    }
+
+    /// A span exporter that redacts every string attribute, event attribute and status
+    /// description ([`aquaregia::redact`]) before the one it wraps sends them.
+    #[derive(Debug)]
+    struct Redacting<E>(E);
+
+    impl<E: SpanExporter> SpanExporter for Redacting<E> {
+        fn export(
+            &self,
+            mut batch: Vec<SpanData>,
+        ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+            for span in &mut batch {
+                redact_attributes(&mut span.attributes);
+                for event in &mut span.events.events {
+                    redact_attributes(&mut event.attributes);
+                }
+                if let Status::Error { description } = &mut span.status
+                    && let Cow::Owned(redacted) = redact(description)
+                {
+                    *description = Cow::Owned(redacted);
+                }
+            }
+            self.0.export(batch)
+        }
+
+        fn shutdown_with_timeout(&self, timeout: std::time::Duration) -> OTelSdkResult {
+            self.0.shutdown_with_timeout(timeout)
+        }
+
+        fn force_flush(&self) -> OTelSdkResult {
+            self.0.force_flush()
+        }
+
+        fn set_resource(&mut self, resource: &Resource) {
+            self.0.set_resource(resource);
+        }
+    }
+
+    fn redact_attributes(attributes: &mut [KeyValue]) {
+        for attribute in attributes {
+            match &mut attribute.value {
+                Value::String(text) => {
+                    if let Cow::Owned(redacted) = redact(text.as_str()) {
+                        *text = redacted.into();
+                    }
+                }
+                Value::Array(Array::String(items)) => {
+                    for text in items {
+                        if let Cow::Owned(redacted) = redact(text.as_str()) {
+                            *text = redacted.into();
+                        }
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -91,7 +155,7 @@ mod export {
             resource = resource.with_service_name("aquaregia");
         }
         let provider = SdkTracerProvider::builder()
-            .with_batch_exporter(exporter)
+            .with_batch_exporter(Redacting(exporter))
             .with_resource(resource.build())
             .build();
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());

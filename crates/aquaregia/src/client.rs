@@ -355,6 +355,7 @@ impl ClientBuilder {
             );
         }
         if let Some(key) = &api_key {
+            crate::redact::register(key);
             let (name, value) = (provider.auth_header)(key);
             let mut value = HeaderValue::from_str(&value).map_err(|_| {
                 Error::Config("the API key contains characters not allowed in a header".into())
@@ -363,6 +364,7 @@ impl ClientBuilder {
             headers.insert(name, value);
         }
         for (name, value) in &self.headers {
+            crate::redact::register_header(name, value);
             let header_name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| Error::Config(format!("invalid header name `{name}`")))?;
             let mut header_value = HeaderValue::from_str(value)

@@ -108,6 +108,7 @@ mod model;
 mod pricing;
 mod prompt_cache;
 mod provider;
+pub mod redact;
 mod session;
 mod structured;
 mod telemetry;

@@ -7,7 +7,8 @@ knows the call is in flight). With AQUAREGIA_TEST_DUPLICATES set, `greet` is lis
 `a.b` beside `a_b`. With AQUAREGIA_TEST_PROGRESS_GATE set to a path, a `copy` tool reports
 progress (3/10, "copying files") and answers once that file exists. With
 AQUAREGIA_TEST_LIST_CHANGED set, calling `greet` adds a `later` tool and sends
-`notifications/tools/list_changed` before answering. Exits when stdin closes, unless
+`notifications/tools/list_changed` before answering. With AQUAREGIA_TEST_SECRET_TOKEN set, a
+`whoami` tool answers with its value. Exits when stdin closes, unless
 AQUAREGIA_TEST_STUBBORN is set: then it ignores both stdin closing and SIGTERM, and only
 SIGKILL stops it.
 """
@@ -69,6 +70,9 @@ PROGRESS_GATE = os.environ.get("AQUAREGIA_TEST_PROGRESS_GATE")
 if PROGRESS_GATE:
     TOOLS.append({"name": "copy", "description": "Reports progress.", "inputSchema": {"type": "object"}})
 LIST_CHANGED = bool(os.environ.get("AQUAREGIA_TEST_LIST_CHANGED"))
+SECRET = os.environ.get("AQUAREGIA_TEST_SECRET_TOKEN")
+if SECRET:
+    TOOLS.append({"name": "whoami", "description": "Tells the token it was given.", "inputSchema": {"type": "object"}})
 LATER = {"name": "later", "description": "Added mid-run.", "inputSchema": {"type": "object"}}
 
 
@@ -121,6 +125,8 @@ def call(name, arguments, token=None):
     if name == "spoof":
         payload = "ok\u001b]52;c;ZXZpbA==\u0007\u001b[31mred\u009b2J\u0007 done"
         return {"isError": bool(arguments.get("fail")), "content": [{"type": "text", "text": payload}]}
+    if name == "whoami" and SECRET:
+        return text("my token is " + SECRET)
     if name == "later":
         return text("late but here")
     if name in ("a.b", "a_b"):

@@ -127,7 +127,7 @@ impl HttpConfig {
             let delay = retry_after
                 .filter(|delay| *delay <= MAX_RETRY_AFTER)
                 .unwrap_or_else(|| backoff(attempt));
-            tracing::debug!(url, attempt, ?delay, %error, "retrying request");
+            tracing::debug!(url = %safe_url(url), attempt, ?delay, %error, "retrying request");
             tokio::time::sleep(delay).await;
             attempt += 1;
         }
@@ -145,11 +145,27 @@ impl HttpConfig {
     }
 }
 
-/// [`Error::Transport`] for a request to `url` that got no HTTP answer.
+/// [`Error::Transport`] for a request to `url` that got no HTTP answer. The URL loses its
+/// user info and its query (a key may travel there, `?key=`), and the message is redacted.
 pub(crate) fn transport_error(url: &str, error: &reqwest::Error) -> Error {
     Error::Transport {
-        url: url.to_owned(),
-        message: reqwest_message(error),
+        url: safe_url(url),
+        message: crate::redact::redact(&reqwest_message(error)).into_owned(),
+    }
+}
+
+/// `url` without user info, query or fragment, for messages; text that is not a URL is
+/// redacted ([`crate::redact::redact`]) instead.
+pub(crate) fn safe_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => crate::redact::redact(url).into_owned(),
     }
 }
 

@@ -73,13 +73,17 @@ impl HttpOptions {
 
     /// A header sent with every request.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+        let (name, value) = (name.into(), value.into());
+        crate::redact::register_header(&name, &value);
+        self.headers.push((name, value));
         self
     }
 
     /// Sends `Authorization: Bearer <token>` (give the token without the `Bearer ` prefix).
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
-        self.bearer_token = Some(token.into());
+        let token = token.into();
+        crate::redact::register(&token);
+        self.bearer_token = Some(token);
         self
     }
 

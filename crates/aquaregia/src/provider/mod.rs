@@ -257,8 +257,9 @@ pub(crate) fn read_error<P: WireApi>(status: u16, headers: &HeaderMap, body: &[u
 }
 
 /// Builds [`Error::Provider`] from an error response (OpenAI and Anthropic envelopes alike).
+/// The message and body are redacted ([`crate::redact`]): providers echo the key they refused.
 fn provider_error(provider: &'static str, status: u16, headers: &HeaderMap, body: &[u8]) -> Error {
-    let text = String::from_utf8_lossy(body).into_owned();
+    let text = crate::redact::redact(&String::from_utf8_lossy(body)).into_owned();
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
     let error = parsed.as_ref().map(|v| v.get("error").unwrap_or(v));
     let message = error
@@ -288,7 +289,7 @@ fn provider_error(provider: &'static str, status: u16, headers: &HeaderMap, body
     Error::Provider {
         provider,
         status,
-        message,
+        message: crate::redact::redact(&message).into_owned(),
         code,
         body: text,
         request_id,
@@ -299,7 +300,7 @@ pub(crate) fn decode_error(provider: &'static str, what: &str, body: &[u8]) -> E
     Error::Decode {
         provider,
         message: what.to_owned(),
-        body: truncate(&String::from_utf8_lossy(body), 4096),
+        body: truncate(&crate::redact::redact(&String::from_utf8_lossy(body)), 4096),
     }
 }
 

@@ -74,6 +74,9 @@ impl McpServerSpec {
                 cwd,
                 inherit_env,
             } => {
+                for (name, value) in env {
+                    crate::redact::register_env(name, value);
+                }
                 let mut process = Command::new(command);
                 process.args(args);
                 process.envs(env.iter().map(|(k, v)| (k, v)));

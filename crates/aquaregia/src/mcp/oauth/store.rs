@@ -285,11 +285,15 @@ impl CredentialStore for ServerSlot {
             .load(&self.server)
             .await
             .map_err(|error| store_error(&error))?;
+        if let Some(credentials) = &loaded {
+            register_tokens(credentials);
+        }
         *self.cache() = Some(loaded.clone());
         Ok(loaded)
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        register_tokens(&credentials);
         *self.cache() = None;
         self.store
             .save(&self.server, credentials.clone())
@@ -312,6 +316,17 @@ impl CredentialStore for ServerSlot {
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
         *self.cache() = None;
         Ok(None)
+    }
+}
+
+/// Registers the access and refresh tokens of `credentials` as secrets ([`crate::redact`]).
+fn register_tokens(credentials: &StoredCredentials) {
+    use oauth2::TokenResponse as _;
+    if let Some(response) = &credentials.token_response {
+        crate::redact::register(response.access_token().secret());
+        if let Some(refresh) = response.refresh_token() {
+            crate::redact::register(refresh.secret());
+        }
     }
 }
 
