@@ -237,6 +237,18 @@ impl<S: SessionStore> SessionStore for RedactingStore<S> {
         self.inner.append_turn(id, redact_turn(turn)).await
     }
 
+    async fn append_turn_checked(
+        &self,
+        id: &SessionId,
+        turn: SessionTurn,
+        expected_turns: u64,
+    ) -> Result<SessionMeta, SessionError> {
+        // The inner store's own check, which is atomic where the store makes it so.
+        self.inner
+            .append_turn_checked(id, redact_turn(turn), expected_turns)
+            .await
+    }
+
     async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError> {
         self.inner.load(id).await
     }
