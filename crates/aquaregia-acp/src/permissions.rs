@@ -10,6 +10,7 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionRequest, RequestPermissionResponse, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, ToolKind,
 };
+use aquaregia::policy::{Decision, PermissionPolicy, PolicyRequest};
 use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision};
 
 use crate::editor;
@@ -21,6 +22,8 @@ use crate::updates;
 pub(crate) struct AcpHooks {
     pub(crate) cx: ConnectionTo<Client>,
     pub(crate) session: Arc<Session>,
+    /// Consulted before the mode: deny refuses, allow runs, ask leaves it to the mode.
+    pub(crate) policy: Option<Arc<PermissionPolicy>>,
 }
 
 const REJECTED: &str = "the user rejected this tool call";
@@ -48,18 +51,25 @@ impl AgentHooks for AcpHooks {
             &session.id,
             updates::tool_call(&call.id, &title, kind, &call.arguments, presented),
         );
+        let policy = self.policy.as_ref().map(|policy| {
+            policy.decide(&PolicyRequest::new(session.id.to_string(), call, tool).front_end("acp"))
+        });
+        if let Some(Decision::Deny(reason)) = policy {
+            return ToolCallDecision::Deny(reason);
+        }
         let remembered = lock(&session.always).get(&call.name).copied();
         let read_only = tool.is_some_and(|t| t.annotations().read_only == Some(true));
-        let allowed = match (session.mode(), remembered) {
-            (Mode::BypassPermissions, _) => true,
-            // Only read-only tools are offered in plan mode; anything else is refused.
-            (Mode::Plan, _) => read_only,
-            (_, Some(Always::Allow)) => true,
-            (_, Some(Always::Reject)) => false,
-            (_, None) if read_only || tool.is_none() => true,
-            (Mode::AcceptEdits, None) if kind == ToolKind::Edit => true,
-            (Mode::Default | Mode::AcceptEdits, None) => self.ask(call, &title, kind).await,
-        };
+        let allowed = policy == Some(Decision::Allow)
+            || match (session.mode(), remembered) {
+                (Mode::BypassPermissions, _) => true,
+                // Only read-only tools are offered in plan mode; anything else is refused.
+                (Mode::Plan, _) => read_only,
+                (_, Some(Always::Allow)) => true,
+                (_, Some(Always::Reject)) => false,
+                (_, None) if read_only || tool.is_none() => true,
+                (Mode::AcceptEdits, None) if kind == ToolKind::Edit => true,
+                (Mode::Default | Mode::AcceptEdits, None) => self.ask(call, &title, kind).await,
+            };
         if !allowed {
             return ToolCallDecision::Deny(REJECTED.into());
         }

@@ -71,3 +71,26 @@ impl Permissions {
         }
     }
 }
+
+/// The policy of `aquaregia acp`: the Cedar file's decisions first, and whatever it does not
+/// match (or asks about) left to the session's mode; the shadow file only logged.
+///
+/// # Errors
+/// A policy file that cannot be read or is not valid Cedar.
+pub(crate) fn acp_policy(
+    policy: Option<&Path>,
+    shadow: Option<&Path>,
+) -> anyhow::Result<PermissionPolicy> {
+    let load = |path: &Path| {
+        CedarPolicy::from_file(path)
+            .with_context(|| format!("cannot use the policy {}", path.display()))
+    };
+    let mut rules = PermissionPolicy::new();
+    if let Some(path) = policy {
+        rules = rules.cedar(load(path)?);
+    }
+    if let Some(path) = shadow {
+        rules = rules.shadow(load(path)?);
+    }
+    Ok(rules)
+}
