@@ -49,6 +49,8 @@ pub(crate) struct State {
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// What one tool result may put into the context (`None`: no limit).
     pub(crate) output_budget: Option<OutputBudget>,
+    /// The permission policy consulted before the session's mode.
+    pub(crate) policy: Option<Arc<aquaregia::policy::PermissionPolicy>>,
 }
 
 pub(crate) fn invalid_params(reason: impl Into<String>) -> agent_client_protocol::Error {
@@ -89,6 +91,7 @@ impl State {
             acp: Arc::default(),
             initialized: AtomicBool::new(false),
             client_capabilities: Mutex::default(),
+            policy: None,
         }
     }
 

@@ -10,6 +10,7 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionRequest, RequestPermissionResponse, ToolCallContent, ToolCallLocation,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
+use aquaregia::policy::{Decision, PermissionPolicy, PolicyRequest};
 use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision};
 
 use crate::editor;
@@ -21,6 +22,8 @@ use crate::updates;
 pub(crate) struct AcpHooks {
     pub(crate) cx: ConnectionTo<Client>,
     pub(crate) session: Arc<Session>,
+    /// Consulted before the mode: deny refuses, allow runs, ask leaves it to the mode.
+    pub(crate) policy: Option<Arc<PermissionPolicy>>,
 }
 
 const REJECTED: &str = "the user rejected this tool call";
@@ -57,13 +60,21 @@ impl AgentHooks for AcpHooks {
             &session.id,
             updates::tool_call(&call.id, &title, kind, &call.arguments, presented.clone()),
         );
+        let policy = self.policy.as_ref().map(|policy| {
+            policy.decide(&PolicyRequest::new(session.id.to_string(), call, tool).front_end("acp"))
+        });
+        if let Some(Decision::Deny(reason)) = policy {
+            return ToolCallDecision::Deny(reason);
+        }
         let remembered = lock(&session.always).get(&call.name).copied();
         let read_only = tool.is_some_and(|t| t.annotations().read_only == Some(true));
         let allowed = match (session.mode(), remembered) {
             // Only read-only tools are offered in plan mode; anything else is refused.
             (Mode::Plan, _) if !read_only => false,
-            // Outside the workspace the user is asked each time, whatever the mode.
+            // Outside the workspace the user is asked each time, whatever the mode or policy.
             _ if outside.is_some() => self.ask(call, &title, kind, presented, false).await,
+            // The policy's permits run without asking.
+            _ if policy == Some(Decision::Allow) => true,
             (Mode::BypassPermissions | Mode::Plan, _) => true,
             (_, Some(Always::Allow)) => true,
             (_, Some(Always::Reject)) => false,

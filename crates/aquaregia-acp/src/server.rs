@@ -69,6 +69,7 @@ pub struct AcpServer {
     #[cfg(feature = "oauth")]
     oauth: Option<aquaregia::mcp::OAuth>,
     login_hint: Option<LoginHint>,
+    policy: Option<Arc<aquaregia::policy::PermissionPolicy>>,
 }
 
 impl fmt::Debug for AcpServer {
@@ -120,7 +121,22 @@ impl AcpServer {
             #[cfg(feature = "oauth")]
             oauth: None,
             login_hint: None,
+            policy: None,
         }
+    }
+
+    /// A permission policy consulted first for every tool call of every session (principal:
+    /// the session id, front end `"acp"`): [`Decision::Deny`] refuses the call with the
+    /// policy's reason, [`Decision::Allow`] runs it without asking whatever the mode, and
+    /// [`Decision::Ask`] leaves it to the session's mode (which may ask the user).
+    ///
+    /// [`Decision::Deny`]: aquaregia::policy::Decision::Deny
+    /// [`Decision::Allow`]: aquaregia::policy::Decision::Allow
+    /// [`Decision::Ask`]: aquaregia::policy::Decision::Ask
+    #[must_use]
+    pub fn permission_policy(mut self, policy: aquaregia::policy::PermissionPolicy) -> Self {
+        self.policy = Some(Arc::new(policy));
+        self
     }
 
     /// OAuth for the HTTP servers sessions are given (feature `oauth`): what
@@ -277,7 +293,7 @@ impl AcpServer {
         transport: impl ConnectTo<Agent>,
         stop: impl Future<Output = ()>,
     ) -> Result<(), AcpError> {
-        let state = Arc::new(State::new(
+        let mut state = State::new(
             self.factory,
             ConnectPlan {
                 startup_timeout: self.startup_timeout,
@@ -293,7 +309,9 @@ impl AcpServer {
             self.editor_tools,
             self.store,
             self.output_budget,
-        ));
+        );
+        state.policy = self.policy;
+        let state = Arc::new(state);
         let dispatch_state = state.clone();
         let connection = Agent
             .v1()

@@ -200,6 +200,7 @@ impl State {
             .hooks(AcpHooks {
                 cx: cx.clone(),
                 session: session.clone(),
+                policy: self.policy.clone(),
             })
             .cancellation_token(token.clone())
             .prepare_step(session.toolset.prepare_step())

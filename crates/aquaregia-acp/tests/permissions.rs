@@ -189,3 +189,75 @@ async fn a_rejected_call_is_reported_to_the_model_and_fails() {
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
 }
+
+/// A Cedar policy is consulted before the mode: a forbid by argument value refuses the call
+/// without asking and the model gets its reason; a permit runs a call without asking; a call
+/// it does not match is left to the mode, which asks.
+#[cfg(feature = "cedar")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cedar_policy_decides_before_the_mode() {
+    use aquaregia::policy::{CedarPolicy, PermissionPolicy};
+
+    let cedar = CedarPolicy::parse(
+        r#"
+        @reason("secrets are not written down")
+        forbid(principal, action == Action::"call", resource)
+        when { resource.name == "box__write_note" && context.args.text like "secret*" };
+
+        permit(principal, action == Action::"call", resource)
+        when { resource.name == "box__write_note" && context.args.text like "public*" };
+        "#,
+    )
+    .unwrap();
+    let mock = MockServer::start().await;
+    let client = RawClient::connect(
+        agent_for(&mock).permission_policy(PermissionPolicy::new().cedar(cedar)),
+    );
+    answer_with(&client, "reject_once");
+    client.initialize().await;
+    let marker = marker("policy");
+    let session = client
+        .new_session("/tmp", json!([marked_toolbox("box", &marker)]))
+        .await;
+
+    mock.push(Reply::tool_call(
+        "call-1",
+        "box__write_note",
+        json!({"text": "secret plans"}),
+    ))
+    .push(Reply::text("Understood."));
+    let answer = client.prompt(&session, "write").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let text = content_text(&tool_messages(&mock.bodies()[1])[0]);
+    assert!(text.contains("secrets are not written down"), "{text}");
+    assert_ne!(text, "written", "the tool did not run");
+    assert_eq!(permission_requests(&client).len(), 0, "not asked");
+
+    mock.push(Reply::tool_call(
+        "call-2",
+        "box__write_note",
+        json!({"text": "public notice"}),
+    ))
+    .push(Reply::text("Done."));
+    client.prompt(&session, "write public").await;
+    assert_eq!(
+        content_text(&tool_messages(&mock.bodies()[3])[1]),
+        "written"
+    );
+    assert_eq!(
+        permission_requests(&client).len(),
+        0,
+        "allowed without asking"
+    );
+
+    mock.push(Reply::tool_call(
+        "call-3",
+        "box__write_note",
+        json!({"text": "other"}),
+    ))
+    .push(Reply::text("Fine."));
+    client.prompt(&session, "write other").await;
+    assert_eq!(permission_requests(&client).len(), 1, "left to the mode");
+    client.finish().await.unwrap();
+    assert_no_process_left(&marker, BOUND).await;
+}

@@ -56,6 +56,17 @@ pub(crate) struct AcpArgs {
     /// connections or listen (Landlock, Linux 6.7 or later).
     #[arg(long)]
     pub(crate) no_network: bool,
+
+    /// Decide tool calls with this Cedar policy file first: its forbids refuse, its permits
+    /// run without asking whatever the mode, permits annotated @decision("ask") and calls it
+    /// does not match are left to the session's mode.
+    #[arg(long, value_name = "FILE.cedar")]
+    pub(crate) policy: Option<std::path::PathBuf>,
+
+    /// Evaluate this Cedar policy file in shadow mode: log (target aquaregia::policy) what it
+    /// would decide for each call, without enforcing it.
+    #[arg(long, value_name = "FILE.cedar")]
+    pub(crate) policy_shadow: Option<std::path::PathBuf>,
 }
 
 /// The hidden subcommand that confines a local command and runs it
@@ -133,6 +144,8 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     if args.login {
         return login(&auth, required);
     }
+    let policy =
+        crate::permissions::acp_policy(args.policy.as_deref(), args.policy_shadow.as_deref())?;
     tracing::info!(model = %spec, key_needed = ?required.filter(|var| auth.api_key(var).is_none()), "aquaregia acp: serving ACP on stdio");
     let clients = Arc::new(Clients {
         spec,
@@ -192,6 +205,7 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
         // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
         // used and refreshed; a server without one says how to log in.
         .oauth(OAuth::new("http://127.0.0.1/callback").store(FileTokenStore::new(data_dir.clone())))
+        .permission_policy(policy)
         .login_hint(|url| {
             format!(
                 "run `aquaregia mcp login --http {url}` in a terminal, then start a new session"

@@ -49,6 +49,17 @@ pub(crate) struct AgentArgs {
     #[arg(long = "deny", value_name = "GLOB")]
     pub(crate) deny: Vec<String>,
 
+    /// Decide tool calls with this Cedar policy file too (also the config's "policy"; this
+    /// flag wins). Its forbids refuse after --deny; its permits allow, or ask when annotated
+    /// @decision("ask"); calls it does not match go on to --yes, --allow and the read-only rule.
+    #[arg(long, value_name = "FILE.cedar")]
+    pub(crate) policy: Option<std::path::PathBuf>,
+
+    /// Evaluate this Cedar policy file in shadow mode: log (target aquaregia::policy, at info,
+    /// or warn when it differs) what it would decide for each call, without enforcing it.
+    #[arg(long, value_name = "FILE.cedar")]
+    pub(crate) policy_shadow: Option<std::path::PathBuf>,
+
     /// Hide tools from the model, by name or glob such as `fs__write_*` (repeatable).
     #[arg(long = "disable-tool", value_name = "NAME_OR_GLOB")]
     pub(crate) disabled_tools: Vec<String>,

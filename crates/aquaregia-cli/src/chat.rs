@@ -61,7 +61,7 @@ pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result
     let spec = chosen.unwrap_or_else(Client::default_model_spec);
     let mut model = Model::new(&spec)?;
     let selection = servers::select(config, &args.agent.servers, &args.agent.inline)?;
-    let permissions = permissions(&args.agent, &selection);
+    let permissions = permissions(&args.agent, &selection)?;
     let prices = prices::table(&selection.prices);
     let options = connect_options(&args.agent);
     let toolset = tokio::select! {

@@ -1,7 +1,8 @@
 //! Finding and loading the MCP servers config: `aquaregia.json`, Claude Code's `.mcp.json`
 //! and the user's file, in the `mcpServers` format or VS Code's `servers`, with comments and
 //! trailing commas allowed (JSONC), plus `"permissions": {"allow": [...], "deny": [...]}` and
-//! `"prices": {"<model>": {"input": ..., "output": ...}}`.
+//! `"prices": {"<model>": {"input": ..., "output": ...}}` and `"policy": "<file.cedar>"` (a
+//! Cedar permission policy, relative to the config file's directory).
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +39,8 @@ pub(crate) struct Config {
     pub(crate) deny: Vec<String>,
     /// Model prices, USD per million tokens (a later file's price wins).
     pub(crate) prices: Vec<(String, ModelPrice)>,
+    /// The Cedar permission policy file (`"policy"`; a later file's wins).
+    pub(crate) policy: Option<PathBuf>,
 }
 
 impl Config {
@@ -71,6 +74,7 @@ impl Config {
             allow,
             deny,
             prices,
+            policy,
         } = parse(&text).map_err(|error| match error {
             ConfigError::Syntax {
                 line,
@@ -107,6 +111,10 @@ impl Config {
         self.allow.extend(allow);
         self.deny.extend(deny);
         self.prices.extend(prices);
+        if let Some(policy) = policy {
+            let base = path.parent().unwrap_or(Path::new("."));
+            self.policy = Some(base.join(policy));
+        }
         self.files.push(path);
         Ok(())
     }
@@ -213,6 +221,7 @@ struct Parsed {
     allow: Vec<String>,
     deny: Vec<String>,
     prices: Vec<(String, ModelPrice)>,
+    policy: Option<String>,
 }
 
 /// One file: JSONC to JSON, `permissions` and `prices` taken out, VS Code's `servers` read as
@@ -247,6 +256,15 @@ fn parse(text: &str) -> Result<Parsed, ConfigError> {
             ));
         }
     };
+    let policy = match root.remove("policy") {
+        None => None,
+        Some(Value::String(path)) => Some(path),
+        Some(_) => {
+            return Err(ConfigError::Invalid(
+                "`policy` must be the path of a Cedar policy file".into(),
+            ));
+        }
+    };
     let prices = match root.remove("prices") {
         Some(prices) => prices::parse(&prices).map_err(ConfigError::Invalid)?,
         None => Vec::new(),
@@ -264,6 +282,7 @@ fn parse(text: &str) -> Result<Parsed, ConfigError> {
         allow,
         deny,
         prices,
+        policy,
     })
 }
 

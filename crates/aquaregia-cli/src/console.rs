@@ -253,7 +253,7 @@ impl AgentHooks for Console {
         // The hook can run before the stream's consumer sees the call.
         self.stop_thinking();
         self.answer.break_line();
-        match self.permissions.verdict(tool) {
+        match self.permissions.verdict(call, tool) {
             Verdict::Allow => {}
             Verdict::Deny(reason) => return ToolCallDecision::Deny(reason),
             Verdict::Ask => {

@@ -1,19 +1,25 @@
-//! Which tool calls run without asking: read-only tools, `--allow`/`--deny` globs, `--yes`.
+//! Which tool calls run without asking: the SDK's [`PermissionPolicy`] built from `--deny`,
+//! `--policy`, `--yes`, `--allow` and the read-only rule (see [`PermissionPolicy::standard`]).
 
-use aquaregia::mcp::glob_match;
-use aquaregia::{READ_TOOL_OUTPUT, SEARCH_TOOLS, Tool};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use aquaregia::policy::{CedarPolicy, Decision, PermissionPolicy, PolicyRequest, StandardRules};
+use aquaregia::{READ_TOOL_OUTPUT, SEARCH_TOOLS, Tool, ToolCall};
 
 /// The permission rules of a run or chat.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Permissions {
-    /// Allow everything not denied.
-    pub(crate) yes: bool,
-    /// Ask for read-only tools too.
-    pub(crate) ask_all: bool,
-    /// Globs of tools allowed without asking.
-    pub(crate) allow: Vec<String>,
-    /// Globs of tools never run.
-    pub(crate) deny: Vec<String>,
+    policy: Arc<PermissionPolicy>,
+}
+
+impl Default for Permissions {
+    fn default() -> Self {
+        Self::new(false, false, Vec::new(), Vec::new(), None, None).unwrap_or_else(|_| Self {
+            policy: Arc::new(PermissionPolicy::new()),
+        })
+    }
 }
 
 /// What to do with one call.
@@ -25,22 +31,66 @@ pub(crate) enum Verdict {
 }
 
 impl Permissions {
-    pub(crate) fn verdict(&self, tool: &Tool) -> Verdict {
-        let name = tool.name();
-        if let Some(glob) = self.deny.iter().find(|glob| glob_match(glob, name)) {
-            return Verdict::Deny(format!("blocked by the deny rule `{glob}`"));
-        }
-        let read_only = tool.annotations().read_only == Some(true);
+    /// `yes`: allow everything not denied; `ask_all`: ask for read-only tools too; `allow` and
+    /// `deny`: tool globs; `policy` and `shadow`: Cedar files, enforced and logged only.
+    ///
+    /// # Errors
+    /// A policy file that cannot be read or is not valid Cedar.
+    pub(crate) fn new(
+        yes: bool,
+        ask_all: bool,
+        mut allow: Vec<String>,
+        deny: Vec<String>,
+        policy: Option<&Path>,
+        shadow: Option<&Path>,
+    ) -> anyhow::Result<Self> {
         // The agent's own built-ins (reading a kept output, searching tools) touch nothing.
-        let builtin = [READ_TOOL_OUTPUT, SEARCH_TOOLS].contains(&name);
-        if self.yes
-            || builtin
-            || self.allow.iter().any(|glob| glob_match(glob, name))
-            || (read_only && !self.ask_all)
-        {
-            Verdict::Allow
-        } else {
-            Verdict::Ask
+        allow.extend([READ_TOOL_OUTPUT.to_owned(), SEARCH_TOOLS.to_owned()]);
+        let load = |path: &Path| {
+            CedarPolicy::from_file(path)
+                .with_context(|| format!("cannot use the policy {}", path.display()))
+        };
+        let mut rules = StandardRules::default();
+        rules.yes = yes;
+        rules.ask_all = ask_all;
+        rules.allow = allow;
+        rules.deny = deny;
+        rules.cedar = policy.map(load).transpose()?;
+        rules.shadow = shadow.map(load).transpose()?.into_iter().collect();
+        Ok(Self {
+            policy: Arc::new(PermissionPolicy::standard(rules)),
+        })
+    }
+
+    pub(crate) fn verdict(&self, call: &ToolCall, tool: &Tool) -> Verdict {
+        let request = PolicyRequest::new("cli", call, Some(tool)).front_end("cli");
+        match self.policy.decide(&request) {
+            Decision::Allow => Verdict::Allow,
+            Decision::Deny(reason) => Verdict::Deny(reason),
+            _ => Verdict::Ask,
         }
     }
+}
+
+/// The policy of `aquaregia acp`: the Cedar file's decisions first, and whatever it does not
+/// match (or asks about) left to the session's mode; the shadow file only logged.
+///
+/// # Errors
+/// A policy file that cannot be read or is not valid Cedar.
+pub(crate) fn acp_policy(
+    policy: Option<&Path>,
+    shadow: Option<&Path>,
+) -> anyhow::Result<PermissionPolicy> {
+    let load = |path: &Path| {
+        CedarPolicy::from_file(path)
+            .with_context(|| format!("cannot use the policy {}", path.display()))
+    };
+    let mut rules = PermissionPolicy::new();
+    if let Some(path) = policy {
+        rules = rules.cedar(load(path)?);
+    }
+    if let Some(path) = shadow {
+        rules = rules.shadow(load(path)?);
+    }
+    Ok(rules)
 }

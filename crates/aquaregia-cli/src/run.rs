@@ -100,7 +100,7 @@ pub(crate) async fn run(
     let spec = chosen.unwrap_or_else(Client::default_model_spec);
     let model = Model::new(&spec)?;
     let selection = servers::select(config, &args.agent.servers, &args.agent.inline)?;
-    let permissions = permissions(&args.agent, &selection);
+    let permissions = permissions(&args.agent, &selection)?;
     let prices = prices::table(&selection.prices);
     // Dropping the connection attempts on Ctrl-C kills any server already started.
     let options = connect_options(&args.agent);
@@ -213,14 +213,20 @@ async fn read_stdin() -> anyhow::Result<String> {
     String::from_utf8(bytes).map_err(|_| anyhow!("stdin is not UTF-8 text"))
 }
 
-/// The flags' permission rules plus the config's.
-pub(crate) fn permissions(args: &AgentArgs, selection: &Selection) -> Permissions {
-    Permissions {
-        yes: args.yes,
-        ask_all: args.ask_all,
-        allow: args.allow.iter().chain(&selection.allow).cloned().collect(),
-        deny: args.deny.iter().chain(&selection.deny).cloned().collect(),
-    }
+/// The flags' permission rules plus the config's (`--policy` wins over the config's
+/// `"policy"`).
+///
+/// # Errors
+/// A policy file that cannot be read or is not valid Cedar.
+pub(crate) fn permissions(args: &AgentArgs, selection: &Selection) -> anyhow::Result<Permissions> {
+    Permissions::new(
+        args.yes,
+        args.ask_all,
+        args.allow.iter().chain(&selection.allow).cloned().collect(),
+        args.deny.iter().chain(&selection.deny).cloned().collect(),
+        args.policy.as_deref().or(selection.policy.as_deref()),
+        args.policy_shadow.as_deref(),
+    )
 }
 
 pub(crate) fn connect_options(args: &AgentArgs) -> ConnectOptions {

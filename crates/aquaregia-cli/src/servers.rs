@@ -120,6 +120,8 @@ pub(crate) struct Selection {
     pub(crate) deny: Vec<String>,
     /// The config's model prices.
     pub(crate) prices: Vec<(String, aquaregia::ModelPrice)>,
+    /// The config's Cedar permission policy file.
+    pub(crate) policy: Option<std::path::PathBuf>,
 }
 
 /// The servers of a `run`: the named ones plus the inline ones, or every server of the config
@@ -152,6 +154,7 @@ pub(crate) fn select(
             selection.allow = config.allow;
             selection.deny = config.deny;
             selection.prices = config.prices;
+            selection.policy = config.policy;
         }
         return Ok(selection);
     }
@@ -160,6 +163,7 @@ pub(crate) fn select(
         selection.allow.clone_from(&config.allow);
         selection.deny.clone_from(&config.deny);
         selection.prices.clone_from(&config.prices);
+        selection.policy.clone_from(&config.policy);
         let targets = &mut selection.targets;
         for name in names {
             if targets.iter().all(|target| &target.name != name) {

@@ -4,7 +4,7 @@
 mod common;
 
 use aquaregia_test_support::mock_model::{MockServer, Reply, tool_results};
-use common::{Scratch, cli, run, test_server_command, use_mock};
+use common::{Scratch, cli, run, test_server_command, test_server_entry, use_mock};
 use serde_json::json;
 
 async fn call(tool: &str, flags: &[&str]) -> (common::Outcome, Vec<(String, String)>) {
@@ -67,4 +67,133 @@ async fn allow_lets_a_tool_through_without_a_question() {
     let (outcome, results) = call("fail", &[]).await;
     assert!(outcome.stderr.contains("Allow fail"), "{outcome:?}");
     assert!(results[0].1.contains("the user declined"), "{results:?}");
+}
+
+const NO_MALLORY: &str = r#"
+@reason("Mallory is not greeted")
+forbid(principal, action == Action::"call", resource)
+when { resource.name == "greet" && context.args.name like "Mal*" };
+"#;
+
+/// `greet` called with `name`, in a scratch directory holding `policy.cedar`.
+async fn greet_with_policy(
+    name: &str,
+    flags: &[&str],
+    envs: &[(&str, &str)],
+) -> (common::Outcome, Vec<(String, String)>) {
+    let scratch = Scratch::new();
+    scratch.write("policy.cedar", NO_MALLORY);
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", "greet", json!({ "name": name }))]),
+        Reply::text_stream(&["Done."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command
+        .args(["run", "--stdio", &test_server_command()])
+        .args(flags)
+        .arg("Go.");
+    for (key, value) in envs {
+        command.env(key, value);
+    }
+    use_mock(&mut command, &model);
+    let outcome = run(command, "").await;
+    let results = model.bodies().get(1).map(tool_results).unwrap_or_default();
+    (outcome, results)
+}
+
+#[tokio::test]
+async fn a_cedar_policy_denies_a_call_by_argument_value_even_with_yes() {
+    let (outcome, results) =
+        greet_with_policy("Mallory", &["--yes", "--policy", "policy.cedar"], &[]).await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("✗ greet denied: Mallory is not greeted"),
+        "{outcome:?}"
+    );
+    assert!(!results[0].1.contains("Hello"), "{results:?}");
+    assert!(
+        results[0].1.contains("Mallory is not greeted"),
+        "{results:?}"
+    );
+
+    // Other arguments of the same tool go on to the other rules.
+    let (outcome, results) =
+        greet_with_policy("Ann", &["--yes", "--policy", "policy.cedar"], &[]).await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert_eq!(results[0].1, "Hello, Ann.");
+}
+
+#[tokio::test]
+async fn the_config_names_a_cedar_policy() {
+    let scratch = Scratch::new();
+    scratch.write("policy.cedar", NO_MALLORY);
+    scratch.write(
+        "aquaregia.json",
+        &json!({
+            "mcpServers": {"test": test_server_entry()},
+            "policy": "policy.cedar",
+        })
+        .to_string(),
+    );
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", "greet", json!({ "name": "Mallory" }))]),
+        Reply::text_stream(&["Done."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command.args(["run", "--yes", "Go."]);
+    use_mock(&mut command, &model);
+    let outcome = run(command, "").await;
+    let results = model.bodies().get(1).map(tool_results).unwrap_or_default();
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert!(
+        results[0].1.contains("Mallory is not greeted"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_bad_policy_file_is_a_clear_error() {
+    let scratch = Scratch::new();
+    scratch.write("bad.cedar", "forbid(principal, action, resource) when {");
+    let mut command = cli(&scratch);
+    command.args([
+        "run",
+        "--yes",
+        "--policy",
+        "bad.cedar",
+        "--stdio",
+        &test_server_command(),
+        "Go.",
+    ]);
+    let model = MockServer::with_replies(vec![Reply::text_stream(&["Done."])]).await;
+    use_mock(&mut command, &model);
+    let outcome = run(command, "").await;
+    assert_ne!(outcome.code, Some(0), "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("cannot use the policy bad.cedar")
+            && outcome.stderr.contains("is not valid"),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_shadow_policy_logs_what_it_would_decide_without_enforcing() {
+    let (outcome, results) = greet_with_policy(
+        "Mallory",
+        &["--yes", "--policy-shadow", "policy.cedar"],
+        &[("RUST_LOG", "aquaregia::policy=info")],
+    )
+    .await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert_eq!(results[0].1, "Hello, Mallory.");
+    assert!(
+        outcome.stderr.contains(
+            "shadow policy would decide deny (Mallory is not greeted), not enforced (enforced: allow)"
+        ),
+        "{outcome:?}"
+    );
 }

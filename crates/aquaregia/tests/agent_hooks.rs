@@ -331,3 +331,168 @@ async fn hooks_compose_in_order() {
     );
     assert_eq!(recorder.entries(), ["saw \"go!\"", "saw \"stop!\""]);
 }
+
+/// A `run_command` tool that records the commands it ran.
+#[cfg(feature = "cedar")]
+fn run_command(ran: Arc<Mutex<Vec<String>>>) -> Tool {
+    tool("run_command")
+        .raw_schema(json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}))
+        .execute_raw(move |args: Value| {
+            let command = args["command"].as_str().unwrap_or_default().to_owned();
+            ran.lock().unwrap().push(command);
+            async { Ok(json!("ran")) }
+        })
+}
+
+#[cfg(feature = "cedar")]
+const NO_RM: &str = r#"
+@reason("rm is not allowed here")
+forbid(principal, action == Action::"call", resource)
+when { resource.name == "run_command" && context.args.command like "rm *" };
+
+permit(principal, action == Action::"call", resource);
+"#;
+
+/// A Cedar policy refuses a call by its argument's value; the same tool with other arguments
+/// runs, and the model is told the policy's reason.
+#[cfg(feature = "cedar")]
+#[tokio::test]
+async fn a_cedar_policy_denies_a_call_by_argument_value() {
+    use aquaregia::policy::{CedarPolicy, PermissionPolicy, PolicyHooks};
+
+    let server = MockServer::start().await;
+    server.push(Reply::json(chat_tool_calls(&[(
+        "c1",
+        "run_command",
+        json!({"command": "rm -rf build"}),
+    )])));
+    server.push(Reply::json(chat_tool_calls(&[(
+        "c2",
+        "run_command",
+        json!({"command": "ls -la"}),
+    )])));
+    server.push(Reply::json(chat_text("done")));
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let policy = PermissionPolicy::new().cedar(CedarPolicy::parse(NO_RM).unwrap());
+    let agent = chat_client(&server)
+        .agent("m")
+        .tool(run_command(ran.clone()))
+        .hooks(PolicyHooks::new(policy))
+        .build()
+        .unwrap();
+    let output = agent.run("go").await.unwrap();
+
+    assert_eq!(*ran.lock().unwrap(), ["ls -la"]);
+    assert_eq!(
+        output.steps[0].tool_calls[0].result,
+        Err(ToolExecError::Denied("rm is not allowed here".into()))
+    );
+    let (_, content) =
+        &aquaregia_test_support::mock_model::tool_results(&server.requests()[1].body)[0];
+    assert!(content.contains("rm is not allowed here"), "{content}");
+}
+
+/// `@decision("ask")` on a permit asks the hooks' handler, which sees the arguments; its "no"
+/// refuses the call.
+#[cfg(feature = "cedar")]
+#[tokio::test]
+async fn a_cedar_ask_goes_to_the_ask_handler() {
+    use aquaregia::policy::{CedarPolicy, PermissionPolicy, PolicyHooks};
+
+    let server = MockServer::start().await;
+    server.push(Reply::json(chat_tool_calls(&[(
+        "c1",
+        "run_command",
+        json!({"command": "cargo publish"}),
+    )])));
+    server.push(Reply::json(chat_text("done")));
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let cedar = CedarPolicy::parse(
+        r#"@decision("ask") permit(principal, action, resource) when { resource.name == "run_command" };"#,
+    )
+    .unwrap();
+    let hooks = PolicyHooks::new(
+        PermissionPolicy::new()
+            .cedar(cedar)
+            .fallback(aquaregia::policy::Decision::Allow),
+    )
+    .on_ask(move |request| {
+        seen.lock()
+            .unwrap()
+            .push(request.arguments["command"].clone());
+        Box::pin(async { false })
+    });
+    let agent = chat_client(&server)
+        .agent("m")
+        .tool(run_command(ran.clone()))
+        .hooks(hooks)
+        .build()
+        .unwrap();
+    let output = agent.run("go").await.unwrap();
+    assert!(ran.lock().unwrap().is_empty());
+    assert_eq!(*asked.lock().unwrap(), [json!("cargo publish")]);
+    assert_eq!(
+        output.steps[0].tool_calls[0].result,
+        Err(ToolExecError::Denied(
+            "the user rejected this tool call".into()
+        ))
+    );
+}
+
+/// A shadow policy logs what it would decide and changes nothing: the call it would refuse
+/// runs.
+#[cfg(feature = "cedar")]
+#[tokio::test]
+async fn a_shadow_policy_logs_without_enforcing() {
+    use aquaregia::policy::{CedarPolicy, PermissionPolicy, PolicyHooks};
+
+    #[derive(Clone, Default)]
+    struct Logs(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Logs {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let _logging = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .finish(),
+    );
+    let server = MockServer::start().await;
+    server.push(Reply::json(chat_tool_calls(&[(
+        "c1",
+        "run_command",
+        json!({"command": "rm -rf build"}),
+    )])));
+    server.push(Reply::json(chat_text("done")));
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let policy = PermissionPolicy::new()
+        .allow_all()
+        .shadow(CedarPolicy::parse(NO_RM).unwrap());
+    let agent = chat_client(&server)
+        .agent("m")
+        .tool(run_command(ran.clone()))
+        .hooks(PolicyHooks::new(policy))
+        .build()
+        .unwrap();
+    agent.run("go").await.unwrap();
+    assert_eq!(*ran.lock().unwrap(), ["rm -rf build"]);
+    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("aquaregia::policy")
+            && logs.contains(
+                "shadow policy would decide deny (rm is not allowed here), not enforced (enforced: allow)"
+            ),
+        "{logs}"
+    );
+}
