@@ -247,3 +247,141 @@ fn mcp_tool_names(body: &Value) -> Vec<String> {
         .filter(|name| name.contains("__"))
         .collect()
 }
+
+/// A Node client on the TypeScript SDK that rejects every permission request and reports
+/// them: for the workspace boundary and what a permission request shows.
+const REJECTING_CLIENT: &str = r#"
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk/unstable";
+
+setTimeout(() => { console.error("boundary client: overall timeout"); process.exit(2); }, 60000).unref();
+
+const [agentPath, ...agentArgs] = process.argv.slice(2);
+const child = spawn(agentPath, agentArgs, { stdio: ["pipe", "pipe", "inherit"], env: process.env });
+const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+
+const permissions = [];
+const app = acp.client()
+  .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+    permissions.push(params);
+    return { outcome: { outcome: "selected", optionId: "reject_once" } };
+  });
+const connection = app.connect(stream);
+const agent = connection.agent;
+await agent.request("initialize", {
+  protocolVersion: acp.PROTOCOL_VERSION,
+  clientCapabilities: {},
+  clientInfo: { name: "ts-boundary", version: "1" },
+});
+const session = await agent.buildSession({ cwd: process.cwd(), mcpServers: [] }).start();
+const done = session.prompt("Read the link, then run the command.");
+let stopReason;
+for (;;) {
+  const message = await session.nextUpdate();
+  if (message.kind === "stop") { stopReason = message.stopReason; break; }
+}
+await done;
+session.dispose();
+connection.close();
+child.stdin.end();
+const exit = await exited;
+console.log(JSON.stringify({ stopReason, permissions, exit }));
+"#;
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_typescript_sdk_is_asked_outside_the_workspace_and_sees_every_command_line() {
+    let npm_dir = format!("{}/npm", dep("AQUAREGIA_TEST_DEPS"));
+    let script = format!(
+        "{npm_dir}/aquaregia-acp-boundary-{}.mjs",
+        std::process::id()
+    );
+    std::fs::write(&script, REJECTING_CLIENT).unwrap();
+    let _cleanup = RemoveOnDrop(script.clone());
+    let dir = std::env::temp_dir().join(format!("aquaregia-ts-boundary-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("project")).unwrap();
+    std::fs::write(dir.join("secret.txt"), "outside secret").unwrap();
+    std::os::unix::fs::symlink(dir.join("secret.txt"), dir.join("project/link")).unwrap();
+    let dir = std::fs::canonicalize(&dir).unwrap();
+    let pwned = dir.join("pwned_hidden_line");
+
+    let mock = MockServer::start().await;
+    mock.push(Reply::tool_call(
+        "call-1",
+        "read_file",
+        json!({"path": "link"}),
+    ))
+    .push(Reply::tool_call(
+        "call-2",
+        "run_command",
+        json!({"command": format!("echo harmless\ntouch {}", pwned.display())}),
+    ))
+    .push(Reply::text("Done."));
+    let output = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_aquaregia"))
+        .args([
+            "acp",
+            "--model",
+            "openai-chat:mock-model",
+            "--max-steps",
+            "4",
+        ])
+        .current_dir(dir.join("project"))
+        .env_remove("AQUAREGIA_MODEL")
+        .env_remove("RUST_LOG")
+        .env("OPENAI_BASE_URL", &mock.url)
+        .env("OPENAI_API_KEY", "test")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(BOUND * 2, output)
+        .await
+        .expect("the client finished")
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: stdout: {stdout}\nstderr: {stderr}"));
+    assert_eq!(report["stopReason"], "end_turn", "{report:#}");
+    let asked = report["permissions"].as_array().unwrap();
+    assert_eq!(
+        asked.len(),
+        2,
+        "the read-only read asks outside: {report:#}"
+    );
+
+    let read = &asked[0]["toolCall"];
+    let secret = dir.join("secret.txt");
+    let title = read["title"].as_str().unwrap();
+    assert!(
+        title.contains(secret.to_str().unwrap()) && title.contains("outside the workspace"),
+        "{read:#}"
+    );
+    let requests = mock.bodies();
+    let told = content_text(tool_messages(&requests[1]).last().unwrap());
+    assert!(
+        !told.contains("outside secret"),
+        "rejected: not read: {told}"
+    );
+
+    let run = &asked[1]["toolCall"];
+    let title = run["title"].as_str().unwrap();
+    assert!(title.contains("(+1 more line)"), "{run:#}");
+    let shown = run["content"].to_string();
+    assert!(
+        shown.contains(&format!("touch {}", pwned.display())),
+        "the hidden line is in the request: {run:#}"
+    );
+    assert!(!pwned.exists(), "rejected: not run");
+    let _ = std::fs::remove_dir_all(&dir);
+}
