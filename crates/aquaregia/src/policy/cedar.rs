@@ -56,7 +56,7 @@ const DECISION: &str = "decision";
 ///
 ///     @decision("ask")
 ///     permit(principal, action == Action::"call", resource)
-///     when { resource.name == "run_command" };
+///     when { resource.name == "run_command" && context.args.command like "cargo *" };
 /// "#).unwrap();
 /// let policy = PermissionPolicy::new().cedar(cedar);
 /// let decide = |command: &str| {
@@ -70,6 +70,8 @@ const DECISION: &str = "decision";
 /// assert_eq!(decide("rm -rf /"), Decision::Deny("deleting files is not allowed".into()));
 /// assert_eq!(decide("ls -la"), Decision::Allow);
 /// assert_eq!(decide("cargo test"), Decision::Ask);
+/// // Nothing matches: the next rule of the PermissionPolicy (here none: the fallback) decides.
+/// assert_eq!(decide("make"), Decision::Ask);
 /// # }
 /// ```
 ///
