@@ -127,7 +127,8 @@ impl AcpServer {
 
     /// A permission policy consulted first for every tool call of every session (principal:
     /// the session id, front end `"acp"`): [`Decision::Deny`] refuses the call with the
-    /// policy's reason, [`Decision::Allow`] runs it without asking whatever the mode, and
+    /// policy's reason, [`Decision::Allow`] runs it without asking (except that plan mode
+    /// still refuses anything not read-only, and a file outside the workspace still asks), and
     /// [`Decision::Ask`] leaves it to the session's mode (which may ask the user).
     ///
     /// [`Decision::Deny`]: aquaregia::policy::Decision::Deny
