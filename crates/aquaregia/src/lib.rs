@@ -104,6 +104,7 @@ mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod message;
+pub mod permission_rules;
 mod model;
 mod pricing;
 mod prompt_cache;
