@@ -13,7 +13,9 @@ use agent_client_protocol::v1::schema::{
 use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision};
 
 use crate::editor;
-use crate::session::{Always, Mode, Session, lock};
+use aquaregia::permission_rules::{PermissionRule, RuleEffect};
+
+use crate::session::{Mode, Session, lock};
 use crate::updates;
 
 /// Turns the agent's tool calls into ACP: the `tool_call` update, the permission request when
@@ -48,17 +50,18 @@ impl AgentHooks for AcpHooks {
             &session.id,
             updates::tool_call(&call.id, &title, kind, &call.arguments, presented),
         );
-        let remembered = lock(&session.always).get(&call.name).copied();
+        let remembered = self.remembered(call);
         let read_only = tool.is_some_and(|t| t.annotations().read_only == Some(true));
         let allowed = match (session.mode(), remembered) {
             (Mode::BypassPermissions, _) => true,
             // Only read-only tools are offered in plan mode; anything else is refused.
             (Mode::Plan, _) => read_only,
-            (_, Some(Always::Allow)) => true,
-            (_, Some(Always::Reject)) => false,
+            (_, Some(RuleEffect::Allow)) => true,
+            (_, Some(RuleEffect::Reject)) => false,
             (_, None) if read_only || tool.is_none() => true,
             (Mode::AcceptEdits, None) if kind == ToolKind::Edit => true,
             (Mode::Default | Mode::AcceptEdits, None) => self.ask(call, &title, kind).await,
+            (_, Some(_)) => false,
         };
         if !allowed {
             return ToolCallDecision::Deny(REJECTED.into());
@@ -70,10 +73,30 @@ impl AgentHooks for AcpHooks {
 }
 
 impl AcpHooks {
-    /// `session/request_permission`; "always" answers are remembered for the session.
+    /// What the project's remembered rules say about this call (`None`: nothing).
+    fn remembered(&self, call: &ToolCall) -> Option<RuleEffect> {
+        lock(&self.session.always).decide(&call.name, &call.arguments)
+    }
+
+    /// Keeps an "always" answer as a rule for the project; a rule that cannot be stored is
+    /// still kept for this session, and the user is told at the next turn.
+    fn remember(&self, rule: PermissionRule) {
+        if let Err(error) = lock(&self.session.always).add(rule) {
+            self.session
+                .add_notice(format!("Could not store the permission rule: {error}\n"));
+        }
+    }
+
+    /// `session/request_permission`; "always" answers are remembered as a rule for the call
+    /// (see [`PermissionRule::for_call`]) in the project's settings.
     async fn ask(&self, call: &ToolCall, title: &str, kind: ToolKind) -> bool {
-        let option = |id: &'static str, name: &'static str, kind| {
-            PermissionOption::new(PermissionOptionId::new(id), name, kind)
+        let allow_rule = PermissionRule::for_call(&call.name, &call.arguments, RuleEffect::Allow);
+        let reject_rule =
+            PermissionRule::for_call(&call.name, &call.arguments, RuleEffect::Reject);
+        let allow_label = format!("Always allow {}", allow_rule.short());
+        let reject_label = format!("Always reject {}", reject_rule.short());
+        let option = |id: &'static str, name: &str, kind| {
+            PermissionOption::new(PermissionOptionId::new(id), name.to_owned(), kind)
         };
         let request = RequestPermissionRequest::new(
             self.session.id.clone(),
@@ -89,13 +112,13 @@ impl AcpHooks {
                 option("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
                 option(
                     "allow_always",
-                    "Always allow",
+                    &allow_label,
                     PermissionOptionKind::AllowAlways,
                 ),
                 option("reject_once", "Reject", PermissionOptionKind::RejectOnce),
                 option(
                     "reject_always",
-                    "Always reject",
+                    &reject_label,
                     PermissionOptionKind::RejectAlways,
                 ),
             ],
@@ -119,12 +142,12 @@ impl AcpHooks {
         };
         let (allowed, always) = match option {
             Some("allow_once") => (true, None),
-            Some("allow_always") => (true, Some(Always::Allow)),
-            Some("reject_always") => (false, Some(Always::Reject)),
+            Some("allow_always") => (true, Some(allow_rule)),
+            Some("reject_always") => (false, Some(reject_rule)),
             _ => (false, None),
         };
-        if let Some(always) = always {
-            lock(&self.session.always).insert(call.name.clone(), always);
+        if let Some(rule) = always {
+            self.remember(rule);
         }
         allowed
     }
