@@ -91,8 +91,7 @@ impl AcpHooks {
     /// (see [`PermissionRule::for_call`]) in the project's settings.
     async fn ask(&self, call: &ToolCall, title: &str, kind: ToolKind) -> bool {
         let allow_rule = PermissionRule::for_call(&call.name, &call.arguments, RuleEffect::Allow);
-        let reject_rule =
-            PermissionRule::for_call(&call.name, &call.arguments, RuleEffect::Reject);
+        let reject_rule = PermissionRule::for_call(&call.name, &call.arguments, RuleEffect::Reject);
         let allow_label = format!("Always allow {}", allow_rule.short());
         let reject_label = format!("Always reject {}", reject_rule.short());
         let option = |id: &'static str, name: &str, kind| {

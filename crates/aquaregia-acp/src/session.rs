@@ -64,7 +64,6 @@ impl Mode {
     }
 }
 
-
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()

@@ -104,8 +104,8 @@ mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod message;
-pub mod permission_rules;
 mod model;
+pub mod permission_rules;
 mod pricing;
 mod prompt_cache;
 mod provider;

@@ -276,7 +276,11 @@ impl PermissionRules {
     /// when an allow rule matches, else `None` (ask).
     pub fn decide(&self, tool: &str, arguments: &Value) -> Option<RuleEffect> {
         let mut decision = None;
-        for rule in self.rules.iter().filter(|rule| rule.matches(tool, arguments)) {
+        for rule in self
+            .rules
+            .iter()
+            .filter(|rule| rule.matches(tool, arguments))
+        {
             match rule.effect {
                 RuleEffect::Reject => return Some(RuleEffect::Reject),
                 RuleEffect::Allow => decision = Some(RuleEffect::Allow),
@@ -367,7 +371,10 @@ mod tests {
         assert!(!echo.matches("run_command", &json!({"command": "echo a\ntouch pwned"})));
         assert!(!echo.matches("run_command", &json!({"command": "rm -rf x"})));
         assert!(!echo.matches("other_tool", &json!({"command": "echo other"})));
-        let cargo = rule("run_command", json!({"command": "cargo", "args": ["test", "-q"]}));
+        let cargo = rule(
+            "run_command",
+            json!({"command": "cargo", "args": ["test", "-q"]}),
+        );
         assert_eq!(cargo.short(), "run_command `cargo test …`");
         assert!(cargo.matches("run_command", &json!({"command": "cargo test --all"})));
         assert!(!cargo.matches("run_command", &json!({"command": "cargo publish"})));
