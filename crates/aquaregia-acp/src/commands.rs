@@ -50,6 +50,7 @@ pub(crate) enum Command<'a> {
     Compact,
     Model(&'a str),
     Tools,
+    Permissions(&'a str),
     Prompt { name: &'a str, input: &'a str },
 }
 
@@ -64,6 +65,7 @@ pub(crate) fn parse(text: &str) -> Option<Command<'_>> {
         "compact" => Command::Compact,
         "model" => Command::Model(input),
         "tools" => Command::Tools,
+        "permissions" => Command::Permissions(input),
         name if name.contains(':') => Command::Prompt { name, input },
         _ => return None,
     })
@@ -106,6 +108,13 @@ pub(crate) fn update(prompts: &[PromptCommand], has_models: bool) -> SessionUpda
             "Summarise the conversation so far to free the model's context",
         ),
         AvailableCommand::new("tools", "List the tools the model can use"),
+        AvailableCommand::new(
+            "permissions",
+            "List the remembered permission rules; /permissions revoke <n> or /permissions clear",
+        )
+        .input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new("revoke <n> | clear"),
+        )),
     ];
     if has_models {
         commands.push(
@@ -214,6 +223,28 @@ pub(crate) fn messages(result: &aquaregia::mcp::rmcp::model::GetPromptResult) ->
         .collect()
 }
 
+/// `/permissions [revoke <n> | clear]`: the answer for the user.
+fn permissions(session: &Session, input: &str) -> String {
+    let mut rules = lock(&session.always);
+    let words: Vec<&str> = input.split_whitespace().collect();
+    match words.as_slice() {
+        [] => rules.listing(),
+        ["clear"] => match rules.clear() {
+            Ok(()) => "Removed every permission rule.".to_owned(),
+            Err(error) => format!("Could not store the permission rules: {error}"),
+        },
+        ["revoke", number] => {
+            let index = number.parse::<usize>().ok().and_then(|n| n.checked_sub(1));
+            match index.and_then(|index| rules.remove(index)) {
+                Some(Ok(rule)) => format!("Revoked: {}.", rule.describe()),
+                Some(Err(error)) => format!("Could not store the permission rules: {error}"),
+                None => format!("There is no permission rule {number}."),
+            }
+        }
+        _ => "Usage: /permissions, /permissions revoke <n>, /permissions clear".to_owned(),
+    }
+}
+
 impl State {
     /// Runs a slash command. `Ok(None)`: it was answered here, the model is not called;
     /// `Ok(Some(messages))`: what the model gets instead of the prompt.
@@ -260,6 +291,7 @@ impl State {
                 }
                 say(&format!("Tools:\n{}\n", names.join("\n")));
             }
+            Command::Permissions(input) => say(&permissions(session, input)),
             Command::Model(_) if self.models.is_none() => {
                 say("This agent offers no model choice.");
             }

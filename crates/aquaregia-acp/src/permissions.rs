@@ -14,7 +14,9 @@ use aquaregia::policy::{Decision, PermissionPolicy, PolicyRequest};
 use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision};
 
 use crate::editor;
-use crate::session::{Always, Mode, Session, lock};
+use aquaregia::permission_rules::{PermissionRule, RuleEffect};
+
+use crate::session::{Mode, Session, lock};
 use crate::updates;
 
 /// Turns the agent's tool calls into ACP: the `tool_call` update, the permission request when
@@ -66,7 +68,7 @@ impl AgentHooks for AcpHooks {
         if let Some(Decision::Deny(reason)) = policy {
             return ToolCallDecision::Deny(reason);
         }
-        let remembered = lock(&session.always).get(&call.name).copied();
+        let remembered = self.remembered(call);
         let read_only = tool.is_some_and(|t| t.annotations().read_only == Some(true));
         let allowed = match (session.mode(), remembered) {
             // Only read-only tools are offered in plan mode; anything else is refused.
@@ -76,13 +78,14 @@ impl AgentHooks for AcpHooks {
             // The policy's permits run without asking.
             _ if policy == Some(Decision::Allow) => true,
             (Mode::BypassPermissions | Mode::Plan, _) => true,
-            (_, Some(Always::Allow)) => true,
-            (_, Some(Always::Reject)) => false,
+            (_, Some(RuleEffect::Allow)) => true,
+            (_, Some(RuleEffect::Reject)) => false,
             (_, None) if read_only || tool.is_none() => true,
             (Mode::AcceptEdits, None) if kind == ToolKind::Edit => true,
             (Mode::Default | Mode::AcceptEdits, None) => {
                 self.ask(call, &title, kind, presented, true).await
             }
+            (_, Some(_)) => false,
         };
         if !allowed {
             return ToolCallDecision::Deny(REJECTED.into());
@@ -97,9 +100,23 @@ impl AgentHooks for AcpHooks {
 }
 
 impl AcpHooks {
+    /// What the project's remembered rules say about this call (`None`: nothing).
+    fn remembered(&self, call: &ToolCall) -> Option<RuleEffect> {
+        lock(&self.session.always).decide(&call.name, &call.arguments)
+    }
+
+    /// Keeps an "always" answer as a rule for the project; a rule that cannot be stored is
+    /// still kept for this session, and the user is told at the next turn.
+    fn remember(&self, rule: PermissionRule) {
+        if let Err(error) = lock(&self.session.always).add(rule) {
+            self.session
+                .add_notice(format!("Could not store the permission rule: {error}\n"));
+        }
+    }
+
     /// `session/request_permission`, showing what the call will do (the full command, the
-    /// diff, the resolved path); "always" answers (offered when `always`) are remembered for
-    /// the session.
+    /// diff, the resolved path); "always" answers (offered when `always`) are remembered as a
+    /// rule for the call (see [`PermissionRule::for_call`]) in the project's settings.
     async fn ask(
         &self,
         call: &ToolCall,
@@ -108,8 +125,12 @@ impl AcpHooks {
         (content, locations): (Vec<ToolCallContent>, Vec<ToolCallLocation>),
         always: bool,
     ) -> bool {
-        let option = |id: &'static str, name: &'static str, kind| {
-            PermissionOption::new(PermissionOptionId::new(id), name, kind)
+        let allow_rule = PermissionRule::for_call(&call.name, &call.arguments, RuleEffect::Allow);
+        let reject_rule = PermissionRule::for_call(&call.name, &call.arguments, RuleEffect::Reject);
+        let allow_label = format!("Always allow {}", allow_rule.short());
+        let reject_label = format!("Always reject {}", reject_rule.short());
+        let option = |id: &'static str, name: &str, kind| {
+            PermissionOption::new(PermissionOptionId::new(id), name.to_owned(), kind)
         };
         let request = RequestPermissionRequest::new(
             self.session.id.clone(),
@@ -128,13 +149,13 @@ impl AcpHooks {
                     option("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
                     option(
                         "allow_always",
-                        "Always allow",
+                        &allow_label,
                         PermissionOptionKind::AllowAlways,
                     ),
                     option("reject_once", "Reject", PermissionOptionKind::RejectOnce),
                     option(
                         "reject_always",
-                        "Always reject",
+                        &reject_label,
                         PermissionOptionKind::RejectAlways,
                     ),
                 ]
@@ -164,12 +185,12 @@ impl AcpHooks {
         };
         let (allowed, remember) = match option {
             Some("allow_once") => (true, None),
-            Some("allow_always") if always => (true, Some(Always::Allow)),
-            Some("reject_always") if always => (false, Some(Always::Reject)),
+            Some("allow_always") if always => (true, Some(allow_rule)),
+            Some("reject_always") if always => (false, Some(reject_rule)),
             _ => (false, None),
         };
-        if let Some(remember) = remember {
-            lock(&self.session.always).insert(call.name.clone(), remember);
+        if let Some(rule) = remember {
+            self.remember(rule);
         }
         allowed
     }

@@ -1,12 +1,12 @@
 //! One ACP session: its MCP servers, history, mode and permission memory.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::SessionMode;
 use aquaregia::mcp::McpToolset;
+use aquaregia::permission_rules::PermissionRules;
 use aquaregia::{Message, Tool, ToolOutputStore};
 use tokio_util::sync::CancellationToken;
 
@@ -64,13 +64,6 @@ impl Mode {
     }
 }
 
-/// What the user answered "always" for a tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Always {
-    Allow,
-    Reject,
-}
-
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
@@ -94,7 +87,8 @@ pub(crate) struct Session {
     pub(crate) models: Mutex<Vec<String>>,
     /// Its servers' prompts, offered as slash commands.
     pub(crate) commands: Mutex<Vec<PromptCommand>>,
-    pub(crate) always: Mutex<HashMap<String, Always>>,
+    /// The project's remembered "always" answers (`<cwd>/.aquaregia/permissions.json`).
+    pub(crate) always: Mutex<PermissionRules>,
     /// The running prompt's cancellation token.
     prompt: Mutex<Option<CancellationToken>>,
     /// Tool calls running now: (tool name, call id), oldest first.
@@ -107,7 +101,8 @@ pub(crate) struct Session {
 
 impl Session {
     pub(crate) fn new(id: String, cwd: PathBuf, toolset: McpToolset, editor: Arc<Editor>) -> Self {
-        Self {
+        let (rules, warning) = PermissionRules::load(&cwd);
+        let session = Self {
             id,
             cwd,
             toolset,
@@ -118,12 +113,16 @@ impl Session {
             model: Mutex::new(None),
             models: Mutex::new(Vec::new()),
             commands: Mutex::new(Vec::new()),
-            always: Mutex::new(HashMap::new()),
+            always: Mutex::new(rules),
             prompt: Mutex::new(None),
             running: Mutex::new(Vec::new()),
             notices: Mutex::new(Vec::new()),
             stored_turns: AtomicU64::new(0),
+        };
+        if let Some(warning) = warning {
+            session.add_notice(format!("Permission rules: {warning}\n"));
         }
+        session
     }
 
     /// Keeps `notice` for the start of the next turn.

@@ -133,8 +133,14 @@ async fn a_rejected_call_is_reported_to_the_model_and_fails() {
     });
     client.initialize().await;
     let marker = marker("reject");
+    // The "always" rules are stored in the project (cwd): a fresh directory per run.
+    let project = std::env::temp_dir().join(&marker);
+    std::fs::create_dir_all(&project).unwrap();
     let session = client
-        .new_session("/tmp", json!([marked_toolbox("box", &marker)]))
+        .new_session(
+            project.to_str().unwrap(),
+            json!([marked_toolbox("box", &marker)]),
+        )
         .await;
 
     // reject_once: the model is told, the update fails, the tool never ran.
@@ -163,7 +169,8 @@ async fn a_rejected_call_is_reported_to_the_model_and_fails() {
     let statuses: Vec<&Value> = failed.iter().map(|u| &u["status"]).collect();
     assert_eq!(statuses, ["pending", "failed"], "{failed:#?}");
 
-    // reject_always is remembered: the next call is rejected without asking.
+    // reject_always is remembered for this tool with these arguments: the same call again is
+    // rejected without asking.
     mock.push(Reply::tool_call(
         "call-2",
         "box__write_note",
@@ -175,7 +182,7 @@ async fn a_rejected_call_is_reported_to_the_model_and_fails() {
     mock.push(Reply::tool_call(
         "call-3",
         "box__write_note",
-        json!({"text": "third"}),
+        json!({"text": "again"}),
     ))
     .push(Reply::text("Fine."));
     let answer = client.prompt(&session, "and again").await;
@@ -186,8 +193,11 @@ async fn a_rejected_call_is_reported_to_the_model_and_fails() {
         content_text(last.last().unwrap()).contains("rejected"),
         "{last:?}"
     );
+    let stored = std::fs::read_to_string(project.join(".aquaregia/permissions.json")).unwrap();
+    assert!(stored.contains("\"reject\""), "{stored}");
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
+    std::fs::remove_dir_all(&project).unwrap();
 }
 
 /// A Cedar policy is consulted before the mode: a forbid by argument value refuses the call

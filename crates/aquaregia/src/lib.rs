@@ -105,6 +105,7 @@ mod http;
 pub mod mcp;
 mod message;
 mod model;
+pub mod permission_rules;
 pub mod policy;
 mod pricing;
 mod prompt_cache;
