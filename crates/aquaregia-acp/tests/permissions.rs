@@ -271,3 +271,85 @@ async fn a_cedar_policy_decides_before_the_mode() {
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
 }
+
+/// The text of the agent's messages in `session` so far.
+fn agent_text(client: &RawClient, session: &str) -> String {
+    updates(&client.log(), session)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn always_allow_is_a_readable_project_rule_not_the_whole_tool() {
+    let dir = std::env::temp_dir().join(format!("aquaregia-rules-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cwd = dir.to_str().unwrap().to_owned();
+    let mock = MockServer::start().await;
+    let client = RawClient::connect(agent_for(&mock).editor_tools(true));
+    let answers = Arc::new(Mutex::new(vec![
+        "reject_once",
+        "reject_once",
+        "allow_always",
+    ]));
+    client.set_handler({
+        let answers = answers.clone();
+        move |request| {
+            (request["method"] == "session/request_permission").then(|| {
+                let option = answers.lock().unwrap().pop().expect("an answer left");
+                ok(
+                    request,
+                    json!({"outcome": {"outcome": "selected", "optionId": option}}),
+                )
+            })
+        }
+    });
+    client.initialize().await;
+    let session = client.new_session(&cwd, json!([])).await;
+    let run =
+        |id: &str, command: &str| Reply::tool_call(id, "run_command", json!({"command": command}));
+    mock.push(run("call-1", "echo harmless"))
+        .push(run("call-2", "echo other"))
+        .push(run("call-3", "echo a; touch pwned"))
+        .push(run("call-4", "rm -rf x"))
+        .push(Reply::text("Done."));
+    let answer = client.prompt(&session, "go").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let asked: Vec<Value> = permission_requests(&client);
+    let ids: Vec<&str> = asked
+        .iter()
+        .map(|r| r["params"]["toolCall"]["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["call-1", "call-3", "call-4"],
+        "echo other matched the rule"
+    );
+    let label = asked[0]["params"]["options"][1]["name"].as_str().unwrap();
+    assert!(label.contains("echo"), "the option names the rule: {label}");
+    assert!(!dir.join("pwned").exists());
+
+    // Kept in the project: a new session there knows it, and /permissions lists it.
+    let again = client.new_session(&cwd, json!([])).await;
+    mock.push(run("call-5", "echo third"))
+        .push(Reply::text("Done."));
+    let answer = client.prompt(&again, "go").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(permission_requests(&client).len(), 3, "not asked again");
+    let answer = client.prompt(&again, "/permissions").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let listed = agent_text(&client, &again);
+    assert!(listed.contains("1.") && listed.contains("echo"), "{listed}");
+
+    // Cleared, the same call asks again.
+    client.prompt(&again, "/permissions clear").await;
+    answers.lock().unwrap().push("reject_once");
+    mock.push(run("call-6", "echo fourth"))
+        .push(Reply::text("Done."));
+    client.prompt(&again, "go").await;
+    assert_eq!(permission_requests(&client).len(), 4, "asked after clear");
+    client.finish().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -245,7 +245,7 @@ async fn one_session_with_server_everything_over_stdio_and_an_acp_server() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn permission_answers_are_honoured_and_always_is_remembered_per_session() {
+async fn permission_answers_are_honoured_and_always_is_a_project_rule_for_those_arguments() {
     let mock = MockServer::start().await;
     let agent = Agent::start("acp-bin-permissions", &mock).await;
     let editor = AcpMcpServer::new(json!([
@@ -272,17 +272,18 @@ async fn permission_answers_are_honoured_and_always_is_remembered_per_session() 
     });
     let session = agent.session(json!([acp_entry("ed", "ed-1")])).await;
 
+    // "Always" covers this tool with these arguments, not the whole tool.
     let script = [
-        ("call-1", "ed__write"),  // asked: allow_once
-        ("call-2", "ed__write"),  // asked again: allow_always
-        ("call-3", "ed__write"),  // remembered: runs without asking
-        ("call-4", "ed__delete"), // asked: reject_once
-        ("call-5", "ed__delete"), // asked again: reject_always
-        ("call-6", "ed__delete"), // remembered: rejected without asking
-        ("call-7", "ed__read"),   // read-only: never asked
+        ("call-1", "ed__write", "call-1"),       // asked: allow_once
+        ("call-2", "ed__write", "kept"),         // asked again: allow_always
+        ("call-3", "ed__write", "kept"),         // remembered: runs without asking
+        ("call-4", "ed__delete", "call-4"),      // asked: reject_once
+        ("call-5", "ed__delete", "kept-delete"), // asked again: reject_always
+        ("call-6", "ed__delete", "kept-delete"), // remembered: rejected without asking
+        ("call-7", "ed__read", "call-7"),        // read-only: never asked
     ];
-    for (id, tool) in script {
-        mock.push(Reply::tool_call(id, tool, json!({"topic": id})));
+    for (id, tool, topic) in script {
+        mock.push(Reply::tool_call(id, tool, json!({"topic": topic})));
     }
     mock.push(Reply::text("Done."));
     let answer = agent.prompt(&session, "Edit").await;
@@ -327,14 +328,21 @@ async fn permission_answers_are_honoured_and_always_is_remembered_per_session() 
     }
     assert_eq!(agent.tool_statuses(&session, "call-7"), COMPLETED);
 
-    // "Always" is remembered for the session only: a new one asks again.
+    // The rules are the project's: a new session in the same directory keeps them, and a
+    // call they do not cover asks.
     let other = agent.session(json!([acp_entry("ed", "ed-2")])).await;
-    mock.push(Reply::tool_call("call-8", "ed__write", json!({})))
-        .push(Reply::text("Written."));
+    mock.push(Reply::tool_call(
+        "call-8",
+        "ed__write",
+        json!({"topic": "kept"}),
+    ))
+    .push(Reply::tool_call("call-9", "ed__write", json!({})))
+    .push(Reply::text("Written."));
     let answer = agent.prompt(&other, "Edit again").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    assert_eq!(agent.asked().last().map(String::as_str), Some("call-8"));
+    assert_eq!(agent.asked().last().map(String::as_str), Some("call-9"));
     assert_eq!(agent.tool_statuses(&other, "call-8"), COMPLETED);
+    assert_eq!(agent.tool_statuses(&other, "call-9"), COMPLETED);
     assert!(answers.lock().unwrap().is_empty(), "every answer was used");
     agent.disconnect("after two sessions").await;
 }
