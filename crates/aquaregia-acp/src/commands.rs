@@ -225,24 +225,7 @@ pub(crate) fn messages(result: &aquaregia::mcp::rmcp::model::GetPromptResult) ->
 
 /// `/permissions [revoke <n> | clear]`: the answer for the user.
 fn permissions(session: &Session, input: &str) -> String {
-    let mut rules = lock(&session.always);
-    let words: Vec<&str> = input.split_whitespace().collect();
-    match words.as_slice() {
-        [] => rules.listing(),
-        ["clear"] => match rules.clear() {
-            Ok(()) => "Removed every permission rule.".to_owned(),
-            Err(error) => format!("Could not store the permission rules: {error}"),
-        },
-        ["revoke", number] => {
-            let index = number.parse::<usize>().ok().and_then(|n| n.checked_sub(1));
-            match index.and_then(|index| rules.remove(index)) {
-                Some(Ok(rule)) => format!("Revoked: {}.", rule.describe()),
-                Some(Err(error)) => format!("Could not store the permission rules: {error}"),
-                None => format!("There is no permission rule {number}."),
-            }
-        }
-        _ => "Usage: /permissions, /permissions revoke <n>, /permissions clear".to_owned(),
-    }
+    lock(&session.always).command(input)
 }
 
 impl State {

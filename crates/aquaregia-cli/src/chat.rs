@@ -31,6 +31,7 @@ const HELP: &str = "\
                  model's context; saved as a new session, the full one stays saved
 /save [title]    say where the conversation is saved, and set its title
 /usage           tokens used in this chat
+/permissions     the project's remembered 'always' answers; /permissions revoke <n>, clear
 /prompts         the MCP servers' prompts
 /<server>:<prompt> [key=value...]   send an MCP prompt
 /exit            leave (as does Ctrl-D)
@@ -259,6 +260,10 @@ impl Chat<'_> {
                 }
             }
             "usage" => eprintln!("{}", turn::usage_line(&self.usage, self.cost.as_ref())),
+            "permissions" => {
+                let answer = self.console.rules().command(rest);
+                eprintln!("{}", output::clean(&answer));
+            }
             other => eprintln!("unknown command /{other}; /help lists them"),
         }
         Ok(Next::Read)

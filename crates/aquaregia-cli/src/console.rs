@@ -1,11 +1,12 @@
 //! The terminal side of an agent turn: permission questions, a spinner per running tool call,
 //! one outcome line per finished call (all on stderr), and the answer text on stdout.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use aquaregia::permission_rules::{PermissionRule, PermissionRules, RuleEffect};
 use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision, ToolExecError, ToolOutput};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio::sync::mpsc;
@@ -27,10 +28,24 @@ pub(crate) struct Console {
     styles: Styles,
     progress: MultiProgress,
     running: Mutex<HashMap<String, Running>>,
-    always_allowed: Mutex<HashSet<String>>,
+    /// The project's "always" answers (`.aquaregia/permissions.json` in the current directory).
+    rules: Mutex<PermissionRules>,
     pub(crate) answer: AnswerText,
     /// The "thinking" spinner while the model has not answered yet.
     thinking: Mutex<Option<ProgressBar>>,
+}
+
+/// The rules kept in the current directory's project settings; a damaged file is reported and
+/// left alone.
+fn project_rules() -> PermissionRules {
+    let Ok(dir) = std::env::current_dir() else {
+        return PermissionRules::in_memory();
+    };
+    let (rules, warning) = PermissionRules::load(&dir);
+    if let Some(warning) = warning {
+        eprintln!("warning: {}", output::clean(&warning));
+    }
+    rules
 }
 
 /// A tool call in progress.
@@ -53,7 +68,7 @@ impl Console {
             // Draws on stderr, and nothing at all when stderr is not a terminal.
             progress: MultiProgress::new(),
             running: Mutex::new(HashMap::new()),
-            always_allowed: Mutex::new(HashSet::new()),
+            rules: Mutex::new(project_rules()),
             answer,
             thinking: Mutex::new(None),
         }
@@ -82,9 +97,16 @@ impl Console {
         }
     }
 
+    /// The project's permission rules, to list or change (`/permissions`).
+    pub(crate) fn rules(&self) -> MutexGuard<'_, PermissionRules> {
+        lock(&self.rules)
+    }
+
     async fn permission(&self, call: &ToolCall, label: &str) -> ToolCallDecision {
-        if lock(&self.always_allowed).contains(&call.name) {
-            return ToolCallDecision::Allow;
+        match lock(&self.rules).decide(&call.name, &call.arguments) {
+            Some(RuleEffect::Allow) => return ToolCallDecision::Allow,
+            Some(_) => return ToolCallDecision::Deny(DECLINED.to_owned()),
+            None => {}
         }
         let input = match &self.answers {
             Ok(input) => input,
@@ -122,7 +144,21 @@ impl Console {
             return match answer.as_str() {
                 "y" | "yes" => ToolCallDecision::Allow,
                 "a" | "always" => {
-                    lock(&self.always_allowed).insert(call.name.clone());
+                    let rule =
+                        PermissionRule::for_call(&call.name, &call.arguments, RuleEffect::Allow);
+                    let described = rule.describe();
+                    match lock(&self.rules).add(rule) {
+                        Ok(()) => eprintln!(
+                            "always allowing {} (kept in {}; /permissions in chat lists the rules)",
+                            output::clean(&described),
+                            aquaregia::permission_rules::PERMISSIONS_FILE
+                        ),
+                        Err(error) => eprintln!(
+                            "{} always allowing {} for this run only: cannot store it: {error}",
+                            self.styles.yellow("warning:"),
+                            output::clean(&described)
+                        ),
+                    }
                     ToolCallDecision::Allow
                 }
                 "v" | "view" => {

@@ -197,3 +197,42 @@ async fn a_shadow_policy_logs_what_it_would_decide_without_enforcing() {
         "{outcome:?}"
     );
 }
+
+/// A chat turn in `scratch` calling `fail` with `name`, the permission question (if any)
+/// answered with the next line, `answer`.
+async fn fail_in(scratch: &Scratch, name: &str, answer: &str) -> common::Outcome {
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", "fail", json!({ "name": name }))]),
+        Reply::text_stream(&["Done."]),
+    ])
+    .await;
+    let mut command = cli(scratch);
+    command.args(["chat", "--stdio", &test_server_command()]);
+    use_mock(&mut command, &model);
+    run(command, &format!("Go.\n{answer}")).await
+}
+
+#[tokio::test]
+async fn always_is_a_rule_for_these_arguments_kept_in_the_project() {
+    let scratch = Scratch::new();
+    let first = fail_in(&scratch, "Ann", "always\n").await;
+    assert_eq!(first.code, Some(0), "{first:?}");
+    assert!(
+        first.stderr.contains("always allowing fail with {"),
+        "the rule is named: {first:?}"
+    );
+    assert!(
+        scratch.path.join(".aquaregia/permissions.json").exists(),
+        "kept in the project"
+    );
+    // A later run in the project: the same call is not asked, another one is.
+    let same = fail_in(&scratch, "Ann", "").await;
+    assert_eq!(same.code, Some(0), "{same:?}");
+    assert!(!same.stderr.contains("Allow "), "{same:?}");
+    assert!(
+        same.stderr.contains("the disk is on fire"),
+        "it ran: {same:?}"
+    );
+    let other = fail_in(&scratch, "Bob", "n\n").await;
+    assert!(other.stderr.contains("Allow fail"), "{other:?}");
+}

@@ -312,6 +312,28 @@ impl PermissionRules {
         self.save()
     }
 
+    /// Runs a `/permissions` command for a person and says what happened: no words list the
+    /// rules, `clear` removes them all, `revoke <n>` removes the n-th (as listed).
+    pub fn command(&mut self, input: &str) -> String {
+        let words: Vec<&str> = input.split_whitespace().collect();
+        match words.as_slice() {
+            [] => self.listing(),
+            ["clear"] => match self.clear() {
+                Ok(()) => "Removed every permission rule.".to_owned(),
+                Err(error) => format!("Could not store the permission rules: {error}"),
+            },
+            ["revoke", number] => {
+                let index = number.parse::<usize>().ok().and_then(|n| n.checked_sub(1));
+                match index.and_then(|index| self.remove(index)) {
+                    Some(Ok(rule)) => format!("Revoked: {}.", rule.describe()),
+                    Some(Err(error)) => format!("Could not store the permission rules: {error}"),
+                    None => format!("There is no permission rule {number}."),
+                }
+            }
+            _ => "Usage: /permissions, /permissions revoke <n>, /permissions clear".to_owned(),
+        }
+    }
+
     /// A numbered list for a person, one rule a line ("1. allow run_command with ..."), or a
     /// line saying there are none.
     pub fn listing(&self) -> String {
