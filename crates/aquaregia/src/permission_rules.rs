@@ -380,13 +380,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn rule(tool: &str, arguments: Value) -> PermissionRule {
-        PermissionRule::for_call(tool, &arguments, RuleEffect::Allow)
+    fn rule(tool: &str, arguments: &Value) -> PermissionRule {
+        PermissionRule::for_call(tool, arguments, RuleEffect::Allow)
     }
 
     #[test]
     fn command_prefix_rules() {
-        let echo = rule("run_command", json!({"command": "echo harmless"}));
+        let echo = rule("run_command", &json!({"command": "echo harmless"}));
         assert_eq!(echo.describe(), "run_command with commands starting `echo`");
         assert!(echo.matches("run_command", &json!({"command": "echo other"})));
         assert!(!echo.matches("run_command", &json!({"command": "echo a; touch pwned"})));
@@ -395,28 +395,31 @@ mod tests {
         assert!(!echo.matches("other_tool", &json!({"command": "echo other"})));
         let cargo = rule(
             "run_command",
-            json!({"command": "cargo", "args": ["test", "-q"]}),
+            &json!({"command": "cargo", "args": ["test", "-q"]}),
         );
         assert_eq!(cargo.short(), "run_command `cargo test …`");
         assert!(cargo.matches("run_command", &json!({"command": "cargo test --all"})));
         assert!(!cargo.matches("run_command", &json!({"command": "cargo publish"})));
-        let chained = rule("run_command", json!({"command": "echo a && rm x"}));
+        let chained = rule("run_command", &json!({"command": "echo a && rm x"}));
         assert!(matches!(chained.scope, RuleScope::ExactArguments { .. }));
         assert!(!chained.matches("run_command", &json!({"command": "echo a && rm y"})));
     }
 
     #[test]
     fn directory_rules() {
-        let src = rule("write_file", json!({"path": "src/main.rs", "content": "x"}));
+        let src = rule(
+            "write_file",
+            &json!({"path": "src/main.rs", "content": "x"}),
+        );
         assert_eq!(src.describe(), "write_file in `src/`");
         assert!(src.matches("write_file", &json!({"path": "src/a/b.rs"})));
         assert!(src.matches("write_file", &json!({"path": "./src/c.rs"})));
         assert!(!src.matches("write_file", &json!({"path": "src/../etc/passwd"})));
         assert!(!src.matches("write_file", &json!({"path": "src2/x.rs"})));
-        let root = rule("write_file", json!({"path": "notes.md"}));
+        let root = rule("write_file", &json!({"path": "notes.md"}));
         assert!(!root.matches("write_file", &json!({"path": "../outside.md"})));
         assert!(!root.matches("write_file", &json!({"path": "/etc/passwd"})));
-        let search = rule("search", json!({"q": "x"}));
+        let search = rule("search", &json!({"q": "x"}));
         assert_eq!(search.describe(), r#"search with {"q":"x"}"#);
         assert!(!search.matches("search", &json!({"q": "y"})));
     }
@@ -428,7 +431,7 @@ mod tests {
         let (mut rules, warning) = PermissionRules::load(&dir);
         assert!(warning.is_none());
         rules
-            .add(rule("run_command", json!({"command": "echo hi"})))
+            .add(rule("run_command", &json!({"command": "echo hi"})))
             .unwrap();
         let (again, _) = PermissionRules::load(&dir);
         assert_eq!(again.rules(), rules.rules());
