@@ -30,7 +30,7 @@ impl Permissions {
         if let Some(glob) = self.deny.iter().find(|glob| glob_match(glob, name)) {
             return Verdict::Deny(format!("blocked by the deny rule `{glob}`"));
         }
-        let read_only = tool.annotations().read_only == Some(true);
+        let read_only = tool.hints_trusted() && tool.annotations().read_only == Some(true);
         // The agent's own built-ins (reading a kept output, searching tools) touch nothing.
         let builtin = [READ_TOOL_OUTPUT, SEARCH_TOOLS].contains(&name);
         if self.yes
