@@ -162,7 +162,7 @@ pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> anyhow::R
         McpCommand::Login(args) => login(args, config).await,
         McpCommand::Logout(args) => logout(args, config).await,
         McpCommand::Trust(args) => trust(args, config).await,
-        McpCommand::Untrust(args) => untrust(args, config),
+        McpCommand::Untrust(args) => untrust(&args, config),
     }
 }
 
@@ -182,7 +182,7 @@ async fn trust(args: AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn untrust(args: AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
+fn untrust(args: &AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
     let target = servers::select_one(config, args.server.as_deref(), &args.inline)?;
     if PinFile::in_data_dir()?.forget(target.name())? {
         eprintln!(

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
 use aquaregia::mcp::{
-    McpConnection, McpError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpToolset,
-    PinFile, PinReview,
+    McpConnection, McpError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpToolset, PinFile,
+    PinReview,
 };
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -486,7 +486,10 @@ pub(crate) fn withheld_message(review: &PinReview) -> String {
 
 /// Asks on the terminal whether a new or changed tool may be used, showing what changed.
 async fn review_on_terminal(review: PinReview) -> bool {
-    let question = format!("{review}Use the tool `{}` as it is now? [y/N] ", review.tool);
+    let question = format!(
+        "{review}Use the tool `{}` as it is now? [y/N] ",
+        review.tool
+    );
     tokio::task::spawn_blocking(move || {
         eprint!("{question}");
         let mut answer = String::new();

@@ -3,9 +3,7 @@
 
 mod common;
 
-use common::{
-    Scratch, cli, run, server_everything_entry, test_server_command, test_server_entry,
-};
+use common::{Scratch, cli, run, server_everything_entry, test_server_command, test_server_entry};
 use serde_json::{Value, json};
 
 fn tool<'a>(tools: &'a Value, name: &str) -> &'a Value {

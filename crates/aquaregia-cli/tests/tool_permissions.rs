@@ -43,7 +43,10 @@ async fn call_configured(scratch: &Scratch, trust: bool) -> (common::Outcome, St
     use_mock(&mut command, &model);
     let outcome = run(command, "").await;
     let results = model.bodies().get(1).map(tool_results).unwrap_or_default();
-    (outcome, results.first().map(|r| r.1.clone()).unwrap_or_default())
+    (
+        outcome,
+        results.first().map(|r| r.1.clone()).unwrap_or_default(),
+    )
 }
 
 #[tokio::test]

@@ -51,6 +51,9 @@ pub struct McpConnection {
     view: Arc<View>,
 }
 
+/// Converted tools: the listing generation, the tools, and the listing they came from.
+type Converted = (u64, Vec<Tool>, Arc<[McpTool]>);
+
 /// Settings of one [`McpConnection`] value, with the tools last made under them.
 struct View {
     call_timeout: Option<Duration>,
@@ -60,7 +63,7 @@ struct View {
     /// Whether the tools' annotations are believed ([`Tool::hints_trusted`]).
     trusted: bool,
     /// The converted tools, the listing generation they came from, and that listing.
-    converted: Mutex<Option<(u64, Vec<Tool>, Arc<[McpTool]>)>>,
+    converted: Mutex<Option<Converted>>,
 }
 
 impl View {
@@ -316,9 +319,7 @@ impl McpConnection {
 
     /// [`tools`](Self::tools) with the server's own description of them (the listing they
     /// were made from).
-    pub(crate) async fn tools_and_listing(
-        &self,
-    ) -> Result<(Vec<Tool>, Arc<[McpTool]>), McpError> {
+    pub(crate) async fn tools_and_listing(&self) -> Result<(Vec<Tool>, Arc<[McpTool]>), McpError> {
         if self.shared.closed.is_cancelled() {
             return Err(McpError::Disconnected);
         }

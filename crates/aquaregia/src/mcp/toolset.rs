@@ -12,9 +12,7 @@ use super::elicitation::{ElicitationComplete, ElicitationRequest, ElicitationRes
 use super::glob::glob_match;
 use super::input::Handlers;
 use super::listing::McpTool;
-use super::pins::{
-    self, PinApproval, PinChange, PinFile, PinReview, ToolPin, WithheldTool,
-};
+use super::pins::{self, PinApproval, PinChange, PinFile, PinReview, ToolPin, WithheldTool};
 use super::sampling::{SamplingRequest, SamplingResponse};
 use super::{
     Connector, DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerSpec, McpServerTimeouts,
@@ -577,13 +575,9 @@ impl McpToolset {
                 for tool in listing {
                     let record = pins::record(tool);
                     let hash = pins::hash(&record);
-                    entry.tools.insert(
-                        tool.name.clone(),
-                        ToolPin {
-                            hash,
-                            tool: record,
-                        },
-                    );
+                    entry
+                        .tools
+                        .insert(tool.name.clone(), ToolPin { hash, tool: record });
                 }
                 dirty = true;
             }
@@ -609,7 +603,7 @@ impl McpToolset {
                             old.map(|pin| &pin.tool),
                             &record,
                             command_changed
-                                .then(|| (entry.command.as_deref(), command.as_deref())),
+                                .then_some((entry.command.as_deref(), command.as_deref())),
                         ),
                     };
                     let key = (server.to_owned(), tool.name.clone(), hash.clone());
@@ -634,13 +628,9 @@ impl McpToolset {
                         }
                     };
                     if approved {
-                        entry.tools.insert(
-                            tool.name.clone(),
-                            ToolPin {
-                                hash,
-                                tool: record,
-                            },
-                        );
+                        entry
+                            .tools
+                            .insert(tool.name.clone(), ToolPin { hash, tool: record });
                         dirty = true;
                     } else {
                         withheld.push(WithheldTool {

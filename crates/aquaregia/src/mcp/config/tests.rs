@@ -324,5 +324,8 @@ fn trust_is_read_and_checked() {
     let error =
         McpServersConfig::from_json(r#"{"mcpServers": {"x": {"command": "a", "trust": "yes"}}}"#)
             .unwrap_err();
-    assert_eq!(error.to_string(), "server `x`: `trust` must be true or false");
+    assert_eq!(
+        error.to_string(),
+        "server `x`: `trust` must be true or false"
+    );
 }
