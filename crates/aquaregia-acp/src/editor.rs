@@ -249,12 +249,16 @@ impl Editor {
             if let Some(parent) = path.path().parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            // Not truncated before the opened file is known to be the approved one.
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path.path())?;
+            // Not truncated before the opened file is known to be the approved one; a file
+            // that did not exist is created exclusively (`O_EXCL` follows no symlink, so one
+            // planted since the check cannot make it land elsewhere).
+            let mut options = OpenOptions::new();
+            options.write(true);
+            match std::fs::symlink_metadata(path.path()) {
+                Ok(_) => options.truncate(false),
+                Err(_) => options.create_new(true),
+            };
+            let mut file = options.open(path.path())?;
             workspace.verify_open(&file, &path)?;
             file.set_len(0)?;
             file.write_all(content.as_bytes())
@@ -315,6 +319,11 @@ impl Editor {
             return (Vec::new(), Vec::new());
         };
         let location = vec![ToolCallLocation::new(path.path().to_owned())];
+        if !path.is_inside() {
+            // Nothing outside the workspace is read before the user says yes (through the
+            // editor that would be an unasked `fs/read_text_file`).
+            return (Vec::new(), location);
+        }
         let content = match call.name.as_str() {
             EDIT => match self.edit_of(&path, args).await {
                 Ok((old, new)) => vec![Diff::new(path.into_path(), new).old_text(old).into()],

@@ -69,6 +69,9 @@ impl AgentHooks for AcpHooks {
             return ToolCallDecision::Deny(reason);
         }
         let remembered = self.remembered(call);
+        // ACP sessions' servers come from the editor, which has no way yet to mark one trusted:
+        // their read-only hints are still believed here (the CLI believes them only for
+        // trusted servers).
         let read_only = tool.is_some_and(|t| t.annotations().read_only == Some(true));
         let allowed = match (session.mode(), remembered) {
             // Only read-only tools are offered in plan mode; anything else is refused.

@@ -64,6 +64,18 @@ async fn edits_and_commands_go_through_the_editor() {
     let asked = position(&log, "session/request_permission");
     let written = position(&log, "fs/write_text_file");
     assert!(asked < written, "written after permission");
+    // The question itself carries the diff and where it lands.
+    let question = &log[asked]["params"]["toolCall"];
+    assert_eq!(
+        question["content"],
+        json!([{"type": "diff", "path": "/work/project/src/main.rs",
+                "oldText": SOURCE, "newText": SOURCE.replace("\"old\"", "\"new\"")}]),
+        "{question}"
+    );
+    assert_eq!(
+        question["locations"],
+        json!([{"path": "/work/project/src/main.rs"}])
+    );
     let write = &log[written]["params"];
     assert_eq!(write["path"], "/work/project/src/main.rs");
     assert_eq!(write["content"], SOURCE.replace("\"old\"", "\"new\""));

@@ -255,7 +255,7 @@ async fn the_rust_sdk_client_serves_tools_to_the_agent_over_acp() {
             let init = serde_json::to_value(&init).unwrap();
             assert_eq!(init["agentCapabilities"]["mcpCapabilities"]["acp"], true);
 
-            cx.build_session_cwd()?
+            cx.build_session(scratch_cwd())
                 .with_mcp_server(McpServer::new_service("ws", service, NullRun))?
                 .block_task()
                 .run_until(async |setup| {
@@ -428,7 +428,7 @@ async fn cancelling_a_prompt_cancels_the_clients_mcp_request() {
             cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
                 .block_task()
                 .await?;
-            cx.build_session_cwd()?
+            cx.build_session(scratch_cwd())
                 .with_mcp_server(McpServer::new_service("ws", service, NullRun))?
                 .block_task()
                 .run_until(async |setup| {
@@ -462,4 +462,15 @@ async fn cancelling_a_prompt_cancels_the_clients_mcp_request() {
         .expect("serve returned")
         .expect("no panic")
         .expect("clean end");
+}
+
+/// A directory of this test process's own to open sessions in: "always" answers are kept in
+/// the session directory's `.aquaregia/`, which must not be the source tree.
+fn scratch_cwd() -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("aquaregia-sdk-client-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
 }

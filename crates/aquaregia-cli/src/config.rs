@@ -33,6 +33,8 @@ pub(crate) struct Config {
     timeouts: Vec<(String, McpServerTimeouts)>,
     /// Each server's `"oauth"` client, if it names one.
     oauth: Vec<(String, McpOAuthClient)>,
+    /// The servers marked `"trust": true`.
+    trusted: Vec<String>,
     /// Tool globs allowed without asking.
     pub(crate) allow: Vec<String>,
     /// Tool globs never run.
@@ -101,6 +103,9 @@ impl Config {
             if let Some(client) = servers.oauth_client(name) {
                 self.oauth.push((name.clone(), client.clone()));
             }
+            if servers.is_trusted(name) {
+                self.trusted.push(name.clone());
+            }
             self.servers
                 .push((name.clone(), spec.clone(), path.clone()));
         }
@@ -124,6 +129,12 @@ impl Config {
         self.disabled.retain(|(server, _)| server != name);
         self.timeouts.retain(|(server, _)| server != name);
         self.oauth.retain(|(server, _)| server != name);
+        self.trusted.retain(|server| server != name);
+    }
+
+    /// Whether the server called `name` is marked `"trust": true`.
+    pub(crate) fn is_trusted(&self, name: &str) -> bool {
+        self.trusted.iter().any(|server| server == name)
     }
 
     /// Like [`load`](Self::load), but a missing config is an error saying where it was looked for.

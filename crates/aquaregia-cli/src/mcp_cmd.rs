@@ -6,7 +6,8 @@ use std::time::Duration;
 use anyhow::{Context, anyhow, bail};
 use aquaregia::Tool;
 use aquaregia::mcp::{
-    Connector, McpConnection, McpServerSpec, McpServerTimeouts, MemoryTokenStore, TokenStore,
+    Connector, McpConnection, McpServerSpec, McpServerTimeouts, McpToolset, MemoryTokenStore,
+    PinFile, TokenStore,
 };
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
@@ -43,6 +44,21 @@ pub(crate) enum McpCommand {
     #[command(override_usage = "aquaregia mcp logout <SERVER>\n       \
                                 aquaregia mcp logout (--http <URL>)")]
     Logout(AuthArgs),
+    /// Trust a server: approve and pin its current tools, and believe its annotations
+    /// (`readOnlyHint` tools then run without a question).
+    ///
+    /// Tools are pinned the first time a server is used: a tool whose description, schema or
+    /// annotations change later, or a new tool, is withheld from the model until approved
+    /// (asked on a terminal, or with this command). Pins are kept in the data directory
+    /// (AQUAREGIA_DATA_DIR overrides it), in pins.json.
+    #[command(override_usage = "aquaregia mcp trust <SERVER>\n       \
+                                aquaregia mcp trust (--stdio <COMMAND> | --http <URL> | --sse <URL>)")]
+    Trust(AuthArgs),
+    /// Stop trusting a server: forget its pins and its trust (its tools are pinned again as
+    /// they are the next time it is used, and its annotations are not believed).
+    #[command(override_usage = "aquaregia mcp untrust <SERVER>\n       \
+                                aquaregia mcp untrust (--stdio <COMMAND> | --http <URL> | --sse <URL>)")]
+    Untrust(AuthArgs),
 }
 
 #[derive(Debug, Args)]
@@ -145,7 +161,38 @@ pub(crate) async fn run(command: McpCommand, config: Option<&Path>) -> anyhow::R
         McpCommand::Call(args) => call_tool(args, config).await,
         McpCommand::Login(args) => login(args, config).await,
         McpCommand::Logout(args) => logout(args, config).await,
+        McpCommand::Trust(args) => trust(args, config).await,
+        McpCommand::Untrust(args) => untrust(&args, config),
     }
+}
+
+async fn trust(args: AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
+    let target = servers::select_one(config, args.server.as_deref(), &args.inline)?;
+    let name = target.name().to_owned();
+    let (toolset, _) = servers::connect_one(target, true).await?;
+    let tools = toolset.tools().await;
+    toolset.close().await;
+    let tools = tools?;
+    PinFile::in_data_dir()?.set_trusted(&name, true)?;
+    eprintln!(
+        "trusted `{name}`: its {} tools are pinned as they are now, and their annotations \
+         are believed",
+        tools.len()
+    );
+    Ok(())
+}
+
+fn untrust(args: &AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
+    let target = servers::select_one(config, args.server.as_deref(), &args.inline)?;
+    if PinFile::in_data_dir()?.forget(target.name())? {
+        eprintln!(
+            "`{}` is no longer trusted; its tools will be pinned again when it is next used",
+            target.name()
+        );
+    } else {
+        eprintln!("`{}` was neither trusted nor pinned", target.name());
+    }
+    Ok(())
 }
 
 /// The URL of the one HTTP server of `args`.
@@ -215,10 +262,18 @@ async fn logout(args: AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
 async fn list_tools(args: ToolsArgs, config: Option<&Path>) -> anyhow::Result<()> {
     let mut target = servers::select_one(config, args.server.as_deref(), &args.inline)?;
     args.timeouts.apply(&mut target);
-    let (server, tools) = with_server(target, |connection| async move {
-        Ok((connection.name().to_owned(), connection.tools().await?))
+    let (server, tools, withheld) = with_server(target, |toolset, connection| async move {
+        let tools = toolset.tools().await?;
+        Ok((connection.name().to_owned(), tools, toolset.withheld()))
     })
     .await?;
+    for tool in &withheld {
+        eprintln!(
+            "withheld: `{}` is new or changed since its tools were pinned; run `aquaregia mcp \
+             trust {}` to approve it",
+            tool.name, tool.server
+        );
+    }
     if args.json {
         let descriptors: Vec<Value> = tools.iter().map(descriptor_json).collect();
         let json = format!("{:#}\n", Value::Array(descriptors));
@@ -261,8 +316,8 @@ async fn call_tool(args: CallArgs, config: Option<&Path>) -> anyhow::Result<()> 
     args.timeouts.apply(&mut target);
     let name =
         tool.ok_or_else(|| anyhow!("which tool? aquaregia mcp call <SERVER> <TOOL> [ARGS]"))?;
-    let result = with_server(target, |connection| async move {
-        let tools = connection.tools().await?;
+    let result = with_server(target, |toolset, connection| async move {
+        let tools = toolset.tools().await?;
         let Some(tool) = tools.iter().find(|tool| tool.name() == name) else {
             let names: Vec<&str> = tools.iter().map(Tool::name).collect();
             let server = connection.name();
@@ -306,17 +361,18 @@ async fn call_tool(args: CallArgs, config: Option<&Path>) -> anyhow::Result<()> 
     output::write_stdout(&text)
 }
 
-/// Connects, runs `work` on the connection, and closes the server whatever happened.
+/// Connects, runs `work` on the toolset of the one server and its connection, and closes
+/// the server whatever happened.
 async fn with_server<T, Fut>(
     target: Target,
-    work: impl FnOnce(McpConnection) -> Fut,
+    work: impl FnOnce(McpToolset, McpConnection) -> Fut,
 ) -> anyhow::Result<T>
 where
     Fut: Future<Output = anyhow::Result<T>>,
 {
-    let connection = servers::connect(target).await?;
-    let result = work(connection.clone()).await;
-    connection.close().await;
+    let (toolset, connection) = servers::connect_one(target, false).await?;
+    let result = work(toolset.clone(), connection).await;
+    toolset.close().await;
     result
 }
 

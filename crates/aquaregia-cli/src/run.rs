@@ -235,6 +235,7 @@ pub(crate) fn connect_options(args: &AgentArgs) -> ConnectOptions {
         startup_timeout: Some(args.connect_timeout()),
         call_timeout: args.call_timeout(),
         disabled_tools: args.disabled_tools.clone(),
+        approve_all_pins: false,
     }
 }
 

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
 use aquaregia::mcp::{
-    McpConnection, McpError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpToolset,
+    McpConnection, McpError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpToolset, PinFile,
+    PinReview,
 };
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -70,6 +71,8 @@ pub(crate) struct Target {
     timeouts: McpServerTimeouts,
     /// The config's `"oauth"` client for it.
     oauth_client: Option<McpOAuthClient>,
+    /// The config marks it `"trust": true`.
+    trusted: bool,
 }
 
 impl Target {
@@ -150,6 +153,7 @@ pub(crate) fn select(
                 inline: false,
                 timeouts: config.timeouts(name),
                 oauth_client: config.oauth_client(name),
+                trusted: config.is_trusted(name),
             }));
             selection.allow = config.allow;
             selection.deny = config.deny;
@@ -174,6 +178,7 @@ pub(crate) fn select(
                     inline: false,
                     timeouts: config.timeouts(name),
                     oauth_client: config.oauth_client(name),
+                    trusted: config.is_trusted(name),
                 });
             }
         }
@@ -186,6 +191,7 @@ pub(crate) fn select(
             inline: true,
             timeouts: McpServerTimeouts::default(),
             oauth_client: None,
+            trusted: false,
         });
     }
     Ok(selection)
@@ -216,6 +222,7 @@ pub(crate) fn select_one(
                 inline: false,
                 timeouts: config.timeouts(name),
                 oauth_client: config.oauth_client(name),
+                trusted: config.is_trusted(name),
             })
         }
         (None, Some(spec)) => Ok(Target {
@@ -224,6 +231,7 @@ pub(crate) fn select_one(
             inline: true,
             timeouts: McpServerTimeouts::default(),
             oauth_client: None,
+            trusted: false,
         }),
         (None, None) => {
             bail!("name a server from the config, or give one with --stdio, --http or --sse")
@@ -340,6 +348,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) call_timeout: Option<Duration>,
     /// Globs of tools to hide.
     pub(crate) disabled_tools: Vec<String>,
+    /// Approve (and pin) every new or changed tool without asking: `aquaregia mcp trust`.
+    pub(crate) approve_all_pins: bool,
 }
 
 /// Connects to every target at once through an [`McpToolset`]. Servers that fail are
@@ -357,9 +367,24 @@ pub(crate) async fn toolset(
     if let Some(timeout) = options.startup_timeout {
         builder = builder.startup_timeout(timeout);
     }
-    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if interactive {
         builder = builder.on_elicitation(elicit::ask);
     }
+    match PinFile::in_data_dir() {
+        Ok(pins) => builder = builder.pins(pins),
+        Err(error) => eprintln!("warning: MCP tools are not pinned: {error}"),
+    }
+    builder = if options.approve_all_pins {
+        builder.on_pin_review(|_| async { true })
+    } else if interactive {
+        builder.on_pin_review(review_on_terminal)
+    } else {
+        builder.on_pin_review(|review| async move {
+            eprintln!("{}", withheld_message(&review));
+            false
+        })
+    };
     let shared_oauth = if targets.iter().any(|target| target.url().is_some()) {
         Some(oauth::settings().await?)
     } else {
@@ -383,6 +408,12 @@ pub(crate) async fn toolset(
             timeouts.call = Some(call);
         }
         builder = builder.server_timeouts(target.name.clone(), timeouts);
+        if target.trusted {
+            builder = builder.trust(target.name.clone());
+        }
+        if let McpServerSpec::Stdio { command, args, .. } = &target.spec {
+            builder = builder.pinned_command(target.name.clone(), command, args);
+        }
         // A server whose config names its OAuth client gets its own settings.
         let own_oauth = shared_oauth
             .as_ref()
@@ -448,6 +479,31 @@ pub(crate) async fn toolset(
     Ok(toolset)
 }
 
+/// What is said when a new or changed tool is withheld without a terminal to ask on.
+pub(crate) fn withheld_message(review: &PinReview) -> String {
+    format!(
+        "warning: {review}the tool `{}` is withheld; to approve the server's current tools, \
+         run `aquaregia mcp trust {}`",
+        review.tool, review.server
+    )
+}
+
+/// Asks on the terminal whether a new or changed tool may be used, showing what changed.
+async fn review_on_terminal(review: PinReview) -> bool {
+    let question = format!(
+        "{review}Use the tool `{}` as it is now? [y/N] ",
+        review.tool
+    );
+    tokio::task::spawn_blocking(move || {
+        eprint!("{question}");
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer).is_ok()
+            && matches!(answer.trim(), "y" | "Y" | "yes" | "Yes")
+    })
+    .await
+    .unwrap_or(false)
+}
+
 /// Each HTTP server's URL and the command that authorizes it.
 type LoginHints = Vec<(String, String)>;
 
@@ -464,18 +520,23 @@ fn describe(error: &McpError, hints: &LoginHints) -> String {
     }
 }
 
-/// Connects to one target.
-pub(crate) async fn connect(target: Target) -> anyhow::Result<McpConnection> {
+/// Connects to one target, through a toolset (so that its tools are pinned).
+pub(crate) async fn connect_one(
+    target: Target,
+    approve_all_pins: bool,
+) -> anyhow::Result<(McpToolset, McpConnection)> {
     let options = ConnectOptions {
         strict: true,
+        approve_all_pins,
         ..ConnectOptions::default()
     };
     let toolset = toolset(vec![target], &options).await?;
-    toolset
+    let connection = toolset
         .connections()
         .first()
         .map(|(_, connection)| connection.clone())
-        .ok_or_else(|| anyhow!("no server was connected"))
+        .ok_or_else(|| anyhow!("no server was connected"))?;
+    Ok((toolset, connection))
 }
 
 #[cfg(test)]
@@ -541,6 +602,7 @@ mod tests {
                 inline: true,
                 timeouts: McpServerTimeouts::default(),
                 oauth_client: None,
+                trusted: false,
             },
             Target {
                 name: "a-2".into(),
@@ -548,6 +610,7 @@ mod tests {
                 inline: true,
                 timeouts: McpServerTimeouts::default(),
                 oauth_client: None,
+                trusted: false,
             },
         ];
         assert_eq!(unique_name("a", &taken), "a-3");

@@ -24,7 +24,7 @@ async fn the_other_servers_tools_still_answer() {
     ])
     .await;
     let mut command = cli(&scratch);
-    command.args(["run", "Greet Ann."]);
+    command.args(["run", "--yes", "Greet Ann."]);
     use_mock(&mut command, &model);
     let outcome = run(command, "").await;
 
@@ -52,7 +52,7 @@ async fn strict_stops_before_the_model_is_called() {
     config(&scratch);
     let model = MockServer::with_replies(vec![Reply::text_stream(&["never"])]).await;
     let mut command = cli(&scratch);
-    command.args(["run", "--strict", "Greet Ann."]);
+    command.args(["run", "--yes", "--strict", "Greet Ann."]);
     use_mock(&mut command, &model);
     let outcome = run(command, "").await;
 

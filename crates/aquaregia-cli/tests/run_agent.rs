@@ -138,14 +138,15 @@ async fn answering_n_denies_the_call() {
 }
 
 #[tokio::test]
-async fn always_allows_the_tool_for_the_rest_of_the_run() {
+async fn always_allows_the_same_call_for_the_rest_of_the_run() {
     let scratch = Scratch::new();
+    // "always" is a rule for this tool with these arguments.
     let model = MockServer::with_replies(vec![
         Reply::tool_stream(&[
             ("call_1", "greet", json!({"name": "Ann"})),
-            ("call_2", "greet", json!({"name": "Bo"})),
+            ("call_2", "greet", json!({"name": "Ann"})),
         ]),
-        Reply::tool_stream(&[("call_3", "greet", json!({"name": "Cy"}))]),
+        Reply::tool_stream(&[("call_3", "greet", json!({"name": "Ann"}))]),
         Reply::text_stream(&["Greeted all three."]),
     ])
     .await;
@@ -170,7 +171,7 @@ async fn always_allows_the_tool_for_the_rest_of_the_run() {
             .into_iter()
             .map(|(_, content)| content)
             .collect::<Vec<_>>(),
-        ["Hello, Ann.", "Hello, Bo."]
+        ["Hello, Ann.", "Hello, Ann."]
     );
 }
 
@@ -275,7 +276,7 @@ async fn duplicate_and_colliding_tool_names_do_not_fail_the_run() {
 }
 
 #[tokio::test]
-async fn a_tool_added_mid_run_reaches_the_next_step() {
+async fn a_tool_added_mid_run_is_withheld_until_approved() {
     let scratch = Scratch::new();
     let mut entry = test_server_entry();
     entry["env"] = json!({"AQUAREGIA_TEST_LIST_CHANGED": "1"});
@@ -291,18 +292,16 @@ async fn a_tool_added_mid_run_reaches_the_next_step() {
     use_mock(&mut command, &model);
     let outcome = run(command, "").await;
 
+    // The server's tools were pinned when first seen; one that appears later is new to the
+    // user, so it is not offered until approved (no terminal here to ask on).
     assert_eq!(outcome.code, Some(0), "{outcome:?}");
-    let requests = model.bodies();
-    assert!(!tool_names(&requests[0]).contains(&"later".to_owned()));
     assert!(
-        tool_names(&requests[1]).contains(&"later".to_owned()),
+        outcome.stderr.contains("has a new tool `later`")
+            && outcome.stderr.contains("run `aquaregia mcp trust test`"),
         "{outcome:?}"
     );
-    assert_eq!(
-        tool_results(&requests[2]),
-        [
-            ("call_1".to_owned(), "Hello, Ann.".to_owned()),
-            ("call_2".to_owned(), "late but here".to_owned())
-        ]
-    );
+    let requests = model.bodies();
+    for request in &requests {
+        assert!(!tool_names(request).contains(&"later".to_owned()));
+    }
 }

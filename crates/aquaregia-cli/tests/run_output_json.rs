@@ -17,6 +17,7 @@ async fn run_with_output(format: &str) -> common::Outcome {
     let mut command = cli(&scratch);
     command.args([
         "run",
+        "--yes",
         "--output",
         format,
         "--stdio",

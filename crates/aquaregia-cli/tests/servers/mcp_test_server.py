@@ -10,7 +10,8 @@ AQUAREGIA_TEST_LIST_CHANGED set, calling `greet` adds a `later` tool and sends
 `notifications/tools/list_changed` before answering. With AQUAREGIA_TEST_SECRET_TOKEN set, a
 `whoami` tool answers with its value. Exits when stdin closes, unless
 AQUAREGIA_TEST_STUBBORN is set: then it ignores both stdin closing and SIGTERM, and only
-SIGKILL stops it.
+SIGKILL stops it. AQUAREGIA_TEST_GREET_DESCRIPTION replaces `greet`'s description (a server
+whose tool text changes between runs).
 """
 
 import json
@@ -59,6 +60,9 @@ TOOLS = [
         "annotations": {"destructiveHint": True},
     },
 ]
+
+if os.environ.get("AQUAREGIA_TEST_GREET_DESCRIPTION"):
+    TOOLS[0]["description"] = os.environ["AQUAREGIA_TEST_GREET_DESCRIPTION"]
 
 if os.environ.get("AQUAREGIA_TEST_DUPLICATES"):
     TOOLS += [

@@ -51,14 +51,19 @@ pub struct McpConnection {
     view: Arc<View>,
 }
 
+/// Converted tools: the listing generation, the tools, and the listing they came from.
+type Converted = (u64, Vec<Tool>, Arc<[McpTool]>);
+
 /// Settings of one [`McpConnection`] value, with the tools last made under them.
 struct View {
     call_timeout: Option<Duration>,
     prefix: Option<String>,
     meta: Option<RequestMetaObject>,
     filter: Option<Arc<ToolFilter>>,
-    /// The converted tools and the listing generation they came from.
-    converted: Mutex<Option<(u64, Vec<Tool>)>>,
+    /// Whether the tools' annotations are believed ([`Tool::hints_trusted`]).
+    trusted: bool,
+    /// The converted tools, the listing generation they came from, and that listing.
+    converted: Mutex<Option<Converted>>,
 }
 
 impl View {
@@ -68,6 +73,7 @@ impl View {
             prefix: self.prefix.clone(),
             meta: self.meta.clone(),
             filter: self.filter.clone(),
+            trusted: self.trusted,
             converted: Mutex::new(None),
         };
         change(&mut view);
@@ -275,6 +281,7 @@ impl McpConnection {
                 prefix: None,
                 meta: None,
                 filter: None,
+                trusted: false,
                 converted: Mutex::new(None),
             }),
         }
@@ -307,25 +314,39 @@ impl McpConnection {
     /// coalesced, and an older listing never replaces a newer one. Tools are the same `Arc`s
     /// while nothing changes, so agents can tell the tool set did not change.
     pub async fn tools(&self) -> Result<Vec<Tool>, McpError> {
+        Ok(self.tools_and_listing().await?.0)
+    }
+
+    /// [`tools`](Self::tools) with the server's own description of them (the listing they
+    /// were made from).
+    pub(crate) async fn tools_and_listing(&self) -> Result<(Vec<Tool>, Arc<[McpTool]>), McpError> {
         if self.shared.closed.is_cancelled() {
             return Err(McpError::Disconnected);
         }
         let current = self.shared.changes.current();
-        if let Some((generation, tools)) = &*lock(&self.view.converted)
+        if let Some((generation, tools, listing)) = &*lock(&self.view.converted)
             && *generation >= current
         {
-            return Ok(tools.clone());
+            return Ok((tools.clone(), listing.clone()));
         }
         let listing = self.shared.listing().await?;
         let tools = self.convert(&listing.tools);
         let mut converted = lock(&self.view.converted);
         if converted
             .as_ref()
-            .is_none_or(|(generation, _)| *generation <= listing.generation)
+            .is_none_or(|(generation, _, _)| *generation <= listing.generation)
         {
-            *converted = Some((listing.generation, tools.clone()));
+            *converted = Some((listing.generation, tools.clone(), listing.tools.clone()));
         }
-        Ok(tools)
+        Ok((tools, listing.tools))
+    }
+
+    /// The name the model sees for the server's tool `name` under this connection's prefix.
+    pub(crate) fn exposed_name(&self, name: &str) -> String {
+        match &self.view.prefix {
+            Some(prefix) => prefixed_name(prefix, name),
+            None => sanitized_name(name),
+        }
     }
 
     fn convert(&self, tools: &[McpTool]) -> Vec<Tool> {
@@ -343,11 +364,8 @@ impl McpConnection {
         tools
             .iter()
             .filter_map(|tool| {
-                let name = match &self.view.prefix {
-                    Some(prefix) => prefixed_name(prefix, &tool.name),
-                    // MCP allows names (`a.b`, `a/b`) that models reject.
-                    None => sanitized_name(&tool.name),
-                };
+                // MCP allows names (`a.b`, `a/b`) that models reject.
+                let name = self.exposed_name(&tool.name);
                 let descriptor = ToolDescriptor {
                     name,
                     description: tool.description.clone(),
@@ -367,7 +385,11 @@ impl McpConnection {
                             || tool.annotations.idempotent == Some(true),
                     },
                 });
-                Some(Tool::new(descriptor, executor).with_annotations(tool.annotations.clone()))
+                Some(
+                    Tool::new(descriptor, executor)
+                        .with_annotations(tool.annotations.clone())
+                        .trusting_hints(self.view.trusted),
+                )
             })
             .collect()
     }
@@ -405,6 +427,14 @@ impl McpConnection {
         keep: impl Fn(&ToolDescriptor) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.with_view(|view| view.filter = Some(Arc::new(keep)))
+    }
+
+    /// Whether the tools made from this connection have their annotations believed
+    /// ([`Tool::hints_trusted`]): off by default, since a server can claim `readOnlyHint` for
+    /// a tool that writes. Turn it on only for a server the user trusts.
+    #[must_use]
+    pub fn with_trusted_hints(self, trusted: bool) -> Self {
+        self.with_view(|view| view.trusted = trusted)
     }
 
     fn with_view(self, change: impl FnOnce(&mut View)) -> Self {

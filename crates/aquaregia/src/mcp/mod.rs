@@ -77,6 +77,7 @@ mod listing;
 mod naming;
 #[cfg(feature = "mcp-oauth")]
 mod oauth;
+mod pins;
 mod progress;
 mod reconnect;
 mod restart;
@@ -111,6 +112,7 @@ pub use oauth::{
     AuthorizationPrompt, AuthorizeError, FileTokenStore, IdentityProvider, JwtAlgorithm,
     MemoryTokenStore, OAuth, TokenStore, TokenStoreError,
 };
+pub use pins::{PinChange, PinError, PinFile, PinReview, Pins, ServerPins, ToolPin, WithheldTool};
 pub use sampling::{SamplingRequest, SamplingResponse, sample_with_model};
 pub use stdio::{DEFAULT_INHERITED_ENV_VARS, ServerProcess};
 pub use toolset::{McpToolset, McpToolsetBuilder};

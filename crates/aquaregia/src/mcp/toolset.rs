@@ -11,6 +11,8 @@ use futures::future::{BoxFuture, join_all};
 use super::elicitation::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
 use super::glob::glob_match;
 use super::input::Handlers;
+use super::listing::McpTool;
+use super::pins::{self, PinApproval, PinChange, PinFile, PinReview, ToolPin, WithheldTool};
 use super::sampling::{SamplingRequest, SamplingResponse};
 use super::{
     Connector, DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerSpec, McpServerTimeouts,
@@ -83,6 +85,20 @@ struct Inner {
     handed_out: Mutex<HashSet<String>>,
     /// The list-change counter seen before the last listing.
     listed_generation: AtomicU64,
+    /// Where tools are pinned, if they are.
+    pins: Option<PinFile>,
+    /// Asked about new and changed tools of pinned servers.
+    approval: Option<PinApproval>,
+    /// Each stdio server's resolved command line, for its pins.
+    commands: HashMap<String, Vec<String>>,
+    /// Servers whose annotations are believed.
+    trusted: HashSet<String>,
+    /// What was decided on each (server, tool, hash), so that a tool is asked about once.
+    decisions: Mutex<HashMap<(String, String, String), bool>>,
+    /// The tools withheld at the last listing.
+    withheld: Mutex<Vec<WithheldTool>>,
+    /// One review of the pin file at a time.
+    pin_lock: tokio::sync::Mutex<()>,
 }
 
 /// Settings for [`McpToolset::builder`].
@@ -96,6 +112,10 @@ pub struct McpToolsetBuilder {
     budgets: Vec<(String, OutputBudget)>,
     timeouts: HashMap<String, McpServerTimeouts>,
     handlers: Handlers,
+    pins: Option<PinFile>,
+    approval: Option<PinApproval>,
+    commands: HashMap<String, Vec<String>>,
+    trusted: HashSet<String>,
     #[cfg(feature = "mcp-oauth")]
     oauth: Option<super::OAuth>,
 }
@@ -117,11 +137,58 @@ impl fmt::Debug for McpToolsetBuilder {
             .field("disabled", &self.disabled)
             .field("budgets", &self.budgets)
             .field("timeouts", &self.timeouts)
+            .field("pins", &self.pins)
+            .field("trusted", &self.trusted)
             .finish_non_exhaustive()
     }
 }
 
 impl McpToolsetBuilder {
+    /// Pins the servers' tools in `file`: the first time a server's tools are seen, a hash of
+    /// each tool's name, description, input schema and annotations is recorded (and a stdio
+    /// server's command, resolved on `PATH`). At every later listing (on connect, and after
+    /// `tools/list_changed`), a tool that differs from its pin, or that is new on a pinned
+    /// server, is withheld from the model unless [`on_pin_review`](Self::on_pin_review)
+    /// approves it; an approved tool is pinned again. A tool is asked about once per toolset
+    /// for each new form; [`McpToolset::withheld`] lists what is withheld. Hashing happens at
+    /// listing time, never per call.
+    pub fn pins(mut self, file: PinFile) -> Self {
+        self.pins = Some(file);
+        self
+    }
+
+    /// Decides on each new or changed tool of a pinned server: `true` approves and re-pins
+    /// it, `false` withholds it. Without it, such tools are withheld with a warning.
+    pub fn on_pin_review<F, Fut>(mut self, decide: F) -> Self
+    where
+        F: Fn(PinReview) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        self.approval = Some(Arc::new(move |review| Box::pin(decide(review))));
+        self
+    }
+
+    /// Believes the annotations (`readOnlyHint`...) of server `name`'s tools (see
+    /// [`Tool::hints_trusted`]); a server marked trusted in the pin file is trusted too.
+    pub fn trust(mut self, name: impl Into<String>) -> Self {
+        self.trusted.insert(name.into());
+        self
+    }
+
+    /// The command line of server `name` as its pins record it, for servers connected with
+    /// [`connect_with`](Self::connect_with) (a [`server`](Self::server) spec records its own).
+    /// The program is resolved on `PATH`.
+    pub fn pinned_command(
+        mut self,
+        name: impl Into<String>,
+        program: &str,
+        args: &[String],
+    ) -> Self {
+        self.commands
+            .insert(name.into(), pins::resolved_command(program, args));
+        self
+    }
+
     /// A server to connect, under `name` (its prefix, and its name in logs and errors).
     pub fn server(mut self, name: impl Into<String>, spec: McpServerSpec) -> Self {
         self.servers.push((name.into(), Source::Spec(spec)));
@@ -274,6 +341,14 @@ impl McpToolsetBuilder {
             None => (connector, outer_timeout),
         };
         let timeouts = self.timeouts;
+        let mut commands = self.commands;
+        for (name, source) in &self.servers {
+            if let Source::Spec(McpServerSpec::Stdio { command, args, .. }) = source {
+                commands
+                    .entry(name.clone())
+                    .or_insert_with(|| pins::resolved_command(command, args));
+            }
+        }
         let attempts = join_all(self.servers.into_iter().map(|(name, source)| {
             let limits = timeouts.get(&name).copied().unwrap_or_default();
             let startup = limits.connect.unwrap_or(timeout);
@@ -351,6 +426,10 @@ impl McpToolsetBuilder {
                 servers,
                 failures,
                 budgets: self.budgets,
+                pins: self.pins,
+                approval: self.approval,
+                commands,
+                trusted: self.trusted,
                 ..Inner::default()
             }),
         })
@@ -387,6 +466,10 @@ impl McpToolset {
             budgets: Vec::new(),
             timeouts: HashMap::new(),
             handlers: Handlers::default(),
+            pins: None,
+            approval: None,
+            commands: HashMap::new(),
+            trusted: HashSet::new(),
             #[cfg(feature = "mcp-oauth")]
             oauth: None,
         }
@@ -407,10 +490,18 @@ impl McpToolset {
     /// tools; see [`available_tools`](Self::available_tools) for the lenient version.
     pub async fn tools(&self) -> Result<Vec<Tool>, McpError> {
         let generation = self.generation();
-        let listings = join_all(self.inner.servers.iter().map(|(_, c)| c.tools())).await;
+        let listings = join_all(
+            self.inner
+                .servers
+                .iter()
+                .map(|(_, c)| c.tools_and_listing()),
+        )
+        .await;
         let mut named = Vec::with_capacity(listings.len());
-        for ((name, _), listing) in self.inner.servers.iter().zip(listings) {
-            named.push((name.as_str(), listing?));
+        for ((name, connection), listing) in self.inner.servers.iter().zip(listings) {
+            let (tools, listing) = listing?;
+            let tools = self.screen(name, connection, tools, &listing).await;
+            named.push((name.as_str(), tools));
         }
         Ok(self.merge(generation, named))
     }
@@ -419,17 +510,155 @@ impl McpToolset {
     /// is logged and skipped.
     pub async fn available_tools(&self) -> Vec<Tool> {
         let generation = self.generation();
-        let listings = join_all(self.inner.servers.iter().map(|(_, c)| c.tools())).await;
+        let listings = join_all(
+            self.inner
+                .servers
+                .iter()
+                .map(|(_, c)| c.tools_and_listing()),
+        )
+        .await;
         let mut named = Vec::with_capacity(listings.len());
-        for ((name, _), listing) in self.inner.servers.iter().zip(listings) {
+        for ((name, connection), listing) in self.inner.servers.iter().zip(listings) {
             match listing {
-                Ok(listing) => named.push((name.as_str(), listing)),
+                Ok((tools, listing)) => {
+                    let tools = self.screen(name, connection, tools, &listing).await;
+                    named.push((name.as_str(), tools));
+                }
                 Err(error) => {
                     tracing::warn!(server = %name, %error, "MCP server tools unavailable");
                 }
             }
         }
         self.merge(generation, named)
+    }
+
+    /// The tools withheld at the last listing because they are new or changed on a pinned
+    /// server and were not approved (see [`McpToolsetBuilder::pins`]).
+    pub fn withheld(&self) -> Vec<WithheldTool> {
+        lock(&self.inner.withheld).clone()
+    }
+
+    /// Server `server`'s tools as they may be used: trusted or not, and without those that
+    /// differ from their pins and are not approved.
+    async fn screen(
+        &self,
+        server: &str,
+        connection: &McpConnection,
+        tools: Vec<Tool>,
+        listing: &[McpTool],
+    ) -> Vec<Tool> {
+        let mut trusted = self.inner.trusted.contains(server);
+        let Some(file) = &self.inner.pins else {
+            return tools
+                .into_iter()
+                .map(|tool| tool.trusting_hints(trusted))
+                .collect();
+        };
+        let _one_at_a_time = self.inner.pin_lock.lock().await;
+        let mut pins = match file.load() {
+            Ok(pins) => pins,
+            Err(error) => {
+                tracing::warn!(
+                    server, %error,
+                    "cannot read the tool pins; the server's tools are withheld"
+                );
+                return Vec::new();
+            }
+        };
+        let command = self.inner.commands.get(server).cloned();
+        let mut dirty = false;
+        let mut withheld = Vec::new();
+        match pins.servers.get_mut(server) {
+            None => {
+                let entry = pins.servers.entry(server.to_owned()).or_default();
+                entry.command = command;
+                for tool in listing {
+                    let record = pins::record(tool);
+                    let hash = pins::hash(&record);
+                    entry
+                        .tools
+                        .insert(tool.name.clone(), ToolPin { hash, tool: record });
+                }
+                dirty = true;
+            }
+            Some(entry) => {
+                trusted |= entry.trusted;
+                let command_changed = entry.command != command;
+                for tool in listing {
+                    let record = pins::record(tool);
+                    let hash = pins::hash(&record);
+                    let old = entry.tools.get(&tool.name);
+                    if !command_changed && old.is_some_and(|pin| pin.hash == hash) {
+                        continue;
+                    }
+                    let review = PinReview {
+                        server: server.to_owned(),
+                        tool: tool.name.clone(),
+                        change: if old.is_some() {
+                            PinChange::Changed
+                        } else {
+                            PinChange::New
+                        },
+                        diff: pins::diff(
+                            old.map(|pin| &pin.tool),
+                            &record,
+                            command_changed
+                                .then_some((entry.command.as_deref(), command.as_deref())),
+                        ),
+                    };
+                    let key = (server.to_owned(), tool.name.clone(), hash.clone());
+                    let decided = lock(&self.inner.decisions).get(&key).copied();
+                    let approved = match decided {
+                        Some(decided) => decided,
+                        None => {
+                            let decided = match &self.inner.approval {
+                                Some(approve) => approve(review.clone()).await,
+                                None => {
+                                    tracing::warn!(
+                                        server,
+                                        tool = %tool.name,
+                                        "withholding an MCP tool that is new or changed since \
+                                         it was pinned (nothing approves it)"
+                                    );
+                                    false
+                                }
+                            };
+                            lock(&self.inner.decisions).insert(key, decided);
+                            decided
+                        }
+                    };
+                    if approved {
+                        entry
+                            .tools
+                            .insert(tool.name.clone(), ToolPin { hash, tool: record });
+                        dirty = true;
+                    } else {
+                        withheld.push(WithheldTool {
+                            server: server.to_owned(),
+                            name: connection.exposed_name(&tool.name),
+                            review,
+                        });
+                    }
+                }
+                if command_changed && withheld.is_empty() {
+                    entry.command = command;
+                    dirty = true;
+                }
+            }
+        }
+        if dirty && let Err(error) = file.save(&pins) {
+            tracing::warn!(server, %error, "cannot write the tool pins");
+        }
+        let hidden: HashSet<&str> = withheld.iter().map(|tool| tool.name.as_str()).collect();
+        let tools = tools
+            .into_iter()
+            .filter(|tool| !hidden.contains(tool.name()))
+            .map(|tool| tool.trusting_hints(trusted))
+            .collect();
+        let mut all = lock(&self.inner.withheld);
+        all.retain(|tool| tool.server != server);
+        all.extend(withheld);
+        tools
     }
 
     /// One list without duplicate names: the first tool of a name wins.

@@ -106,7 +106,8 @@ impl PolicyRequest {
             tool: call.name.clone(),
             server: None,
             annotations: tool.map(|t| t.annotations().clone()).unwrap_or_default(),
-            hints_trusted: true,
+            // A tool's own hints count only when its source is trusted (see `Tool::hints_trusted`).
+            hints_trusted: tool.is_none_or(Tool::hints_trusted),
             exists: tool.is_some(),
             arguments: call.arguments.clone(),
             inside_workspace: None,

@@ -173,6 +173,9 @@ struct ToolInner {
     annotations: ToolAnnotations,
     executor: Arc<dyn ToolExecutor>,
     output_budget: Option<OutputBudget>,
+    /// Whether the annotations come from someone the user trusts (see
+    /// [`Tool::hints_trusted`]).
+    hints_trusted: bool,
     /// Compiled once, on first use; `None` when the schema cannot be compiled.
     validator: OnceLock<Option<jsonschema::Validator>>,
 }
@@ -194,6 +197,7 @@ impl Tool {
                 annotations,
                 executor,
                 output_budget: None,
+                hints_trusted: true,
                 validator: OnceLock::new(),
             }),
         }
@@ -208,6 +212,7 @@ impl Tool {
             self.inner.executor.clone(),
         )
         .budget(self.inner.output_budget)
+        .trusting_hints(self.inner.hints_trusted)
     }
 
     /// This tool with its own limit on what one result may put into the context (an MCP
@@ -230,6 +235,7 @@ impl Tool {
                 annotations: self.inner.annotations.clone(),
                 executor: self.inner.executor.clone(),
                 output_budget,
+                hints_trusted: self.inner.hints_trusted,
                 validator: OnceLock::new(),
             }),
         }
@@ -248,6 +254,7 @@ impl Tool {
             self.inner.executor.clone(),
         )
         .budget(self.inner.output_budget)
+        .trusting_hints(self.inner.hints_trusted)
     }
 
     /// The name, description and schema the model sees.
@@ -268,6 +275,35 @@ impl Tool {
     /// Behaviour hints (read-only, destructive...).
     pub fn annotations(&self) -> &ToolAnnotations {
         &self.inner.annotations
+    }
+
+    /// Whether [`annotations`](Self::annotations) may be believed, e.g. to run a
+    /// `read_only` tool without asking: true for tools written in Rust (with [`tool`] or
+    /// [`Tool::new`]: the developer set the hints), and for an MCP server's tools only when
+    /// the server is trusted (`"trust": true` in its config, or
+    /// [`McpToolsetBuilder::trust`](crate::mcp::McpToolsetBuilder::trust) /
+    /// [`McpConnection::with_trusted_hints`](crate::mcp::McpConnection::with_trusted_hints)).
+    /// A server that is not trusted can claim anything, so a permission check should treat
+    /// its tools as if they had no annotations.
+    pub fn hints_trusted(&self) -> bool {
+        self.inner.hints_trusted
+    }
+
+    /// This tool with its hints trusted or not (MCP tools of servers the user did not trust).
+    pub(crate) fn trusting_hints(self, trusted: bool) -> Self {
+        if self.inner.hints_trusted == trusted {
+            return self;
+        }
+        Self {
+            inner: Arc::new(ToolInner {
+                descriptor: self.inner.descriptor.clone(),
+                annotations: self.inner.annotations.clone(),
+                executor: self.inner.executor.clone(),
+                output_budget: self.inner.output_budget,
+                hints_trusted: trusted,
+                validator: OnceLock::new(),
+            }),
+        }
     }
 
     /// The executor behind this tool.
@@ -364,6 +400,7 @@ impl fmt::Debug for Tool {
             .field("name", &self.inner.descriptor.name)
             .field("description", &self.inner.descriptor.description)
             .field("annotations", &self.inner.annotations)
+            .field("hints_trusted", &self.inner.hints_trusted)
             .finish_non_exhaustive()
     }
 }

@@ -16,7 +16,8 @@ The SDK serves both protocol eras on one server:
 Tools:
 - speak(text)                -> audio content block (a tiny WAV, audio/wav)
 - structured_weather(city)   -> structuredContent {"city", "temperature_c": 21} + text
-- add(a, b)                  -> text of the sum
+- add(a, b)                  -> text of the sum; its description is $PY_MCP_ADD_DESCRIPTION
+                                when set (a server whose tool text changes between runs)
 - enable_extra()             -> registers `extra_tool` and announces tools/list_changed
 - fail()                     -> raises; the client sees an isError result
 """
@@ -24,6 +25,7 @@ Tools:
 from __future__ import annotations
 
 import argparse
+import os
 import struct
 import sys
 from typing import Annotated, TypedDict
@@ -80,7 +82,7 @@ def structured_weather(city: str) -> Annotated[CallToolResult, Weather]:
     )
 
 
-@server.tool(description="Add two integers.", structured_output=False)
+@server.tool(description=os.environ.get("PY_MCP_ADD_DESCRIPTION", "Add two integers."), structured_output=False)
 def add(a: int, b: int) -> str:
     return str(a + b)
 

@@ -176,6 +176,9 @@ pub struct McpServersConfig {
     pub timeouts: Vec<(String, McpServerTimeouts)>,
     /// The servers' `"oauth"` clients, for those that name one.
     pub oauth: Vec<(String, McpOAuthClient)>,
+    /// The servers marked `"trust": true`: their tools' annotations (`readOnlyHint`...) are
+    /// believed (see [`Tool::hints_trusted`](crate::Tool::hints_trusted)).
+    pub trusted: Vec<String>,
 }
 
 /// Why a config file was rejected.
@@ -216,7 +219,9 @@ impl McpServersConfig {
     /// "inheritEnv"?}}` for stdio servers, `{"url", "headers", "type"?}` for HTTP ones
     /// (`"type": "sse"` for legacy SSE) with `"oauth"` for a pre-registered OAuth client
     /// ([`oauth_client`](Self::oauth_client)), and `"timeout"` (per call) and
-    /// `"startupTimeoutMs"` in milliseconds for either ([`timeouts`](Self::timeouts)). Unknown keys are kept as warnings, not errors, so
+    /// `"startupTimeoutMs"` in milliseconds for either ([`timeouts`](Self::timeouts)), and
+    /// `"trust": true` for a server whose annotations are believed
+    /// ([`is_trusted`](Self::is_trusted)). Unknown keys are kept as warnings, not errors, so
     /// files written for other tools load.
     ///
     /// A stdio server gets [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS)
@@ -317,6 +322,15 @@ impl McpServersConfig {
                     )));
                 }
             };
+            let trusted = match entry.remove("trust") {
+                None | Some(Value::Bool(false)) => false,
+                Some(Value::Bool(true)) => true,
+                Some(_) => {
+                    return Err(ConfigError::Invalid(format!(
+                        "server `{name}`: `trust` must be true or false"
+                    )));
+                }
+            };
             let timeouts = timeouts::take_timeouts(&name, &mut entry)?;
             let oauth = oauth_client::take_oauth_client(&name, &mut entry, &mut config.warnings)?;
             let spec = parse_entry(&name, entry, &mut config.warnings)?;
@@ -333,6 +347,9 @@ impl McpServersConfig {
                     })
                 })?;
                 config.oauth.push((name.clone(), client));
+            }
+            if trusted && !disabled {
+                config.trusted.push(name.clone());
             }
             if !disabled && !timeouts.is_empty() {
                 config.timeouts.push((name.clone(), timeouts));
@@ -354,6 +371,11 @@ impl McpServersConfig {
             .find(|(server, _)| server == name)
             .map(|(_, timeouts)| *timeouts)
             .unwrap_or_default()
+    }
+
+    /// Whether the server called `name` is marked `"trust": true`.
+    pub fn is_trusted(&self, name: &str) -> bool {
+        self.trusted.iter().any(|server| server == name)
     }
 
     /// The OAuth client the server called `name` names (`"oauth"`), if any.

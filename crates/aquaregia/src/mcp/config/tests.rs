@@ -305,3 +305,27 @@ fn an_oauth_client_is_read_with_its_secret_expanded() {
         );
     }
 }
+
+#[test]
+fn trust_is_read_and_checked() {
+    let config = McpServersConfig::from_json(
+        r#"{"mcpServers": {
+            "mine": {"command": "a", "trust": true},
+            "theirs": {"url": "https://example.com/mcp", "trust": false},
+            "plain": {"command": "b"},
+            "off": {"command": "c", "trust": true, "disabled": true}
+        }}"#,
+    )
+    .unwrap();
+    assert_eq!(config.trusted, ["mine"]);
+    assert!(config.is_trusted("mine"));
+    assert!(!config.is_trusted("theirs") && !config.is_trusted("plain"));
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    let error =
+        McpServersConfig::from_json(r#"{"mcpServers": {"x": {"command": "a", "trust": "yes"}}}"#)
+            .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "server `x`: `trust` must be true or false"
+    );
+}
