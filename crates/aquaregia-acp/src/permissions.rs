@@ -63,7 +63,16 @@ impl AgentHooks for AcpHooks {
             updates::tool_call(&call.id, &title, kind, &call.arguments, presented.clone()),
         );
         let policy = self.policy.as_ref().map(|policy| {
-            policy.decide(&PolicyRequest::new(session.id.to_string(), call, tool).front_end("acp"))
+            let mut request =
+                PolicyRequest::new(session.id.to_string(), call, tool).front_end("acp");
+            if matches!(
+                call.name.as_str(),
+                editor::READ | editor::WRITE | editor::EDIT
+            ) {
+                // Where the path really leads, for policies that refuse writes outside.
+                request = request.inside_workspace(outside.is_none());
+            }
+            policy.decide(&request)
         });
         if let Some(Decision::Deny(reason)) = policy {
             return ToolCallDecision::Deny(reason);

@@ -353,3 +353,63 @@ async fn always_allow_is_a_readable_project_rule_not_the_whole_tool() {
     client.finish().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A policy can refuse writes outside the workspace outright: the resolved path is in the
+/// context as `inside_workspace` (a symlink out counts as outside).
+#[cfg(feature = "cedar")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_policy_refuses_writes_outside_the_workspace_without_asking() {
+    use aquaregia::policy::{CedarPolicy, PermissionPolicy};
+
+    let cedar = CedarPolicy::parse(
+        r#"
+        @reason("no writes outside the workspace")
+        forbid(principal, action == Action::"call", resource)
+        when { (resource.name == "write_file" || resource.name == "edit_file")
+               && context has inside_workspace && !context.inside_workspace };
+        "#,
+    )
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("aquaregia-policy-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("project")).unwrap();
+    std::os::unix::fs::symlink(&dir, dir.join("project/up")).unwrap();
+    let mock = MockServer::start().await;
+    let client = RawClient::connect(
+        agent_for(&mock)
+            .editor_tools(true)
+            .permission_policy(PermissionPolicy::new().cedar(cedar)),
+    );
+    answer_with(&client, "allow_once");
+    client.initialize().await;
+    let session = client
+        .new_session(dir.join("project").to_str().unwrap(), json!([]))
+        .await;
+    mock.push(Reply::tool_call(
+        "call-1",
+        "write_file",
+        json!({"path": "up/planted.txt", "content": "x"}),
+    ))
+    .push(Reply::tool_call(
+        "call-2",
+        "write_file",
+        json!({"path": "kept.txt", "content": "y"}),
+    ))
+    .push(Reply::text("Done."));
+    let answer = client.prompt(&session, "write").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let told = tool_messages(&mock.bodies()[1]);
+    assert!(
+        content_text(&told[0]).contains("no writes outside the workspace"),
+        "{told:?}"
+    );
+    assert!(!dir.join("planted.txt").exists());
+    assert!(
+        dir.join("project/kept.txt").exists(),
+        "inside is left to the mode"
+    );
+    let asked = permission_requests(&client);
+    assert_eq!(asked.len(), 1, "only the write inside asked: {asked:#?}");
+    client.finish().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
