@@ -11,28 +11,8 @@ use aquaregia_test_support::mock_model::{MockServer, Reply, content_text, tool_m
 use aquaregia_test_support::processes::{
     KillMarked, assert_no_process_left, marker, processes_with_marker,
 };
-use support::raw::{RawClient, ok};
-use support::{BOUND, agent_for};
-
-fn permission_requests(client: &RawClient) -> Vec<serde_json::Value> {
-    client
-        .log()
-        .into_iter()
-        .filter(|m| m["method"] == "session/request_permission")
-        .collect()
-}
-
-/// Answers every permission request with `option`.
-fn answer_with(client: &RawClient, option: &'static str) {
-    client.set_handler(move |request| {
-        (request["method"] == "session/request_permission").then(|| {
-            ok(
-                request,
-                json!({"outcome": {"outcome": "selected", "optionId": option}}),
-            )
-        })
-    });
-}
+use support::raw::RawClient;
+use support::{BOUND, agent_for, answer_with, permission_requests};
 
 /// A scratch dir with `project/` (the workspace) and `secret.txt` beside it, plus symlinks in
 /// the workspace leading out: `project/link.txt` to the secret, `project/up` to the dir.

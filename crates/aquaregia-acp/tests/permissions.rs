@@ -11,27 +11,7 @@ use aquaregia_test_support::mock_model::{MockServer, Reply, content_text, tool_m
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
 use support::raw::{RawClient, ok};
 use support::scripts::marked_toolbox;
-use support::{BOUND, agent_for, tool_updates, updates};
-
-fn permission_requests(client: &RawClient) -> Vec<Value> {
-    client
-        .log()
-        .into_iter()
-        .filter(|m| m["method"] == "session/request_permission")
-        .collect()
-}
-
-/// Answers every permission request with `option`.
-fn answer_with(client: &RawClient, option: &'static str) {
-    client.set_handler(move |request| {
-        (request["method"] == "session/request_permission").then(|| {
-            ok(
-                request,
-                json!({"outcome": {"outcome": "selected", "optionId": option}}),
-            )
-        })
-    });
-}
+use support::{BOUND, agent_for, answer_with, permission_requests, tool_updates, updates};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bypass_permissions_mode_runs_tools_without_asking() {

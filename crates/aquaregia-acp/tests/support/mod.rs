@@ -48,3 +48,24 @@ pub fn serve_in_memory(server: AcpServer) -> (DuplexStream, JoinHandle<Result<()
     let task = tokio::spawn(server.serve(transport));
     (client_end, task)
 }
+
+/// The agent's `session/request_permission` requests so far.
+pub fn permission_requests(client: &raw::RawClient) -> Vec<serde_json::Value> {
+    client
+        .log()
+        .into_iter()
+        .filter(|m| m["method"] == "session/request_permission")
+        .collect()
+}
+
+/// Answers every permission request with `option`.
+pub fn answer_with(client: &raw::RawClient, option: &'static str) {
+    client.set_handler(move |request| {
+        (request["method"] == "session/request_permission").then(|| {
+            raw::ok(
+                request,
+                serde_json::json!({"outcome": {"outcome": "selected", "optionId": option}}),
+            )
+        })
+    });
+}
