@@ -33,16 +33,21 @@ fn background_sleep(marker: &str) -> serde_json::Value {
     json!({"command": "sh", "args": ["-c", script]})
 }
 
-async fn bypassing_session(client: &RawClient) -> String {
+/// An initialized client's new session in `cwd`, switched to `mode`.
+async fn session_in(client: &RawClient, cwd: &std::path::Path, mode: &str) -> String {
     client.initialize().await;
-    let session = client.new_session("/tmp", json!([])).await;
+    let session = client.new_session(cwd.to_str().unwrap(), json!([])).await;
     client
         .request(
             "session/set_mode",
-            json!({"sessionId": session, "modeId": "bypass_permissions"}),
+            json!({"sessionId": session, "modeId": mode}),
         )
         .await;
     session
+}
+
+async fn bypassing_session(client: &RawClient) -> String {
+    session_in(client, std::path::Path::new("/tmp"), "bypass_permissions").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -112,14 +117,7 @@ async fn local_tools_stay_in_the_working_directory() {
     let client = RawClient::connect(agent_for(&mock).editor_tools(true));
     // Outside the workspace even bypass_permissions asks; the user says no.
     answer_with(&client, "reject_once");
-    client.initialize().await;
-    let session = client.new_session(cwd.to_str().unwrap(), json!([])).await;
-    client
-        .request(
-            "session/set_mode",
-            json!({"sessionId": session, "modeId": "bypass_permissions"}),
-        )
-        .await;
+    let session = session_in(&client, &cwd, "bypass_permissions").await;
 
     mock.push(Reply::tool_call(
         "call-1",
@@ -174,15 +172,8 @@ async fn a_symlink_out_of_the_workspace_asks_and_names_where_it_leads() {
     let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock).editor_tools(true));
     answer_with(&client, "reject_once");
-    client.initialize().await;
-    let session = client.new_session(cwd.to_str().unwrap(), json!([])).await;
     // accept_edits approves edits without asking, but not outside the workspace.
-    client
-        .request(
-            "session/set_mode",
-            json!({"sessionId": session, "modeId": "accept_edits"}),
-        )
-        .await;
+    let session = session_in(&client, &cwd, "accept_edits").await;
     mock.push(Reply::tool_call(
         "call-read",
         "read_file",
@@ -325,14 +316,7 @@ async fn a_local_command_is_a_shell_line_with_its_args_quoted() {
 
     let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock).editor_tools(true));
-    client.initialize().await;
-    let session = client.new_session(dir.to_str().unwrap(), json!([])).await;
-    client
-        .request(
-            "session/set_mode",
-            json!({"sessionId": session, "modeId": "bypass_permissions"}),
-        )
-        .await;
+    let session = session_in(&client, &dir, "bypass_permissions").await;
     mock.push(Reply::tool_call(
         "call-1",
         "run_command",
