@@ -1,5 +1,6 @@
 //! [`Client`]: one configured connection to a model provider.
 
+mod client_model;
 mod models;
 
 use std::fmt;
@@ -12,6 +13,8 @@ use crate::agent::AgentBuilder;
 use crate::error::Error;
 use crate::http::{self, HttpConfig};
 use crate::model::{ModelRequest, ModelResponse, ModelStream};
+pub use client_model::ClientModel;
+
 use crate::provider::{
     KeyPolicy, PROVIDERS, ProviderInfo, RequestCache, anthropic, gemini, ollama, openai_chat,
     openai_responses, provider, provider_ids,
@@ -191,9 +194,24 @@ impl Client {
         Some((host, *port))
     }
 
-    /// Starts building an agent on `model`.
+    /// The model `id` of this client's provider, as a [`LanguageModel`](crate::LanguageModel)
+    /// to run agents on ([`AgentBuilder::new`]) or to wrap ([`Fallback`](crate::Fallback)).
+    ///
+    /// ```
+    /// use aquaregia::LanguageModel;
+    /// let client = aquaregia::Client::openai_chat().base_url("http://127.0.0.1:8000/v1").build()?;
+    /// let model = client.model("my-model");
+    /// assert_eq!((model.model_id(), model.provider_name()), ("my-model", "openai"));
+    /// # Ok::<(), aquaregia::Error>(())
+    /// ```
+    pub fn model(&self, id: impl Into<String>) -> ClientModel {
+        ClientModel::new(self.clone(), id.into())
+    }
+
+    /// Starts building an agent on `model`: short for
+    /// `AgentBuilder::new(Arc::new(client.model(model)))`.
     pub fn agent(&self, model: impl Into<String>) -> AgentBuilder {
-        AgentBuilder::new(self.clone(), model.into())
+        AgentBuilder::new(Arc::new(self.model(model)))
     }
 
     /// One model call, waiting for the whole answer.

@@ -37,6 +37,10 @@
 //! | [`Client::gemini`] | Gemini `generateContent` | `GEMINI_API_KEY` or `GOOGLE_API_KEY`, `GOOGLE_GEMINI_BASE_URL` |
 //! | [`Client::ollama`] | Chat Completions at `OLLAMA_HOST` | no key |
 //!
+//! An agent runs on any [`LanguageModel`]: [`Client::model`] is one, [`Fallback`] wraps several
+//! (the next one on rate limits, overload and outages), and a provider of your own is one trait
+//! implementation away ([`AgentBuilder::new`]; `examples/custom_provider.rs`).
+//!
 //! ## Usage, cost, caching, typed answers
 //!
 //! Every step reports a [`Usage`] normalised across providers, [`AgentEvent::Usage`] follows
@@ -90,6 +94,8 @@
 //! | `mcp` | off | `aquaregia::mcp`: MCP servers' tools as [`Tool`]s (rmcp) |
 //! | `mcp-oauth` | off | OAuth 2.1 for HTTP and SSE MCP servers (`mcp::OAuth`, token stores, `private_key_jwt`; rmcp's `auth`) |
 //! | `otel` | off | OpenTelemetry: trace context to MCP servers, array attributes (`opentelemetry`, `tracing-opentelemetry`) |
+//! | `cedar` | off | Tool-call permission policies written in Cedar (`cedar-policy`) |
+//! | `test-utils` | off | `test_utils::ScriptedModel`: a scripted in-process model for agent tests (no dependencies) |
 //!
 //! ## Sessions
 //!
@@ -114,6 +120,8 @@ pub mod redact;
 mod session;
 mod structured;
 mod telemetry;
+#[cfg(feature = "test-utils")]
+pub mod test_utils;
 mod tool;
 pub mod workspace;
 
@@ -122,7 +130,7 @@ pub use agent::{
     StepOverrides, StepResult, StopReason, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy,
     TypedOutput,
 };
-pub use client::{Client, ClientBuilder, ProviderKind};
+pub use client::{Client, ClientBuilder, ClientModel, ProviderKind};
 pub use context::{
     BYTES_PER_TOKEN, CompactionReport, DEFAULT_CONTEXT_WINDOW, DEFAULT_RESERVED_OUTPUT_TOKENS,
     MAX_REQUEST_TOOLS, OutputBudget, OutputSlice, READ_TOOL_OUTPUT, SEARCH_TOOLS, ToolDeferral,
@@ -132,7 +140,8 @@ pub use context::{
 pub use error::Error;
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
 pub use model::{
-    FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent, ToolChoice, Usage,
+    Fallback, FinishReason, LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream,
+    StreamEvent, ToolChoice, Usage,
 };
 pub use pricing::{Cost, ModelPrice, PriceTable};
 pub use prompt_cache::PromptCaching;
@@ -140,7 +149,7 @@ pub use session::{
     FileSessionStore, NewSession, SessionError, SessionId, SessionMeta, SessionPage, SessionQuery,
     SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp,
 };
-pub use structured::{GeneratedObject, OutputSchema};
+pub use structured::{GeneratedObject, OutputSchema, generate_object};
 pub use telemetry::{TELEMETRY_TARGET, Telemetry};
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,

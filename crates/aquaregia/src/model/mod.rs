@@ -1,4 +1,8 @@
-//! Provider-neutral request and response types: what goes to a model and what comes back.
+//! Provider-neutral request and response types: what goes to a model and what comes back; and
+//! [`LanguageModel`], what answers them.
+
+mod fallback;
+mod language_model;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -13,8 +17,14 @@ use crate::prompt_cache::PromptCaching;
 use crate::structured::OutputSchema;
 use crate::tool::ToolDescriptor;
 
+pub use fallback::Fallback;
+#[cfg(feature = "test-utils")]
+pub(crate) use language_model::response_events;
+pub use language_model::{LanguageModel, ModelState};
+
 /// One call to a model: what the agent loop sends each step, also usable directly with
-/// [`Client::generate`](crate::Client::generate) and [`Client::stream`](crate::Client::stream).
+/// [`LanguageModel::generate`], [`Client::generate`](crate::Client::generate) and
+/// [`Client::stream`](crate::Client::stream).
 #[non_exhaustive]
 #[derive(Debug, Clone, Default)]
 pub struct ModelRequest {
@@ -147,6 +157,46 @@ pub struct ModelResponse {
 }
 
 impl ModelResponse {
+    /// An answer: `message` (text, reasoning and tool calls in order), why it stopped; no
+    /// usage, id or model (set them with the setters below).
+    ///
+    /// ```
+    /// use aquaregia::{FinishReason, Message, ModelResponse};
+    /// let response = ModelResponse::new(Message::assistant("Hi."), FinishReason::Stop)
+    ///     .with_model("my-model");
+    /// assert_eq!(response.text(), "Hi.");
+    /// ```
+    pub fn new(message: Message, finish_reason: FinishReason) -> Self {
+        Self {
+            message,
+            finish_reason,
+            usage: Usage::default(),
+            id: None,
+            model: None,
+        }
+    }
+
+    /// Sets the token usage.
+    #[must_use]
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Sets the provider's response id.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets the model that answered.
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
     /// The concatenated text of the answer.
     pub fn text(&self) -> String {
         self.message.text()
@@ -200,6 +250,19 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// `input_tokens` in and `output_tokens` out, nothing cached or reasoned.
+    ///
+    /// ```
+    /// assert_eq!(aquaregia::Usage::new(10, 5).total_tokens(), 15);
+    /// ```
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            ..Self::default()
+        }
+    }
+
     /// Input plus output tokens.
     pub fn total_tokens(&self) -> u64 {
         self.input_tokens + self.output_tokens
