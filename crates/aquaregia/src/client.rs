@@ -423,13 +423,7 @@ impl ClientBuilder {
             inner: Arc::new(ClientInner {
                 provider,
                 server,
-                http: HttpConfig {
-                    http,
-                    base_url,
-                    headers,
-                    timeout: self.timeout,
-                    max_retries: self.max_retries,
-                },
+                http: HttpConfig::new(http, base_url, headers, self.timeout, self.max_retries),
             }),
         })
     }

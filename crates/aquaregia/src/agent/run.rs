@@ -372,40 +372,50 @@ impl Run<'_> {
         let config = self.config;
         let events = self.events;
         let mut results: Vec<Option<Result<ToolOutput, ToolExecError>>> = vec![None; calls.len()];
-        // Collected first: a lazily mapped iterator held across awaits trips the compiler's
-        // `Send` inference for the whole run future.
-        let calls_in_flight: Vec<_> = calls
-            .iter()
-            .enumerate()
-            .map(|(position, call)| async move {
-                (position, run_tool(config, registry, call, events).await)
-            })
-            .collect();
-        let mut pending =
-            futures::stream::iter(calls_in_flight).buffered(config.max_tool_concurrency);
-
         let mut cancelled = false;
-        loop {
-            let next = tokio::select! {
+        if let [call] = calls.as_slice() {
+            // One call, the usual case: no queue of calls to set up.
+            let result = tokio::select! {
                 biased;
-                () = self.cancel.cancelled() => { cancelled = true; break; }
-                next = pending.next() => next,
+                () = self.cancel.cancelled() => None,
+                result = run_tool(config, registry, call, events) => Some(result),
             };
-            let Some((position, result)) = next else {
-                break;
-            };
-            if config.tool_error_policy == ToolErrorPolicy::FailFast
-                && let Err(error) = &result
-                && is_failure(error)
-            {
-                return Err(Error::Tool {
-                    name: calls[position].name.clone(),
-                    source: error.clone(),
-                });
+            match result {
+                Some(result) => {
+                    fail_fast(config, call, &result)?;
+                    results[0] = Some(result);
+                }
+                None => cancelled = true,
             }
-            results[position] = Some(result);
+        } else {
+            // Collected first: a lazily mapped iterator held across awaits trips the
+            // compiler's `Send` inference for the whole run future.
+            let calls_in_flight: Vec<_> = calls
+                .iter()
+                .enumerate()
+                .map(|(position, call)| async move {
+                    (position, run_tool(config, registry, call, events).await)
+                })
+                .collect();
+            let mut pending =
+                futures::stream::iter(calls_in_flight).buffered(config.max_tool_concurrency);
+            loop {
+                let next = tokio::select! {
+                    biased;
+                    () = self.cancel.cancelled() => { cancelled = true; break; }
+                    next = pending.next() => next,
+                };
+                let Some((position, result)) = next else {
+                    break;
+                };
+                if let Some(call) = calls.get(position) {
+                    fail_fast(config, call, &result)?;
+                }
+                if let Some(slot) = results.get_mut(position) {
+                    *slot = Some(result);
+                }
+            }
         }
-        drop(pending);
 
         let mut parts = Vec::with_capacity(calls.len());
         for (call, result) in calls.into_iter().zip(results) {
@@ -430,6 +440,25 @@ impl Run<'_> {
         } else {
             ToolPhase::Done
         })
+    }
+}
+
+/// The run's error when `result` stops a [`ToolErrorPolicy::FailFast`] run.
+fn fail_fast(
+    config: &AgentConfig,
+    call: &ToolCall,
+    result: &Result<ToolOutput, ToolExecError>,
+) -> Result<(), Error> {
+    match result {
+        Err(error)
+            if config.tool_error_policy == ToolErrorPolicy::FailFast && is_failure(error) =>
+        {
+            Err(Error::Tool {
+                name: call.name.clone(),
+                source: error.clone(),
+            })
+        }
+        _ => Ok(()),
     }
 }
 

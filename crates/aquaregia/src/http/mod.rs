@@ -4,10 +4,12 @@
 
 pub(crate) mod sse;
 
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::{Method, Url};
 
 use crate::error::{Error, is_retryable_status};
 
@@ -44,14 +46,19 @@ pub(crate) fn default_client() -> Result<reqwest::Client, Error> {
 }
 
 /// HTTP settings shared by every request of a [`Client`](crate::Client).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct HttpConfig {
     pub(crate) http: reqwest::Client,
     pub(crate) base_url: String,
     /// Auth and custom headers, marked sensitive.
     pub(crate) headers: HeaderMap,
+    /// `headers` and `content-type: application/json`: what a POST of a JSON body sends.
+    json_headers: HeaderMap,
     pub(crate) timeout: Duration,
     pub(crate) max_retries: u32,
+    /// The last endpoint requested and its URL, parsed once: requests of an agent run all go to
+    /// one endpoint, and parsing a URL costs more than a whole request body's encoding step.
+    endpoint: Mutex<Option<(String, Url)>>,
 }
 
 /// How a provider reads an error response: the error, and any retry delay its body asks for.
@@ -66,37 +73,75 @@ pub(crate) struct Rejection {
 }
 
 impl HttpConfig {
+    /// The settings of a client sending to `base_url` with these headers (auth included).
+    pub(crate) fn new(
+        http: reqwest::Client,
+        base_url: String,
+        headers: HeaderMap,
+        timeout: Duration,
+        max_retries: u32,
+    ) -> Self {
+        let mut json_headers = headers.clone();
+        json_headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        Self {
+            http,
+            base_url,
+            headers,
+            json_headers,
+            timeout,
+            max_retries,
+            endpoint: Mutex::new(None),
+        }
+    }
+
     /// `path` appended to the base URL.
     pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{}", self.base_url.trim_end_matches('/'), path)
+    }
+
+    /// [`url`](Self::url) of `path`, parsed; the last one is kept, so a run of requests to one
+    /// endpoint parses it once.
+    pub(crate) fn endpoint(&self, path: &str) -> Result<Url, Error> {
+        // Nothing panics while this lock is held.
+        let mut last = self.endpoint.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((last_path, url)) = &*last
+            && last_path == path
+        {
+            return Ok(url.clone());
+        }
+        let text = self.url(path);
+        let url = Url::parse(&text).map_err(|error| {
+            Error::Config(format!("invalid URL `{}`: {error}", safe_url(&text)))
+        })?;
+        *last = Some((path.to_owned(), url.clone()));
+        Ok(url)
     }
 
     /// POSTs a JSON body, retrying connect errors, timeouts, 408, 429 and 5xx with backoff,
     /// honouring `Retry-After` (and `x-should-retry` where a provider sends it).
     pub(crate) async fn post_json(
         &self,
-        url: &str,
+        url: &Url,
         body: Vec<u8>,
         read_error: ErrorReader,
     ) -> Result<reqwest::Response, Error> {
         let body = Bytes::from(body);
         let mut attempt = 0u32;
         loop {
-            let request = self
-                .http
-                .post(url)
-                .headers(self.headers.clone())
-                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-                .body(body.clone());
+            // A request built whole: `RequestBuilder` would parse the URL and copy the headers
+            // in one by one.
+            let mut request = reqwest::Request::new(Method::POST, url.clone());
+            *request.headers_mut() = self.json_headers.clone();
+            *request.body_mut() = Some(body.clone().into());
             let (error, retry_after) =
-                match tokio::time::timeout(self.timeout, request.send()).await {
+                match tokio::time::timeout(self.timeout, self.http.execute(request)).await {
                     Err(_) => (
                         Error::Timeout {
                             after: self.timeout,
                         },
                         None,
                     ),
-                    Ok(Err(error)) => (transport_error(url, &error), None),
+                    Ok(Err(error)) => (transport_error(url.as_str(), &error), None),
                     Ok(Ok(response)) if response.status().is_success() => return Ok(response),
                     Ok(Ok(response)) => {
                         let status = response.status().as_u16();
@@ -127,7 +172,7 @@ impl HttpConfig {
             let delay = retry_after
                 .filter(|delay| *delay <= MAX_RETRY_AFTER)
                 .unwrap_or_else(|| backoff(attempt));
-            tracing::debug!(url = %safe_url(url), attempt, ?delay, %error, "retrying request");
+            tracing::debug!(url = %safe_url(url.as_str()), attempt, ?delay, %error, "retrying request");
             tokio::time::sleep(delay).await;
             attempt += 1;
         }

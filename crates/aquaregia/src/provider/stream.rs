@@ -25,7 +25,7 @@ pub(crate) async fn generate<P: WireApi>(
     cache: &mut RequestCache,
 ) -> Result<ModelResponse, Error> {
     let body = encode_request::<P>(request, false, cache)?;
-    let url = http.url(&P::path(&request.model, false));
+    let url = http.endpoint(&P::path(&request.model, false))?;
     let response = http.post_json(&url, body, read_error::<P>).await?;
     let bytes = http.read_body(response).await?;
     let mut response = P::parse_response(&bytes)?;
@@ -61,7 +61,7 @@ pub(crate) async fn stream<P: WireApi>(
     cache: &mut RequestCache,
 ) -> Result<ModelStream, Error> {
     let body = encode_request::<P>(request, true, cache)?;
-    let url = http.url(&P::path(&request.model, true));
+    let url = http.endpoint(&P::path(&request.model, true))?;
     let response = http.post_json(&url, body, read_error::<P>).await?;
     let is_json = response
         .headers()
