@@ -321,7 +321,7 @@ fn main() {
                 .build()
                 .expect("agent");
             for (label, agent) in [("", &agent), (" +budget", &budgeted)] {
-                for steps in [2usize, 8, 16] {
+                for steps in step_counts() {
                     let name = format!("{}{label}", provider.name);
                     measure(&server, &http, agent, steps, &name).await;
                 }
@@ -349,7 +349,7 @@ fn main() {
                 .tool_output_budget(OutputBudget::tokens(25_000))
                 .build()
                 .expect("agent");
-            for steps in [2usize, 8, 16] {
+            for steps in step_counts() {
                 measure(&server, &http, &agent, steps, "2,000 tools").await;
             }
         }
@@ -369,6 +369,19 @@ fn main() {
             cancellation_latency(&client).await;
         }
     });
+}
+
+/// The steps per run to measure: 2, 8 and 16, or the comma-separated `AGENT_LOOP_STEPS`.
+fn step_counts() -> Vec<usize> {
+    std::env::var("AGENT_LOOP_STEPS")
+        .ok()
+        .map(|steps| {
+            steps
+                .split(',')
+                .map(|n| n.trim().parse().expect("AGENT_LOOP_STEPS: numbers"))
+                .collect()
+        })
+        .unwrap_or_else(|| vec![2, 8, 16])
 }
 
 /// Interleaved runs of `agent` and raw replays of the requests it sent; prints the medians

@@ -1,4 +1,5 @@
-//! Cancellation: mid-stream, mid-tool and before the start, with generous time bounds.
+//! Cancellation: mid-stream, mid-tool and before the start, with generous time bounds. The
+//! loop's logic runs on a scripted model; the mid-stream case keeps a real SSE response.
 
 mod common;
 
@@ -6,9 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use aquaregia::{AgentEvent, CancellationToken, Role, StopReason, ToolExecError, tool};
-use aquaregia_test_support::mock_model::{MockServer, Reply, chat_tool_calls, chat_tool_stream};
-use common::chat_client;
+use aquaregia::test_utils::{ScriptedModel, ScriptedReply};
+use aquaregia::{
+    AgentEvent, CancellationToken, Role, StopReason, StreamEvent, ToolExecError, tool,
+};
+use aquaregia_test_support::mock_model::{MockServer, Reply};
+use common::{chat_client, scripted_agent};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -63,12 +67,7 @@ async fn cancel_mid_stream_stops_the_model_and_keeps_partial_text() {
 
 #[tokio::test]
 async fn cancel_mid_tool_stops_the_tool_and_reports_cancelled() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[(
-        "c1",
-        "forever",
-        json!({}),
-    )])));
+    let model = ScriptedModel::new().tool_call("c1", "forever", json!({}));
     let dropped = Arc::new(AtomicBool::new(false));
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
     let started_tx = Arc::new(std::sync::Mutex::new(Some(started_tx)));
@@ -86,8 +85,7 @@ async fn cancel_mid_tool_stops_the_tool_and_reports_cancelled() {
         }
     });
     let token = CancellationToken::new();
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .tool(forever)
         .cancellation_token(token.clone())
         .build()
@@ -114,60 +112,85 @@ async fn cancel_mid_tool_stops_the_tool_and_reports_cancelled() {
     // The conversation stays valid for a retry: the call has a result.
     let last = output.messages.last().unwrap();
     assert_eq!(last.role, Role::Tool);
-    assert_eq!(server.request_count(), 1);
+    assert_eq!(model.call_count(), 1);
 }
 
 #[tokio::test]
 async fn cancel_while_waiting_for_the_model() {
-    let server = MockServer::start().await;
-    server.push(Reply::Hang);
+    let model = ScriptedModel::new().reply(ScriptedReply::Hang);
     let token = CancellationToken::new();
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .cancellation_token(token.clone())
         .build()
         .unwrap();
-    let canceller = token.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        canceller.cancel();
-    });
+    let run = tokio::spawn(async move { agent.run("hello").await });
+    model.wait_calls(1).await;
     let started = Instant::now();
-    let output = agent.run("hello").await.unwrap();
+    token.cancel();
+    let output = tokio::time::timeout(BOUND, run)
+        .await
+        .expect("run returned")
+        .unwrap()
+        .unwrap();
     assert_eq!(output.stop_reason, StopReason::Cancelled);
     assert!(started.elapsed() < BOUND);
 }
 
 #[tokio::test]
+async fn cancel_while_the_model_stalls_mid_answer_keeps_the_partial_text() {
+    let model = ScriptedModel::new().reply(ScriptedReply::EventsThenHang(vec![
+        StreamEvent::TextDelta("Once ".into()),
+        StreamEvent::TextDelta("upon".into()),
+    ]));
+    let token = CancellationToken::new();
+    let agent = scripted_agent(&model)
+        .cancellation_token(token.clone())
+        .build()
+        .unwrap();
+    let mut stream = agent.stream("tell me a story");
+    assert_eq!(
+        stream.next().await.unwrap().unwrap(),
+        AgentEvent::TextDelta("Once ".into())
+    );
+    assert_eq!(
+        stream.next().await.unwrap().unwrap(),
+        AgentEvent::TextDelta("upon".into())
+    );
+    token.cancel();
+    let mut output = None;
+    while let Some(event) = stream.next().await {
+        if let AgentEvent::Finish(out) = event.unwrap() {
+            output = Some(out);
+        }
+    }
+    let output = output.expect("a Finish event");
+    assert_eq!(output.stop_reason, StopReason::Cancelled);
+    assert_eq!(output.messages.last().unwrap().text(), "Once upon");
+}
+
+#[tokio::test]
 async fn already_cancelled_runs_make_no_request() {
-    let server = MockServer::start().await;
+    let model = ScriptedModel::new().text("never asked");
     let token = CancellationToken::new();
     token.cancel();
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .cancellation_token(token)
         .build()
         .unwrap();
     let output = agent.run("hello").await.unwrap();
     assert_eq!(output.stop_reason, StopReason::Cancelled);
-    assert_eq!(server.request_count(), 0);
+    assert_eq!(model.call_count(), 0);
 }
 
 #[tokio::test]
 async fn cancelled_tool_calls_are_reported_in_the_stream() {
-    let server = MockServer::start().await;
-    server.push(Reply::sse(chat_tool_stream(&[(
-        "c1",
-        "forever",
-        json!({}),
-    )])));
+    let model = ScriptedModel::new().tool_call("c1", "forever", json!({}));
     let forever = tool("forever").execute_raw(|_| async {
         futures::future::pending::<()>().await;
         Ok(json!(null))
     });
     let token = CancellationToken::new();
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .tool(forever)
         .cancellation_token(token.clone())
         .build()
@@ -196,35 +219,32 @@ async fn cancelled_tool_calls_are_reported_in_the_stream() {
 
 #[tokio::test]
 async fn dropping_the_stream_stops_the_run() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[(
-        "c1",
-        "forever",
-        json!({}),
-    )])));
+    let model = ScriptedModel::new().tool_call("c1", "forever", json!({}));
     let dropped = Arc::new(AtomicBool::new(false));
     let flag = dropped.clone();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let running = started.clone();
     let forever = tool("forever").execute_raw(move |_| {
         let guard = DropFlag(flag.clone());
+        let running = running.clone();
         async move {
             let _guard = guard;
+            running.notify_one();
             futures::future::pending::<()>().await;
             Ok(json!(null))
         }
     });
-    let agent = chat_client(&server)
-        .agent("m")
-        .tool(forever)
-        .build()
-        .unwrap();
+    let agent = scripted_agent(&model).tool(forever).build().unwrap();
     let mut stream = agent.stream("go");
-    while let Some(event) = stream.next().await {
-        if matches!(event.unwrap(), AgentEvent::ToolCallStart { .. }) {
-            break;
+    // Drive the run until the tool is running, then drop the stream.
+    let mut tool_running = std::pin::pin!(started.notified());
+    loop {
+        tokio::select! {
+            () = &mut tool_running => break,
+            event = stream.next() => assert!(event.is_some(), "the run ended early"),
         }
     }
-    // Let the tool start, then drop the stream.
-    let _ = tokio::time::timeout(Duration::from_millis(50), stream.next()).await;
+    assert!(!dropped.load(Ordering::SeqCst));
     drop(stream);
     assert!(dropped.load(Ordering::SeqCst));
 }

@@ -3,9 +3,9 @@
 
 mod common;
 
+use aquaregia::test_utils::ScriptedModel;
 use aquaregia::{ContentPart, Message, Role, ToolCall, ToolOutput, ToolResult};
-use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, content_text};
-use common::chat_client;
+use common::scripted_agent;
 use serde_json::json;
 
 fn tool_turn(id: &str, output: &str) -> [Message; 2] {
@@ -32,11 +32,10 @@ fn tool_turn(id: &str, output: &str) -> [Message; 2] {
 
 #[tokio::test]
 async fn compact_summarises_all_but_the_latest_turn() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_text(
-        "Ada searched twice and found the answer is 42.",
-    )));
-    let agent = chat_client(&server).agent("gpt-4o").build().unwrap();
+    let model = ScriptedModel::new()
+        .id("gpt-4o")
+        .text("Ada searched twice and found the answer is 42.");
+    let agent = scripted_agent(&model).build().unwrap();
 
     let mut messages = vec![Message::user("Find the answer.")];
     messages.extend(tool_turn("c1", &"result one ".repeat(200)));
@@ -57,9 +56,16 @@ async fn compact_summarises_all_but_the_latest_turn() {
     assert!(report.after_tokens < report.before_tokens / 4, "{report:?}");
 
     // The summary call saw the conversation, the latest results' text included.
-    let bodies = server.bodies();
-    assert_eq!(bodies.len(), 1);
-    let prompt = content_text(&bodies[0]["messages"][1]);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].model, "gpt-4o");
+    assert!(
+        requests[0]
+            .instructions
+            .as_deref()
+            .is_some_and(|i| i.contains("You compact conversations"))
+    );
+    let prompt = requests[0].messages[0].text();
     assert!(prompt.contains("Find the answer.") && prompt.contains("result two"));
     assert!(
         !prompt.contains("And why?"),

@@ -1,15 +1,16 @@
-//! Hooks and prepare_step: order, deny, rewrite, and replacing tools between steps.
+//! Hooks and prepare_step, on a scripted model: order, deny, rewrite, and replacing tools
+//! between steps.
 
 mod common;
 
 use std::sync::{Arc, Mutex};
 
+use aquaregia::test_utils::{ScriptedModel, ScriptedReply};
 use aquaregia::{
     AgentHooks, AgentOutput, Error, StepContext, StepOverrides, StepResult, StopReason, Tool,
     ToolCall, ToolCallDecision, ToolExecError, ToolOutput, tool,
 };
-use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
-use common::chat_client;
+use common::{last_tool_results, scripted_agent};
 use serde_json::{Value, json};
 
 #[derive(Clone, Default)]
@@ -71,14 +72,14 @@ fn echo() -> Tool {
 
 #[tokio::test]
 async fn hooks_run_in_order_and_can_deny_or_rewrite() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[(
+    let model = ScriptedModel::new();
+    model.push(ScriptedReply::tool_calls([(
         "c1",
         "echo",
         json!({"text": "original"}),
-    )])));
-    server.push(Reply::json(chat_tool_calls(&[("c2", "danger", json!({}))])));
-    server.push(Reply::json(chat_text("done")));
+    )]));
+    model.push(ScriptedReply::tool_calls([("c2", "danger", json!({}))]));
+    model.push(ScriptedReply::text("done"));
     let ran_danger = Arc::new(Mutex::new(false));
     let flag = ran_danger.clone();
     let danger = tool("danger").execute_raw(move |_| {
@@ -86,8 +87,7 @@ async fn hooks_run_in_order_and_can_deny_or_rewrite() {
         async { Ok(json!("boom")) }
     });
     let recorder = Recorder::default();
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .tool(echo())
         .tool(danger)
         .hooks(recorder.clone())
@@ -122,29 +122,26 @@ async fn hooks_run_in_order_and_can_deny_or_rewrite() {
         output.steps[1].tool_calls[0].result,
         Err(ToolExecError::Denied("not on a Friday".into()))
     );
-    let messages = &server.requests()[2].body["messages"];
-    let rejection = messages.as_array().unwrap().last().unwrap();
-    assert_eq!(rejection["role"], "tool");
+    let rejection = last_tool_results(&model.requests()[2]);
+    assert_eq!(rejection.len(), 1);
     assert!(
-        rejection["content"]
-            .as_str()
-            .unwrap()
-            .contains("rejected: not on a Friday")
+        rejection[0].1.contains("rejected: not on a Friday"),
+        "{rejection:?}"
     );
+    assert!(!rejection[0].2, "a rejection, not an error");
 }
 
 #[tokio::test]
 async fn prepare_step_replaces_tools_between_steps() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[("c1", "v1", json!({}))])));
-    server.push(Reply::json(chat_tool_calls(&[("c2", "v2", json!({}))])));
-    server.push(Reply::json(chat_text("done")));
+    let model = ScriptedModel::new();
+    model.push(ScriptedReply::tool_calls([("c1", "v1", json!({}))]));
+    model.push(ScriptedReply::tool_calls([("c2", "v2", json!({}))]));
+    model.push(ScriptedReply::text("done"));
     let make = |name: &'static str| tool(name).execute_raw(move |_| async move { Ok(json!(name)) });
     // A stand-in for an MCP connection whose tool list changes while the agent runs.
     let current: Arc<Mutex<Vec<Tool>>> = Arc::new(Mutex::new(vec![make("v1")]));
     let source = current.clone();
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .prepare_step(move |ctx| {
             let source = source.clone();
             let step = ctx.step();
@@ -168,11 +165,10 @@ async fn prepare_step_replaces_tools_between_steps() {
         Ok(ToolOutput::Json(json!("v2")))
     );
     let names = |i: usize| -> Vec<String> {
-        server.requests()[i].body["tools"]
-            .as_array()
-            .unwrap()
+        model.requests()[i]
+            .tools
             .iter()
-            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .map(|t| t.name.clone())
             .collect()
     };
     assert_eq!(names(0), ["v1"]);
@@ -181,10 +177,9 @@ async fn prepare_step_replaces_tools_between_steps() {
 
 #[tokio::test]
 async fn prepare_step_overrides_model_messages_and_active_tools() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_text("ok")));
-    let agent = chat_client(&server)
-        .agent("base-model")
+    let model = ScriptedModel::new();
+    model.push(ScriptedReply::text("ok"));
+    let agent = scripted_agent(&model.clone().id("base-model"))
         .tool(echo())
         .tool(tool("other").execute_raw(|_| async { Ok(json!(1)) }))
         .prepare_step(|_ctx| async {
@@ -197,12 +192,12 @@ async fn prepare_step_overrides_model_messages_and_active_tools() {
         .build()
         .unwrap();
     let output = agent.run("original question").await.unwrap();
-    let body = &server.requests()[0].body;
-    assert_eq!(body["model"], "step-model");
-    assert_eq!(body["messages"][0]["content"], "step instructions");
-    assert_eq!(body["messages"][1]["content"], "compacted");
-    assert_eq!(body["tools"].as_array().unwrap().len(), 1);
-    assert_eq!(body["tools"][0]["function"]["name"], "other");
+    let request = &model.requests()[0];
+    assert_eq!(request.model, "step-model");
+    assert_eq!(request.instructions.as_deref(), Some("step instructions"));
+    assert_eq!(request.messages, [aquaregia::Message::user("compacted")]);
+    assert_eq!(request.tools.len(), 1);
+    assert_eq!(request.tools[0].name, "other");
     // The run's own conversation keeps the real input.
     assert_eq!(output.messages[0].text(), "original question");
     assert_eq!(output.steps[0].model, "step-model");
@@ -210,17 +205,15 @@ async fn prepare_step_overrides_model_messages_and_active_tools() {
 
 #[tokio::test]
 async fn prepare_step_errors_and_invalid_tools_end_the_run() {
-    let server = MockServer::start().await;
-    let agent = chat_client(&server)
-        .agent("m")
+    let model = ScriptedModel::new();
+    let agent = scripted_agent(&model)
         .prepare_step(|_ctx| async { Err(Error::other("tool source unavailable")) })
         .build()
         .unwrap();
     let error = agent.run("go").await.unwrap_err();
     assert!(error.to_string().contains("tool source unavailable"));
 
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .prepare_step(|_ctx| async {
             let dup = || tool("same").execute_raw(|_| async { Ok(json!(1)) });
             Ok(StepOverrides::new().tools(vec![dup(), dup()]))
@@ -228,7 +221,7 @@ async fn prepare_step_errors_and_invalid_tools_end_the_run() {
         .build()
         .unwrap();
     assert!(matches!(agent.run("go").await, Err(Error::ToolRegistry(_))));
-    assert_eq!(server.request_count(), 0);
+    assert_eq!(model.call_count(), 0);
 }
 
 /// The MCP hot-reload shape from the design: an error type from another layer converts with `?`.
@@ -249,11 +242,10 @@ async fn prepare_step_accepts_question_mark_on_other_errors() {
             Ok(vec![echo()])
         }
     }
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_text("ok")));
+    let model = ScriptedModel::new();
+    model.push(ScriptedReply::text("ok"));
     let mcp = Source;
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .prepare_step(move |_ctx| {
             let mcp = mcp.clone();
             async move { Ok(StepOverrides::new().tools(mcp.tools().await?)) }
@@ -262,10 +254,7 @@ async fn prepare_step_accepts_question_mark_on_other_errors() {
         .unwrap();
     let output = agent.run("go").await.unwrap();
     assert_eq!(output.stop_reason, StopReason::Finished);
-    assert_eq!(
-        server.requests()[0].body["tools"][0]["function"]["name"],
-        "echo"
-    );
+    assert_eq!(model.requests()[0].tools[0].name, "echo");
 }
 
 /// Several hooks: they run in order, a rewrite is what the next one sees, a denial wins.
@@ -300,21 +289,20 @@ async fn hooks_compose_in_order() {
             }
         }
     }
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[(
+    let model = ScriptedModel::new();
+    model.push(ScriptedReply::tool_calls([(
         "c1",
         "echo",
         json!({"text": "go"}),
-    )])));
-    server.push(Reply::json(chat_tool_calls(&[(
+    )]));
+    model.push(ScriptedReply::tool_calls([(
         "c2",
         "echo",
         json!({"text": "stop"}),
-    )])));
-    server.push(Reply::json(chat_text("done")));
+    )]));
+    model.push(ScriptedReply::text("done"));
     let recorder = Recorder::default();
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .tool(echo())
         .hooks(Rewrite)
         .hooks(DenyShouting(recorder.clone()))
@@ -360,22 +348,21 @@ permit(principal, action == Action::"call", resource);
 async fn a_cedar_policy_denies_a_call_by_argument_value() {
     use aquaregia::policy::{CedarPolicy, PermissionPolicy, PolicyHooks};
 
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[(
+    let model = ScriptedModel::new();
+    model.push(ScriptedReply::tool_calls([(
         "c1",
         "run_command",
         json!({"command": "rm -rf build"}),
-    )])));
-    server.push(Reply::json(chat_tool_calls(&[(
+    )]));
+    model.push(ScriptedReply::tool_calls([(
         "c2",
         "run_command",
         json!({"command": "ls -la"}),
-    )])));
-    server.push(Reply::json(chat_text("done")));
+    )]));
+    model.push(ScriptedReply::text("done"));
     let ran = Arc::new(Mutex::new(Vec::new()));
     let policy = PermissionPolicy::new().cedar(CedarPolicy::parse(NO_RM).unwrap());
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .tool(run_command(ran.clone()))
         .hooks(PolicyHooks::new(policy))
         .build()
@@ -387,8 +374,7 @@ async fn a_cedar_policy_denies_a_call_by_argument_value() {
         output.steps[0].tool_calls[0].result,
         Err(ToolExecError::Denied("rm is not allowed here".into()))
     );
-    let (_, content) =
-        &aquaregia_test_support::mock_model::tool_results(&server.requests()[1].body)[0];
+    let (_, content, _) = &last_tool_results(&model.requests()[1])[0];
     assert!(content.contains("rm is not allowed here"), "{content}");
 }
 
@@ -399,13 +385,13 @@ async fn a_cedar_policy_denies_a_call_by_argument_value() {
 async fn a_cedar_ask_goes_to_the_ask_handler() {
     use aquaregia::policy::{CedarPolicy, PermissionPolicy, PolicyHooks};
 
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[(
+    let model = ScriptedModel::new();
+    model.push(ScriptedReply::tool_calls([(
         "c1",
         "run_command",
         json!({"command": "cargo publish"}),
-    )])));
-    server.push(Reply::json(chat_text("done")));
+    )]));
+    model.push(ScriptedReply::text("done"));
     let ran = Arc::new(Mutex::new(Vec::new()));
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = asked.clone();
@@ -424,8 +410,7 @@ async fn a_cedar_ask_goes_to_the_ask_handler() {
             .push(request.arguments["command"].clone());
         Box::pin(async { false })
     });
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .tool(run_command(ran.clone()))
         .hooks(hooks)
         .build()
@@ -468,19 +453,18 @@ async fn a_shadow_policy_logs_without_enforcing() {
             .with_ansi(false)
             .finish(),
     );
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[(
+    let model = ScriptedModel::new();
+    model.push(ScriptedReply::tool_calls([(
         "c1",
         "run_command",
         json!({"command": "rm -rf build"}),
-    )])));
-    server.push(Reply::json(chat_text("done")));
+    )]));
+    model.push(ScriptedReply::text("done"));
     let ran = Arc::new(Mutex::new(Vec::new()));
     let policy = PermissionPolicy::new()
         .allow_all()
         .shadow(CedarPolicy::parse(NO_RM).unwrap());
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .tool(run_command(ran.clone()))
         .hooks(PolicyHooks::new(policy))
         .build()

@@ -1,4 +1,5 @@
-//! The agent loop against a mock Chat Completions model: tool round trips, limits, policies.
+//! The agent loop on a scripted model: tool round trips, limits, policies, streamed events.
+//! (What each provider puts on the wire is tested against mocks in the provider tests.)
 
 mod common;
 
@@ -6,13 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use aquaregia::test_utils::{ScriptedModel, ScriptedReply};
 use aquaregia::{
-    AgentEvent, Error, Message, Role, StopReason, ToolErrorPolicy, ToolExecError, ToolOutput, tool,
+    AgentEvent, Error, FinishReason, Message, Role, StopReason, StreamEvent, ToolErrorPolicy,
+    ToolExecError, ToolOutput, Usage, tool,
 };
-use aquaregia_test_support::mock_model::{
-    MockServer, Reply, chat_text, chat_text_stream, chat_tool_calls, chat_tool_stream,
-};
-use common::chat_client;
+use common::{last_tool_results, scripted_agent};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -32,28 +32,18 @@ fn add_tool() -> aquaregia::Tool {
         })
 }
 
-/// The `role: tool` messages of the n-th request the model received.
-fn tool_messages(server: &MockServer, request: usize) -> Vec<Value> {
-    server.requests()[request].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .cloned()
-        .collect()
+fn usage() -> Usage {
+    Usage::new(10, 5)
 }
 
 #[tokio::test]
 async fn tool_call_round_trip() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[(
-        "call_1",
-        "add",
-        json!({"a": 2, "b": 3}),
-    )])));
-    server.push(Reply::json(chat_text("The sum is 5.")));
-    let agent = chat_client(&server)
-        .agent("mock-model")
+    let model = ScriptedModel::new()
+        .reply(
+            ScriptedReply::tool_call("call_1", "add", json!({"a": 2, "b": 3})).with_usage(usage()),
+        )
+        .reply(ScriptedReply::text("The sum is 5.").with_usage(usage()));
+    let agent = scripted_agent(&model)
         .instructions("Be brief.")
         .tool(add_tool())
         .build()
@@ -75,44 +65,37 @@ async fn tool_call_round_trip() {
         [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
     );
 
-    let second = &server.requests()[1].body;
+    let second = &model.requests()[1];
+    assert_eq!(second.instructions.as_deref(), Some("Be brief."));
     assert_eq!(
-        second["messages"][0],
-        json!({"role": "system", "content": "Be brief."})
+        last_tool_results(second),
+        [("call_1".to_owned(), "5".to_owned(), false)]
     );
-    assert_eq!(
-        tool_messages(&server, 1),
-        [json!({"role": "tool", "tool_call_id": "call_1", "content": "5"})]
-    );
-    assert_eq!(second["tools"][0]["function"]["name"], "add");
+    assert_eq!(second.tools[0].name, "add");
+    assert_eq!(second.model, "scripted-model");
 }
 
 #[tokio::test]
 async fn conversation_continues_from_output_messages() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_text("Hi Ada.")));
-    server.push(Reply::json(chat_text("Your name is Ada.")));
-    let agent = chat_client(&server).agent("mock-model").build().unwrap();
+    let model = ScriptedModel::new()
+        .text("Hi Ada.")
+        .text("Your name is Ada.");
+    let agent = scripted_agent(&model).build().unwrap();
     let first = agent.run("I am Ada.").await.unwrap();
     let mut messages = first.messages;
     messages.push(Message::user("What is my name?"));
     let second = agent.run(messages).await.unwrap();
     assert_eq!(second.text, "Your name is Ada.");
-    let sent = &server.requests()[1].body["messages"];
-    assert_eq!(sent.as_array().unwrap().len(), 3);
-    assert_eq!(sent[1], json!({"role": "assistant", "content": "Hi Ada."}));
+    let sent = &model.requests()[1].messages;
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[1], Message::assistant("Hi Ada."));
 }
 
 #[tokio::test]
 async fn max_steps_stops_a_looping_model() {
-    let server = MockServer::start().await;
-    server.set_fallback(Reply::json(chat_tool_calls(&[(
-        "call_x",
-        "add",
-        json!({"a": 1, "b": 1}),
-    )])));
-    let agent = chat_client(&server)
-        .agent("mock-model")
+    let model = ScriptedModel::new()
+        .repeat_with(|| ScriptedReply::tool_call("call_x", "add", json!({"a": 1, "b": 1})));
+    let agent = scripted_agent(&model)
         .tool(add_tool())
         .max_steps(3)
         .build()
@@ -120,19 +103,19 @@ async fn max_steps_stops_a_looping_model() {
     let output = agent.run("loop").await.unwrap();
     assert_eq!(output.stop_reason, StopReason::MaxSteps);
     assert_eq!(output.steps.len(), 3);
-    assert_eq!(server.request_count(), 3);
+    assert_eq!(model.call_count(), 3);
     // The transcript stays valid: every tool call has its result.
     assert_eq!(output.messages.last().unwrap().role, Role::Tool);
 }
 
 #[tokio::test]
 async fn schema_violations_and_unknown_tools_go_back_to_the_model() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[
-        ("c1", "add", json!({"a": "two", "b": 3})),
-        ("c2", "nope", json!({})),
-    ])));
-    server.push(Reply::json(chat_text("Sorry.")));
+    let model = ScriptedModel::new()
+        .reply(ScriptedReply::tool_calls([
+            ("c1", "add", json!({"a": "two", "b": 3})),
+            ("c2", "nope", json!({})),
+        ]))
+        .text("Sorry.");
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
     let add = tool("add")
@@ -141,7 +124,7 @@ async fn schema_violations_and_unknown_tools_go_back_to_the_model() {
             counted.fetch_add(1, Ordering::SeqCst);
             async { Ok(json!(0)) }
         });
-    let agent = chat_client(&server).agent("m").tool(add).build().unwrap();
+    let agent = scripted_agent(&model).tool(add).build().unwrap();
     let output = agent.run("go").await.unwrap();
 
     assert_eq!(output.stop_reason, StopReason::Finished);
@@ -154,40 +137,32 @@ async fn schema_violations_and_unknown_tools_go_back_to_the_model() {
         outcomes[1].result,
         Err(ToolExecError::UnknownTool("nope".into()))
     );
-    let sent = tool_messages(&server, 1);
-    assert!(
-        sent[0]["content"]
-            .as_str()
-            .unwrap()
-            .contains("invalid arguments")
-    );
-    assert!(
-        sent[1]["content"]
-            .as_str()
-            .unwrap()
-            .contains("unknown tool `nope`")
-    );
+    let sent = last_tool_results(&model.requests()[1]);
+    assert!(sent[0].1.contains("invalid arguments"), "{sent:?}");
+    assert!(sent[0].2, "reported as an error");
+    assert!(sent[1].1.contains("unknown tool `nope`"), "{sent:?}");
 }
 
 #[tokio::test]
 async fn return_to_model_policy_reports_tool_errors() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[("c1", "boom", json!({}))])));
-    server.push(Reply::json(chat_text("It failed.")));
+    let model = ScriptedModel::new()
+        .tool_call("c1", "boom", json!({}))
+        .text("It failed.");
     let boom = tool("boom").execute_raw(|_| async { Err::<Value, _>("disk on fire".into()) });
-    let agent = chat_client(&server).agent("m").tool(boom).build().unwrap();
+    let agent = scripted_agent(&model).tool(boom).build().unwrap();
     let output = agent.run("go").await.unwrap();
     assert_eq!(output.text, "It failed.");
-    assert_eq!(tool_messages(&server, 1)[0]["content"], "disk on fire");
+    assert_eq!(
+        last_tool_results(&model.requests()[1]),
+        [("c1".to_owned(), "disk on fire".to_owned(), true)]
+    );
 }
 
 #[tokio::test]
 async fn fail_fast_policy_stops_the_run() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[("c1", "boom", json!({}))])));
+    let model = ScriptedModel::new().tool_call("c1", "boom", json!({}));
     let boom = tool("boom").execute_raw(|_| async { Err::<Value, _>("disk on fire".into()) });
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .tool(boom)
         .tool_error_policy(ToolErrorPolicy::FailFast)
         .build()
@@ -199,21 +174,38 @@ async fn fail_fast_policy_stops_the_run() {
         }
         other => panic!("expected a tool error, got {other:?}"),
     }
-    assert_eq!(server.request_count(), 1);
+    assert_eq!(model.call_count(), 1);
 }
 
 #[tokio::test]
+async fn fail_fast_policy_stops_a_step_with_several_calls() {
+    let model = ScriptedModel::new().reply(ScriptedReply::tool_calls([
+        ("c1", "fine", json!({})),
+        ("c2", "boom", json!({})),
+    ]));
+    let fine = tool("fine").execute_raw(|_| async { Ok(json!("ok")) });
+    let boom = tool("boom").execute_raw(|_| async { Err::<Value, _>("disk on fire".into()) });
+    let agent = scripted_agent(&model)
+        .tool(fine)
+        .tool(boom)
+        .tool_error_policy(ToolErrorPolicy::FailFast)
+        .build()
+        .unwrap();
+    assert!(matches!(
+        agent.run("go").await,
+        Err(Error::Tool { name, .. }) if name == "boom"
+    ));
+}
+
+// Paused time: the tools' sleeps (which make them finish in reverse order) take no real time.
+#[tokio::test(start_paused = true)]
 async fn concurrency_is_limited_and_results_keep_call_order() {
-    let server = MockServer::start().await;
     let calls: Vec<(String, String, Value)> = (0..6)
         .map(|i| (format!("c{i}"), "slow".to_owned(), json!({"i": i})))
         .collect();
-    let borrowed: Vec<(&str, &str, Value)> = calls
-        .iter()
-        .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
-        .collect();
-    server.push(Reply::json(chat_tool_calls(&borrowed)));
-    server.push(Reply::json(chat_text("done")));
+    let model = ScriptedModel::new()
+        .reply(ScriptedReply::tool_calls(calls))
+        .text("done");
 
     let in_flight = Arc::new(AtomicUsize::new(0));
     let max_seen = Arc::new(AtomicUsize::new(0));
@@ -230,17 +222,16 @@ async fn concurrency_is_limited_and_results_keep_call_order() {
             Ok(json!(format!("result {i}")))
         }
     });
-    let agent = chat_client(&server)
-        .agent("m")
+    let agent = scripted_agent(&model)
         .tool(slow)
         .max_tool_concurrency(2)
         .build()
         .unwrap();
     let output = agent.run("go").await.unwrap();
     assert_eq!(max_seen.load(Ordering::SeqCst), 2);
-    let sent: Vec<String> = tool_messages(&server, 1)
-        .iter()
-        .map(|m| m["tool_call_id"].as_str().unwrap().to_owned())
+    let sent: Vec<String> = last_tool_results(&model.requests()[1])
+        .into_iter()
+        .map(|(id, _, _)| id)
         .collect();
     assert_eq!(sent, ["c0", "c1", "c2", "c3", "c4", "c5"]);
     assert_eq!(
@@ -251,13 +242,13 @@ async fn concurrency_is_limited_and_results_keep_call_order() {
 
 #[tokio::test]
 async fn all_calls_of_a_step_run_concurrently_by_default() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[
-        ("a", "wait", json!({})),
-        ("b", "wait", json!({})),
-        ("c", "wait", json!({})),
-    ])));
-    server.push(Reply::json(chat_text("ok")));
+    let model = ScriptedModel::new()
+        .reply(ScriptedReply::tool_calls([
+            ("a", "wait", json!({})),
+            ("b", "wait", json!({})),
+            ("c", "wait", json!({})),
+        ]))
+        .text("ok");
     // Each call waits until all three are in flight; sequential execution would deadlock.
     let barrier = Arc::new(tokio::sync::Barrier::new(3));
     let wait = tool("wait").execute_raw(move |_| {
@@ -267,7 +258,7 @@ async fn all_calls_of_a_step_run_concurrently_by_default() {
             Ok(json!("ok"))
         }
     });
-    let agent = chat_client(&server).agent("m").tool(wait).build().unwrap();
+    let agent = scripted_agent(&model).tool(wait).build().unwrap();
     let output = tokio::time::timeout(Duration::from_secs(10), agent.run("go"))
         .await
         .expect("tool calls ran concurrently")
@@ -277,18 +268,17 @@ async fn all_calls_of_a_step_run_concurrently_by_default() {
 
 #[tokio::test]
 async fn stream_emits_events_in_order() {
-    let server = MockServer::start().await;
-    server.push(Reply::sse(chat_tool_stream(&[(
-        "call_1",
-        "add",
-        json!({"a": 20, "b": 22}),
-    )])));
-    server.push(Reply::sse(chat_text_stream(&["The answer ", "is 42."])));
-    let agent = chat_client(&server)
-        .agent("m")
-        .tool(add_tool())
-        .build()
-        .unwrap();
+    let model = ScriptedModel::new()
+        .tool_call("call_1", "add", json!({"a": 20, "b": 22}))
+        .reply(ScriptedReply::Events(vec![
+            Ok(StreamEvent::TextDelta("The answer ".into())),
+            Ok(StreamEvent::TextDelta("is 42.".into())),
+            Ok(StreamEvent::Finish(aquaregia::ModelResponse::new(
+                Message::assistant("The answer is 42."),
+                FinishReason::Stop,
+            ))),
+        ]));
+    let agent = scripted_agent(&model).tool(add_tool()).build().unwrap();
     let events: Vec<AgentEvent> = agent
         .stream("What is 20 + 22?")
         .map(|e| e.unwrap())
@@ -332,17 +322,20 @@ async fn stream_emits_events_in_order() {
         unreachable!()
     };
     assert_eq!(output.text, "The answer is 42.");
-    assert_eq!(server.requests()[0].body["stream"], true);
+    assert!(model.calls().iter().all(|call| call.streamed));
 }
 
 #[tokio::test]
 async fn stream_ends_with_the_error_when_the_model_fails() {
-    let server = MockServer::start().await;
-    server.push(Reply::error(
-        400,
-        json!({"error": {"message": "bad", "type": "invalid_request_error"}}),
-    ));
-    let agent = chat_client(&server).agent("m").build().unwrap();
+    let model = ScriptedModel::new().error(Error::Provider {
+        provider: "scripted",
+        status: 400,
+        message: "bad".into(),
+        code: Some("invalid_request_error".into()),
+        body: String::new(),
+        request_id: None,
+    });
+    let agent = scripted_agent(&model).build().unwrap();
     let events: Vec<_> = agent.stream("hi").collect().await;
     assert_eq!(events.len(), 1);
     assert!(matches!(
@@ -353,9 +346,7 @@ async fn stream_ends_with_the_error_when_the_model_fails() {
 
 #[tokio::test]
 async fn duplicate_and_invalid_tool_names_fail_at_build() {
-    let server = MockServer::start().await;
-    let error = chat_client(&server)
-        .agent("m")
+    let error = scripted_agent(&ScriptedModel::new())
         .tool(add_tool())
         .tool(add_tool())
         .tool(tool("bad name!").execute_raw(|_| async { Ok(json!(null)) }))
@@ -371,14 +362,10 @@ async fn duplicate_and_invalid_tool_names_fail_at_build() {
 
 #[tokio::test]
 async fn length_and_refusal_stop_reasons() {
-    let server = MockServer::start().await;
-    let mut truncated = chat_text("partial");
-    truncated["choices"][0]["finish_reason"] = json!("length");
-    server.push(Reply::json(truncated));
-    let mut filtered = chat_text("");
-    filtered["choices"][0]["finish_reason"] = json!("content_filter");
-    server.push(Reply::json(filtered));
-    let agent = chat_client(&server).agent("m").build().unwrap();
+    let model = ScriptedModel::new()
+        .reply(ScriptedReply::text("partial").with_finish_reason(FinishReason::Length))
+        .reply(ScriptedReply::text("").with_finish_reason(FinishReason::ContentFilter));
+    let agent = scripted_agent(&model).build().unwrap();
     assert_eq!(
         agent.run("a").await.unwrap().stop_reason,
         StopReason::Length

@@ -5,17 +5,15 @@ mod common;
 
 use std::time::Duration;
 
+use aquaregia::test_utils::{ScriptedModel, ScriptedReply};
 use aquaregia::{CancellationToken, Message, StopReason};
-use aquaregia_test_support::mock_model::{MockServer, Reply, content_text};
-use common::chat_client;
+use common::scripted_agent;
 
 #[tokio::test]
 async fn cancel_during_the_summary_call_keeps_the_conversation() {
-    let server = MockServer::start().await;
-    server.push(Reply::Hang);
+    let model = ScriptedModel::new().reply(ScriptedReply::Hang);
     let token = CancellationToken::new();
-    let agent = chat_client(&server)
-        .agent("mock-model")
+    let agent = scripted_agent(&model)
         .context_window(2_000)
         .cancellation_token(token.clone())
         .build()
@@ -29,11 +27,16 @@ async fn cancel_during_the_summary_call_keeps_the_conversation() {
         let (agent, messages) = (agent.clone(), messages.clone());
         async move { agent.run(messages).await }
     });
-    tokio::time::timeout(Duration::from_secs(10), server.wait_requests(1))
+    tokio::time::timeout(Duration::from_secs(10), model.wait_calls(1))
         .await
         .unwrap();
-    let asked = &server.bodies()[0];
-    assert!(content_text(&asked["messages"][0]).contains("You compact conversations"));
+    let asked = &model.requests()[0];
+    assert!(
+        asked
+            .instructions
+            .as_deref()
+            .is_some_and(|i| i.contains("You compact conversations"))
+    );
 
     token.cancel();
     let output = tokio::time::timeout(Duration::from_secs(10), run)
@@ -44,7 +47,7 @@ async fn cancel_during_the_summary_call_keeps_the_conversation() {
     assert_eq!(output.stop_reason, StopReason::Cancelled);
     assert_eq!(output.messages, messages);
     assert_eq!(
-        server.request_count(),
+        model.call_count(),
         1,
         "no model call after the summary call"
     );

@@ -4,21 +4,14 @@
 
 mod common;
 
+use aquaregia::test_utils::{ScriptedModel, ScriptedReply};
 use aquaregia::{AgentEvent, Message, Usage};
-use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text};
-use common::{chat_client, counts};
+use common::{counts, scripted_agent};
 use futures::StreamExt;
-use serde_json::{Value, json};
 
-/// A Chat Completions answer with its own token counts.
-fn answer(text: &str, prompt_tokens: u64, completion_tokens: u64) -> Value {
-    let mut body = chat_text(text);
-    body["usage"] = json!({
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "total_tokens": prompt_tokens + completion_tokens
-    });
-    body
+/// A text answer with its own token counts.
+fn answer(text: &str, input_tokens: u64, output_tokens: u64) -> ScriptedReply {
+    ScriptedReply::text(text).with_usage(Usage::new(input_tokens, output_tokens))
 }
 
 /// A conversation far over a 4,000-token window, with nothing to elide: it must be summarised.
@@ -32,15 +25,10 @@ fn long_conversation() -> Vec<Message> {
 
 #[tokio::test]
 async fn the_summary_call_is_reported_in_events_and_the_run_total() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(answer(
-        "The user asked for everything.",
-        300,
-        40,
-    )));
-    server.push(Reply::json(answer("Briefly: done.", 10, 5)));
-    let agent = chat_client(&server)
-        .agent("mock-model")
+    let model = ScriptedModel::new()
+        .reply(answer("The user asked for everything.", 300, 40))
+        .reply(answer("Briefly: done.", 10, 5));
+    let agent = scripted_agent(&model)
         .context_window(4_000)
         .max_output_tokens(500)
         .build()
@@ -81,18 +69,13 @@ async fn the_summary_call_is_reported_in_events_and_the_run_total() {
     assert_eq!(counts(&output.usage), [310, 45, 0, 0, 0]);
     assert_eq!(output.steps.len(), 1);
     assert_eq!(counts(&output.steps[0].usage), [10, 5, 0, 0, 0]);
-    assert_eq!(server.request_count(), 2);
+    assert_eq!(model.call_count(), 2);
 }
 
 #[tokio::test]
 async fn agent_compact_returns_the_summary_calls_usage() {
-    let server = MockServer::start().await;
-    server.push(Reply::json(answer(
-        "The user asked for everything.",
-        300,
-        40,
-    )));
-    let agent = chat_client(&server).agent("mock-model").build().unwrap();
+    let model = ScriptedModel::new().reply(answer("The user asked for everything.", 300, 40));
+    let agent = scripted_agent(&model).build().unwrap();
 
     let (messages, report) = agent.compact(&long_conversation()).await.unwrap();
     assert_eq!(messages.len(), 2);

@@ -3,16 +3,14 @@
 
 mod common;
 
+use aquaregia::test_utils::{ScriptedModel, ScriptedReply};
 use aquaregia::{Error, Message};
-use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text};
-use common::chat_client;
+use common::scripted_agent;
 
 #[tokio::test]
 async fn an_oversized_request_fails_before_it_is_sent() {
-    let server = MockServer::start().await;
-    server.set_fallback(Reply::json(chat_text("should not be asked")));
-    let agent = chat_client(&server)
-        .agent("mock-model")
+    let model = ScriptedModel::new().repeat_with(|| ScriptedReply::text("should not be asked"));
+    let agent = scripted_agent(&model)
         .context_window(2_000)
         .build()
         .unwrap();
@@ -33,5 +31,5 @@ async fn an_oversized_request_fails_before_it_is_sent() {
         "the window minus a quarter reserved for output"
     );
     assert!(estimated_tokens > 5_000, "{estimated_tokens}");
-    assert_eq!(server.request_count(), 0, "nothing was sent");
+    assert_eq!(model.call_count(), 0, "nothing was sent");
 }

@@ -1,14 +1,16 @@
 //! A structured answer that fails (not JSON, or not the schema) gets one repair round with
-//! what was wrong; a second failure is `Error::StructuredOutput` with the raw answer.
+//! what was wrong; a second failure is `Error::StructuredOutput` with the raw answer. The
+//! rounds' logic runs on a scripted model; `Client::generate_object` on Gemini's wire format.
 
 mod common;
 
-use aquaregia::{Error, Message, ModelRequest};
-use aquaregia_test_support::mock_model::{MockServer, Reply, content_text};
-use common::{fixture_json, provider_client};
+use aquaregia::test_utils::{ScriptedModel, ScriptedReply};
+use aquaregia::{Error, Message, ModelRequest, Role, Usage, generate_object};
+use aquaregia_test_support::mock_model::{MockServer, Reply};
+use common::{fixture_json, provider_client, scripted_agent};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
 struct Capital {
@@ -16,10 +18,8 @@ struct Capital {
     population_millions: f64,
 }
 
-fn chat_answer(text: &str) -> Reply {
-    let mut reply = fixture_json("openai_chat/response_text.json");
-    reply["choices"][0]["message"]["content"] = json!(text);
-    Reply::json(reply)
+fn answer(text: &str) -> ScriptedReply {
+    ScriptedReply::text(text).with_usage(Usage::new(263, 31))
 }
 
 fn gemini_answer(text: &str) -> Reply {
@@ -32,16 +32,12 @@ const GOOD: &str = r#"{"city": "Paris", "population_millions": 2.1}"#;
 const TRUNCATED: &str = r#"{"city": "Paris", "population_mil"#;
 const WRONG_TYPE: &str = r#"{"city": "Paris", "population_millions": "two"}"#;
 
-/// The last message of a request body, as text.
-fn last_message(body: &Value) -> String {
-    content_text(body["messages"].as_array().unwrap().last().unwrap())
-}
-
 #[tokio::test]
 async fn run_typed_repairs_a_malformed_answer() {
-    let server = MockServer::with_replies([chat_answer(TRUNCATED), chat_answer(GOOD)]).await;
-    let typed = provider_client("openai-chat", &server)
-        .agent("gpt-4o-mini")
+    let model = ScriptedModel::new()
+        .reply(answer(TRUNCATED))
+        .reply(answer(GOOD));
+    let typed = scripted_agent(&model)
         .build()
         .unwrap()
         .run_typed::<Capital>("The capital of France?")
@@ -54,14 +50,22 @@ async fn run_typed_repairs_a_malformed_answer() {
             population_millions: 2.1
         }
     );
-    let bodies = server.bodies();
-    assert_eq!(bodies.len(), 2);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
     // The repair round sees the bad answer and what was wrong with it.
-    let messages = bodies[1]["messages"].as_array().unwrap();
-    assert_eq!(messages[messages.len() - 2]["content"], TRUNCATED);
-    let repair = last_message(&bodies[1]);
-    assert!(repair.contains("not valid JSON"), "{repair}");
-    assert!(bodies[1]["response_format"]["json_schema"].is_object());
+    let messages = &requests[1].messages;
+    assert_eq!(messages[messages.len() - 2], Message::assistant(TRUNCATED));
+    let repair = messages.last().unwrap();
+    assert_eq!(repair.role, Role::User);
+    assert!(
+        repair.text().contains("not valid JSON"),
+        "{}",
+        repair.text()
+    );
+    // Both rounds ask for the schema.
+    for request in &requests {
+        assert_eq!(request.output_schema.as_ref().unwrap().name(), "Capital");
+    }
     // Both rounds are in the output, numbered in order, their usage summed.
     assert_eq!(typed.output.steps.len(), 2);
     assert_eq!(typed.output.steps[1].index, 1);
@@ -70,9 +74,10 @@ async fn run_typed_repairs_a_malformed_answer() {
 
 #[tokio::test]
 async fn run_typed_second_failure_is_a_typed_error() {
-    let server = MockServer::with_replies([chat_answer(TRUNCATED), chat_answer(WRONG_TYPE)]).await;
-    let error = provider_client("openai-chat", &server)
-        .agent("gpt-4o-mini")
+    let model = ScriptedModel::new()
+        .reply(answer(TRUNCATED))
+        .reply(answer(WRONG_TYPE));
+    let error = scripted_agent(&model)
         .build()
         .unwrap()
         .run_typed::<Capital>("The capital of France?")
@@ -84,7 +89,22 @@ async fn run_typed_second_failure_is_a_typed_error() {
     assert_eq!(raw, WRONG_TYPE);
     assert!(message.contains("does not match the schema"), "{message}");
     assert!(message.contains("/population_millions"), "{message}");
-    assert_eq!(server.request_count(), 2, "one repair round only");
+    assert_eq!(model.call_count(), 2, "one repair round only");
+}
+
+#[tokio::test]
+async fn generate_object_on_any_model_repairs_once() {
+    let model = ScriptedModel::new()
+        .reply(answer(WRONG_TYPE))
+        .reply(answer(GOOD));
+    let request = ModelRequest::new("", vec![Message::user("France?")]);
+    let object = generate_object::<Capital>(&model, &request).await.unwrap();
+    assert_eq!(object.value.population_millions, 2.1);
+    assert_eq!(object.usage.input_tokens, 2 * 263);
+    let requests = model.requests();
+    assert!(requests.iter().all(|r| r.output_schema.is_some()));
+    let repair = requests[1].messages.last().unwrap().text();
+    assert!(repair.contains("does not match the schema"), "{repair}");
 }
 
 #[tokio::test]

@@ -3,11 +3,9 @@
 
 mod common;
 
+use aquaregia::test_utils::{ScriptedModel, ScriptedReply};
 use aquaregia::{MAX_REQUEST_TOOLS, SEARCH_TOOLS, ToolDeferral, tool};
-use aquaregia_test_support::mock_model::{
-    MockServer, Reply, chat_text, chat_tool_calls, tool_names,
-};
-use common::chat_client;
+use common::scripted_agent;
 use serde_json::json;
 
 #[tokio::test]
@@ -23,25 +21,20 @@ async fn searches_that_find_too_much_stay_under_the_provider_limit() {
             })
         })
         .collect();
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[(
+    let model = ScriptedModel::new().id("gpt-4o");
+    model.push(ScriptedReply::tool_calls([(
         "s1",
         SEARCH_TOOLS,
         json!({"query": "alpha"}),
-    )])));
-    server.push(Reply::json(chat_tool_calls(&[(
+    )]));
+    model.push(ScriptedReply::tool_calls([(
         "s2",
         SEARCH_TOOLS,
         json!({"query": "beta"}),
-    )])));
-    server.push(Reply::json(chat_tool_calls(&[(
-        "c1",
-        "beta_099",
-        json!({}),
-    )])));
-    server.push(Reply::json(chat_text("done")));
-    let agent = chat_client(&server)
-        .agent("gpt-4o")
+    )]));
+    model.push(ScriptedReply::tool_calls([("c1", "beta_099", json!({}))]));
+    model.push(ScriptedReply::text("done"));
+    let agent = scripted_agent(&model)
         .tools(tools)
         .tool_deferral(
             ToolDeferral::new()
@@ -54,7 +47,11 @@ async fn searches_that_find_too_much_stay_under_the_provider_limit() {
     let output = agent.run("go").await.unwrap();
     assert_eq!(output.text, "done");
 
-    let requests: Vec<Vec<String>> = server.bodies().iter().map(tool_names).collect();
+    let requests: Vec<Vec<String>> = model
+        .requests()
+        .iter()
+        .map(|request| request.tools.iter().map(|tool| tool.name.clone()).collect())
+        .collect();
     assert_eq!(requests.len(), 4);
     assert_eq!(requests[0], ["gamma_050", SEARCH_TOOLS]);
     for (n, names) in requests.iter().enumerate() {

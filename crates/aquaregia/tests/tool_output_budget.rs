@@ -3,14 +3,17 @@
 
 mod common;
 
-use aquaregia::{OutputBudget, READ_TOOL_OUTPUT, ToolOutput, tool};
-use aquaregia_test_support::mock_model::{
-    MockServer, Reply, chat_text, chat_tool_calls, tool_names, tool_results,
-};
-use common::chat_client;
+use aquaregia::test_utils::{ScriptedModel, ScriptedReply};
+use aquaregia::{ModelRequest, OutputBudget, READ_TOOL_OUTPUT, ToolOutput, tool};
+use common::{scripted_agent, tool_results};
 use serde_json::json;
 
 const BUDGET_TOKENS: u64 = 25_000;
+
+/// The names of the tools a request offered.
+fn tool_names(request: &ModelRequest) -> Vec<String> {
+    request.tools.iter().map(|tool| tool.name.clone()).collect()
+}
 
 /// 2 MB of numbered 16-byte lines: any slice says where it comes from.
 fn big_output() -> String {
@@ -21,19 +24,15 @@ fn big_output() -> String {
 async fn big_result_is_cut_to_head_and_tail_and_the_middle_can_be_read() {
     let full = big_output();
     assert_eq!(full.len(), 2 << 20);
-    let server = MockServer::start().await;
-    server.push(Reply::json(chat_tool_calls(&[(
-        "call_big",
-        "dump",
-        json!({}),
-    )])));
+    let model = ScriptedModel::new().id("gpt-4o");
+    model.push(ScriptedReply::tool_calls([("call_big", "dump", json!({}))]));
     // The middle: 4 KB from 1 MiB on.
-    server.push(Reply::json(chat_tool_calls(&[(
+    model.push(ScriptedReply::tool_calls([(
         "call_read",
         READ_TOOL_OUTPUT,
         json!({"id": "call_big", "offset": 1 << 20, "length": 4096}),
-    )])));
-    server.push(Reply::json(chat_text("Read it.")));
+    )]));
+    model.push(ScriptedReply::text("Read it."));
 
     let output_for_tool = full.clone();
     let dump = tool("dump")
@@ -42,8 +41,7 @@ async fn big_result_is_cut_to_head_and_tail_and_the_middle_can_be_read() {
             let text = output_for_tool.clone();
             async move { Ok(text) }
         });
-    let agent = chat_client(&server)
-        .agent("gpt-4o")
+    let agent = scripted_agent(&model)
         .tool(dump)
         .tool_output_budget(OutputBudget::tokens(BUDGET_TOKENS))
         .build()
@@ -56,7 +54,7 @@ async fn big_result_is_cut_to_head_and_tail_and_the_middle_can_be_read() {
         Ok(ToolOutput::Text(full.clone()))
     );
 
-    let bodies = server.bodies();
+    let bodies = model.requests();
     assert_eq!(bodies.len(), 3);
     // The built-in tool is offered once there is something to read.
     assert_eq!(tool_names(&bodies[0]), ["dump"]);
@@ -65,7 +63,7 @@ async fn big_result_is_cut_to_head_and_tail_and_the_middle_can_be_read() {
     // Request 2: head + marker + tail, within the budget.
     let results = tool_results(&bodies[1]);
     assert_eq!(results.len(), 1);
-    let (id, sent) = &results[0];
+    let (id, sent, _) = &results[0];
     assert_eq!(id, "call_big");
     assert!(
         sent.len() as u64 <= OutputBudget::tokens(BUDGET_TOKENS).max_bytes(),
@@ -92,7 +90,7 @@ async fn big_result_is_cut_to_head_and_tail_and_the_middle_can_be_read() {
 
     // Request 3: the read returns the middle, byte for byte.
     let results = tool_results(&bodies[2]);
-    let (id, read) = &results[1];
+    let (id, read, _) = &results[1];
     assert_eq!(id, "call_read");
     let middle = &full[1 << 20..(1 << 20) + 4096];
     assert!(read.starts_with(middle), "{}", &read[..64]);

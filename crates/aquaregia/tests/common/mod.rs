@@ -60,3 +60,31 @@ pub fn counts(usage: &aquaregia::Usage) -> [u64; 5] {
         usage.reasoning_tokens,
     ]
 }
+
+/// An agent on a scripted model: the loop's logic without any HTTP.
+pub fn scripted_agent(model: &aquaregia::test_utils::ScriptedModel) -> aquaregia::AgentBuilder {
+    aquaregia::AgentBuilder::new(std::sync::Arc::new(model.clone()))
+}
+
+/// The tool results of a request's messages, in order, as `(call id, output text, is_error)`.
+pub fn tool_results(request: &aquaregia::ModelRequest) -> Vec<(String, String, bool)> {
+    request
+        .messages
+        .iter()
+        .flat_map(|message| &message.content)
+        .filter_map(|part| match part {
+            aquaregia::ContentPart::ToolResult(result) => Some((
+                result.call_id.clone(),
+                result.output.to_text(),
+                result.is_error,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The tool results of a request's last message (the ones its step just produced).
+pub fn last_tool_results(request: &aquaregia::ModelRequest) -> Vec<(String, String, bool)> {
+    let last = request.messages.last().cloned().into_iter().collect();
+    tool_results(&aquaregia::ModelRequest::new("", last))
+}
