@@ -2,6 +2,9 @@
 //! and the `Fallback` middleware (against real HTTP failures of a mock provider).
 
 mod common;
+#[cfg(feature = "mcp")]
+#[path = "support/mcp_server.rs"]
+mod mcp_server;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -139,6 +142,40 @@ async fn an_agent_runs_on_a_model_written_outside_the_crate() {
     // One state per run, kept across its steps.
     agent.run("again").await.unwrap();
     assert_eq!(model.seen(), [1, 2, 3, 1, 2, 3]);
+}
+
+/// The seam with tools from an MCP server (an in-process rmcp server): nothing about the tools
+/// depends on where the model comes from.
+#[cfg(feature = "mcp")]
+#[tokio::test]
+async fn a_model_written_outside_the_crate_calls_mcp_tools() {
+    let server = mcp_server::TestServer::new();
+    let connection = aquaregia::mcp::Connector::new()
+        .name("test")
+        .transport(server.serve_duplex())
+        .await
+        .unwrap();
+    let tools = connection.tools().await.unwrap();
+    let agent = AgentBuilder::new(Counting::new("counting-1", &[]))
+        .tools(tools)
+        .build()
+        .unwrap();
+    let output = agent.run("go").await.unwrap();
+    assert_eq!(output.text, "counting-1 answered call 3");
+    let results: Vec<_> = output
+        .steps
+        .iter()
+        .flat_map(|step| &step.tool_calls)
+        .map(|call| call.result.clone())
+        .collect();
+    assert_eq!(
+        results,
+        [
+            Ok(ToolOutput::Text("counting-1 1".into())),
+            Ok(ToolOutput::Text("counting-1 2".into())),
+        ]
+    );
+    assert_eq!(server.call_count(), 2, "the MCP server ran both calls");
 }
 
 #[tokio::test]
