@@ -458,3 +458,43 @@ async fn reasoning_content_from_compatible_servers_is_kept() {
     );
     assert_eq!(response.text(), "42");
 }
+
+/// A client on the caller's own `reqwest::Client` sends every request through it (plain-HTTP
+/// base URLs included): whole answers, streams, and retried errors.
+#[tokio::test]
+async fn a_custom_http_client_carries_answers_streams_and_retries() {
+    let server = MockServer::start().await;
+    server.push(
+        Reply::error(503, json!({"error": {"message": "busy"}})).with_header("retry-after-ms", "1"),
+    );
+    server.push(Reply::json(fixture_json("openai_chat/response_text.json")));
+    server.push(Reply::Sse {
+        body: fixture("openai_chat/stream_text.sse"),
+        chunk: 7,
+        delay: Duration::ZERO,
+    });
+    // A header only this client adds shows which client sent each request.
+    let mut marker = reqwest::header::HeaderMap::new();
+    marker.insert("x-custom-client", "yes".parse().unwrap());
+    let custom = reqwest::Client::builder()
+        .default_headers(marker)
+        .build()
+        .unwrap();
+    let client = aquaregia::Client::openai_chat()
+        .base_url(&server.url)
+        .api_key("test-key")
+        .http_client(custom)
+        .build()
+        .unwrap();
+    let response = client.generate(&weather_request()).await.unwrap();
+    assert!(response.text().starts_with("It's 18"));
+    let events = collect(client.stream(&weather_request()).await.unwrap()).await;
+    assert!(matches!(events.last(), Some(Ok(StreamEvent::Finish(_)))));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "one retry, one answer, one stream");
+    for request in &requests {
+        assert_eq!(request.headers["x-custom-client"], "yes");
+        assert_eq!(request.headers["authorization"], "Bearer test-key");
+    }
+    assert_eq!(requests[2].body["stream"], true);
+}

@@ -41,14 +41,36 @@ fn redirect_to(location: String) -> impl Fn() -> Response + Clone + Send + Sync 
     }
 }
 
-fn client(base_url: &str) -> Client {
-    Client::openai_chat()
-        .base_url(format!("{base_url}/v1"))
-        .api_key("sk-secret")
-        .header("x-gateway-key", "gateway-secret")
-        .max_retries(0)
+/// Clients for `base_url` on both HTTP paths: aquaregia's own (plain HTTP goes straight on
+/// hyper) and a caller's `reqwest::Client` built with aquaregia's redirect rules.
+fn clients(base_url: &str) -> [Client; 2] {
+    let builder = || {
+        Client::openai_chat()
+            .base_url(format!("{base_url}/v1"))
+            .api_key("sk-secret")
+            .header("x-gateway-key", "gateway-secret")
+            .max_retries(0)
+    };
+    let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if same {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    });
+    let reqwest = reqwest::Client::builder()
+        .referer(false)
+        .redirect(same_origin)
         .build()
-        .expect("client")
+        .expect("reqwest client");
+    [
+        builder().build().expect("client"),
+        builder().http_client(reqwest).build().expect("client"),
+    ]
 }
 
 fn request() -> ModelRequest {
@@ -60,12 +82,14 @@ async fn a_cross_origin_redirect_is_not_followed_with_credentials() {
     let (other, other_seen) = serve(|| axum::Json(chat_text("stolen")).into_response()).await;
     let (origin, origin_seen) = serve(redirect_to(format!("{other}/v1/chat/completions"))).await;
 
-    let error = client(&origin).generate(&request()).await.unwrap_err();
-    assert!(
-        matches!(error, Error::Provider { status: 307, .. }),
-        "the redirect is reported, not followed: {error}"
-    );
-    assert_eq!(origin_seen.lock().expect("lock").len(), 1);
+    for client in clients(&origin) {
+        let error = client.generate(&request()).await.unwrap_err();
+        assert!(
+            matches!(error, Error::Provider { status: 307, .. }),
+            "the redirect is reported, not followed: {error}"
+        );
+    }
+    assert_eq!(origin_seen.lock().expect("lock").len(), 2);
     for headers in other_seen.lock().expect("lock").iter() {
         for name in ["authorization", "x-gateway-key", "referer"] {
             assert!(
@@ -101,11 +125,15 @@ async fn a_same_origin_redirect_is_followed_without_referer() {
     let origin = format!("http://{}", listener.local_addr().expect("addr"));
     tokio::spawn(async move { axum::serve(listener, app).await });
 
-    let response = client(&origin).generate(&request()).await.expect("answer");
-    assert_eq!(response.text(), "ok");
+    for client in clients(&origin) {
+        let response = client.generate(&request()).await.expect("answer");
+        assert_eq!(response.text(), "ok");
+    }
     let seen = seen.lock().expect("lock");
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0]["authorization"], "Bearer sk-secret");
-    assert_eq!(seen[0]["x-gateway-key"], "gateway-secret");
-    assert!(seen[0].get("referer").is_none());
+    assert_eq!(seen.len(), 2);
+    for headers in seen.iter() {
+        assert_eq!(headers["authorization"], "Bearer sk-secret");
+        assert_eq!(headers["x-gateway-key"], "gateway-secret");
+        assert!(headers.get("referer").is_none());
+    }
 }

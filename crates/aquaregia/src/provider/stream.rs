@@ -13,7 +13,7 @@ use super::encode::{RequestCache, encode_request};
 use super::{StreamDecoder, WireApi, output_call_as_text, read_error};
 use crate::error::Error;
 use crate::http::sse::SseDecoder;
-use crate::http::{HttpConfig, transport_error};
+use crate::http::{HttpConfig, HttpResponse};
 use crate::message::ContentPart;
 use crate::model::{ModelRequest, ModelResponse, ModelStream, StreamEvent};
 use crate::structured::OutputSchema;
@@ -95,8 +95,7 @@ pub(crate) async fn stream<P: WireApi>(
 }
 
 struct StreamState<D> {
-    url: String,
-    body: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    body: Pin<Box<dyn Stream<Item = Result<Bytes, Error>> + Send>>,
     sse: SseDecoder,
     /// `None` once the stream has ended (after the queue and any error are delivered).
     decoder: Option<D>,
@@ -120,10 +119,9 @@ impl<D: StreamDecoder> StreamState<D> {
     }
 }
 
-fn decode_stream<P: WireApi>(response: reqwest::Response, idle_timeout: Duration) -> ModelStream {
+fn decode_stream<P: WireApi>(response: HttpResponse, idle_timeout: Duration) -> ModelStream {
     let state = StreamState {
-        url: response.url().to_string(),
-        body: Box::pin(response.bytes_stream()),
+        body: response.into_stream(),
         sse: SseDecoder::new(),
         decoder: Some(P::Decoder::default()),
         queue: VecDeque::new(),
@@ -149,10 +147,7 @@ fn decode_stream<P: WireApi>(response: reqwest::Response, idle_timeout: Duration
                     let after = state.idle_timeout;
                     state.end(Err(Error::Timeout { after }));
                 }
-                Ok(Some(Err(error))) => {
-                    let error = transport_error(&state.url, &error);
-                    state.end(Err(error));
-                }
+                Ok(Some(Err(error))) => state.end(Err(error)),
                 Ok(Some(Ok(bytes))) => {
                     state.sse.feed(&bytes);
                     match drain_events::<P>(&mut state.sse, decoder, &mut state.queue, false) {
