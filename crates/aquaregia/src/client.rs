@@ -7,17 +7,18 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::agent::AgentBuilder;
 use crate::error::Error;
 use crate::http::{self, HttpConfig};
-use crate::model::{ModelRequest, ModelResponse, ModelStream};
+use crate::model::{ModelRequest, ModelResponse, ModelState, ModelStream};
 pub use client_model::ClientModel;
 
 use crate::provider::{
-    KeyPolicy, PROVIDERS, ProviderInfo, RequestCache, anthropic, gemini, ollama, openai_chat,
-    openai_responses, provider, provider_ids,
+    KeyPolicy, PROVIDERS, ProviderInfo, anthropic, gemini, ollama, openai_chat, openai_responses,
+    provider, provider_ids,
 };
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -216,39 +217,33 @@ impl Client {
 
     /// One model call, waiting for the whole answer.
     pub async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, Error> {
-        self.generate_cached(request, &mut RequestCache::default())
-            .await
+        self.generate_in(request, &mut ModelState::new()).await
     }
 
     /// One model call, streamed. The stream ends with [`StreamEvent::Finish`](crate::StreamEvent::Finish)
     /// or an error.
     pub async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, Error> {
-        self.stream_cached(request, &mut RequestCache::default())
-            .await
+        self.stream_in(request, &mut ModelState::new()).await
     }
 
-    /// [`generate`](Self::generate), reusing the encoding of earlier steps.
-    pub(crate) async fn generate_cached(
-        &self,
-        request: &ModelRequest,
-        cache: &mut RequestCache,
-    ) -> Result<ModelResponse, Error> {
+    /// [`generate`](Self::generate), reusing the encoding of earlier calls kept in `state`.
+    pub(crate) fn generate_in<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        state: &'a mut ModelState,
+    ) -> BoxFuture<'a, Result<ModelResponse, Error>> {
         let inner = &self.inner;
-        inner
-            .provider
-            .api
-            .generate(&inner.http, request, cache)
-            .await
+        inner.provider.api.generate(&inner.http, request, state)
     }
 
-    /// [`stream`](Self::stream), reusing the encoding of earlier steps.
-    pub(crate) async fn stream_cached(
-        &self,
-        request: &ModelRequest,
-        cache: &mut RequestCache,
-    ) -> Result<ModelStream, Error> {
+    /// [`stream`](Self::stream), reusing the encoding of earlier calls kept in `state`.
+    pub(crate) fn stream_in<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        state: &'a mut ModelState,
+    ) -> BoxFuture<'a, Result<ModelStream, Error>> {
         let inner = &self.inner;
-        inner.provider.api.stream(&inner.http, request, cache).await
+        inner.provider.api.stream(&inner.http, request, state)
     }
 }
 

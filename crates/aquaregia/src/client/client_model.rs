@@ -1,13 +1,10 @@
 //! [`ClientModel`]: a [`Client`] and a model id, as a [`LanguageModel`].
 
-use std::borrow::Cow;
-
 use async_trait::async_trait;
 
 use super::{Client, ProviderKind};
 use crate::error::Error;
 use crate::model::{LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream};
-use crate::provider::RequestCache;
 use crate::telemetry;
 
 /// One model of a [`Client`]'s provider, as a [`LanguageModel`]: what
@@ -40,15 +37,11 @@ impl ClientModel {
         &self.client
     }
 
-    /// `request` naming a model: as it is, or under this model's id when it names none.
-    fn named<'a>(&self, request: &'a ModelRequest) -> Cow<'a, ModelRequest> {
-        if request.model.is_empty() {
-            let mut named = request.clone();
-            named.model.clone_from(&self.id);
-            Cow::Owned(named)
-        } else {
-            Cow::Borrowed(request)
-        }
+    /// `request` under this model's id (it names no model).
+    fn named(&self, request: &ModelRequest) -> ModelRequest {
+        let mut named = request.clone();
+        named.model.clone_from(&self.id);
+        named
     }
 }
 
@@ -75,11 +68,10 @@ impl LanguageModel for ClientModel {
         request: &ModelRequest,
         state: &mut ModelState,
     ) -> Result<ModelResponse, Error> {
-        let request = self.named(request);
-        let mut cache = state.take::<RequestCache>().unwrap_or_default();
-        let response = self.client.generate_cached(&request, &mut cache).await;
-        state.put(cache);
-        response
+        if request.model.is_empty() {
+            return self.client.generate_in(&self.named(request), state).await;
+        }
+        self.client.generate_in(request, state).await
     }
 
     async fn stream(
@@ -87,10 +79,9 @@ impl LanguageModel for ClientModel {
         request: &ModelRequest,
         state: &mut ModelState,
     ) -> Result<ModelStream, Error> {
-        let request = self.named(request);
-        let mut cache = state.take::<RequestCache>().unwrap_or_default();
-        let stream = self.client.stream_cached(&request, &mut cache).await;
-        state.put(cache);
-        stream
+        if request.model.is_empty() {
+            return self.client.stream_in(&self.named(request), state).await;
+        }
+        self.client.stream_in(request, state).await
     }
 }
