@@ -8,6 +8,15 @@
 //! - [`mock_model`]: a scripted OpenAI-compatible model on 127.0.0.1, with Chat Completions
 //!   payload builders and request inspectors.
 
+// Fixtures: a failed setup should stop the test loudly, so unwrapping is the point here;
+// nothing here is public API, so no type needs `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
+
 pub mod acp_client;
 pub mod deps;
 pub mod mock_model;

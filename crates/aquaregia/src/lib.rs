@@ -85,10 +85,18 @@
 //!
 //! ## Cargo features
 //!
+//! With `default-features = false` and no TLS feature, only `http://` endpoints (a local model
+//! server, say) can be reached.
+//!
 //! | feature | default | what it adds |
 //! |---|---|---|
+//! | `rustls` | on | HTTPS through rustls with the aws-lc-rs provider and the platform verifier |
+//! | `rustls-no-provider` | off | HTTPS through rustls with a crypto provider you install (e.g. `ring`) |
+//! | `native-tls` | off | HTTPS through the platform's TLS library (OpenSSL, Secure Transport, SChannel) |
+//! | `jsonschema` | on | tool arguments and typed answers checked against their schemas |
 //! | `mcp` | off | `aquaregia::mcp`: MCP servers' tools as [`Tool`]s (rmcp) |
 //! | `mcp-oauth` | off | OAuth 2.1 for HTTP and SSE MCP servers (`mcp::OAuth`, token stores, `private_key_jwt`; rmcp's `auth`) |
+//! | `cedar` | off | tool-call policies written in Cedar (`policy::CedarPolicy`) |
 //! | `otel` | off | OpenTelemetry: trace context to MCP servers, array attributes (`opentelemetry`, `tracing-opentelemetry`) |
 //!
 //! ## Sessions
@@ -100,6 +108,7 @@ mod agent;
 mod client;
 mod context;
 mod error;
+pub mod files;
 mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -111,6 +120,7 @@ mod pricing;
 mod prompt_cache;
 mod provider;
 pub mod redact;
+mod schema_check;
 mod session;
 mod structured;
 mod telemetry;
@@ -138,7 +148,7 @@ pub use pricing::{Cost, ModelPrice, PriceTable};
 pub use prompt_cache::PromptCaching;
 pub use session::{
     FileSessionStore, NewSession, SessionError, SessionId, SessionMeta, SessionPage, SessionQuery,
-    SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp,
+    SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp, TimestampParseError,
 };
 pub use structured::{GeneratedObject, OutputSchema};
 pub use telemetry::{TELEMETRY_TARGET, Telemetry};

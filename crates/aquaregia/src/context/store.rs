@@ -321,11 +321,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_directory_store_keeps_outputs_as_files_and_reads_them_back() {
-        let directory = std::env::temp_dir().join(format!(
-            "aquaregia-store-test-{}-{}",
-            std::process::id(),
-            fastrand::u64(..)
-        ));
+        let scratch = tempfile::tempdir().unwrap();
+        let directory = scratch.path().join("outputs");
         let store = ToolOutputStore::directory(&directory);
         store.put("call/1", "héllo world".into()).await;
         // Kept as `<hex of the id>.txt`, whatever the id's characters.
@@ -342,7 +339,6 @@ mod tests {
             "héllo world"
         );
         assert!(store.read("missing", 0, 1).await.is_err());
-        std::fs::remove_dir_all(&directory).unwrap();
     }
 
     #[tokio::test]

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::context::OutputBudget;
 use crate::error::Error;
+use crate::schema_check::SchemaCheck;
 
 pub use builder::{ToolBuilder, TypedToolBuilder, tool};
 pub use output::{ContentBlock, IntoToolOutput, Json, ToolOutput};
@@ -177,7 +178,7 @@ struct ToolInner {
     /// [`Tool::hints_trusted`]).
     hints_trusted: bool,
     /// Compiled once, on first use; `None` when the schema cannot be compiled.
-    validator: OnceLock<Option<jsonschema::Validator>>,
+    validator: OnceLock<Option<SchemaCheck>>,
 }
 
 impl Tool {
@@ -314,7 +315,7 @@ impl Tool {
     /// Checks `args` against the input schema (compiled once per tool and cached).
     pub fn validate(&self, args: &Value) -> Result<(), ToolExecError> {
         let validator = self.inner.validator.get_or_init(|| {
-            match jsonschema::validator_for(&self.inner.descriptor.input_schema) {
+            match SchemaCheck::compile(&self.inner.descriptor.input_schema) {
                 Ok(validator) => Some(validator),
                 Err(error) => {
                     tracing::warn!(
@@ -329,21 +330,10 @@ impl Tool {
         let Some(validator) = validator else {
             return Ok(());
         };
-        if validator.is_valid(args) {
+        let problems = validator.problems(args, 5);
+        if problems.is_empty() {
             return Ok(());
         }
-        let problems: Vec<String> = validator
-            .iter_errors(args)
-            .take(5)
-            .map(|error| {
-                let path = error.instance_path().to_string();
-                if path.is_empty() {
-                    error.to_string()
-                } else {
-                    format!("{path}: {error}")
-                }
-            })
-            .collect();
         Err(ToolExecError::InvalidArguments(problems.join("; ")))
     }
 
