@@ -40,10 +40,14 @@ pub enum Error {
     /// The request never got an HTTP answer (DNS, connect, TLS, reset...).
     #[error("transport error talking to {url}: {message}")]
     Transport {
-        /// The URL that was being requested.
+        /// The URL that was being requested, without user info, query or fragment.
         url: String,
-        /// What failed.
+        /// What failed: the cause chain in one line, redacted.
         message: String,
+        /// The HTTP client's own error (a `reqwest::Error` without its URL), to walk or
+        /// downcast; `None` when the failure did not come from the HTTP client.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A request or stream took longer than the configured timeout.
     #[error("timed out after {after:?}")]

@@ -404,6 +404,11 @@ async fn connection_refused_is_a_transport_error() {
         .unwrap();
     let error = client.generate(&weather_request()).await.unwrap_err();
     assert!(matches!(error, Error::Transport { .. }), "{error:?}");
+    // The HTTP client's error is kept as the source, without the URL.
+    let source = std::error::Error::source(&error).unwrap();
+    let reqwest = source.downcast_ref::<reqwest::Error>().unwrap();
+    assert!(reqwest.is_connect(), "{reqwest:?}");
+    assert!(reqwest.url().is_none());
 }
 
 #[tokio::test]

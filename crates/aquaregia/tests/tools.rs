@@ -144,3 +144,21 @@ async fn null_for_an_optional_argument_is_treated_as_absent() {
         Ok(ToolOutput::Json(json!({"x": null})))
     );
 }
+
+/// An error a tool returns with `?` stays the error it was, for callers to downcast.
+#[tokio::test]
+async fn a_tool_error_keeps_its_cause() {
+    let t = tool("read")
+        .raw_schema(json!({"type": "object"}))
+        .execute_raw(|_args: Value| async move {
+            let text = std::fs::read_to_string("/nonexistent/aquaregia/file")?;
+            Ok(text)
+        });
+    let error = t.execute(json!({})).await.unwrap_err();
+    let ToolExecError::Failed(cause) = &error else {
+        panic!("expected a failure with its cause, got {error:?}");
+    };
+    let io = cause.downcast_ref::<std::io::Error>().unwrap();
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    assert_eq!(error.to_string(), io.to_string());
+}

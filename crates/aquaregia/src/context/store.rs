@@ -204,7 +204,7 @@ impl ToolOutputStore {
                             "could not read the output of `{id}`: {error}"
                         )));
                     }
-                    Err(error) => return Err(ToolExecError::Execution(error.to_string())),
+                    Err(error) => return Err(ToolExecError::failed(error)),
                 }
             }
         };

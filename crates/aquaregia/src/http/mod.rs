@@ -96,7 +96,7 @@ impl HttpConfig {
                         },
                         None,
                     ),
-                    Ok(Err(error)) => (transport_error(url, &error), None),
+                    Ok(Err(error)) => (transport_error(url, error), None),
                     Ok(Ok(response)) if response.status().is_success() => return Ok(response),
                     Ok(Ok(response)) => {
                         let status = response.status().as_u16();
@@ -141,16 +141,17 @@ impl HttpConfig {
             .map_err(|_| Error::Timeout {
                 after: self.timeout,
             })?
-            .map_err(|error| transport_error(&url, &error))
+            .map_err(|error| transport_error(&url, error))
     }
 }
 
 /// [`Error::Transport`] for a request to `url` that got no HTTP answer. The URL loses its
 /// user info and its query (a key may travel there, `?key=`), and the message is redacted.
-pub(crate) fn transport_error(url: &str, error: &reqwest::Error) -> Error {
+pub(crate) fn transport_error(url: &str, error: reqwest::Error) -> Error {
     Error::Transport {
         url: safe_url(url),
-        message: crate::redact::redact(&reqwest_message(error)).into_owned(),
+        message: crate::redact::redact(&reqwest_message(&error)).into_owned(),
+        source: Some(Box::new(error.without_url())),
     }
 }
 

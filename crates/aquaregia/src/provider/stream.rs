@@ -150,7 +150,7 @@ fn decode_stream<P: WireApi>(response: reqwest::Response, idle_timeout: Duration
                     state.end(Err(Error::Timeout { after }));
                 }
                 Ok(Some(Err(error))) => {
-                    let error = transport_error(&state.url, &error);
+                    let error = transport_error(&state.url, error);
                     state.end(Err(error));
                 }
                 Ok(Some(Ok(bytes))) => {

@@ -314,7 +314,7 @@ pub(crate) fn record_tool(span: &Span, result: &Result<ToolOutput, ToolExecError
         }
         Err(error) => {
             let kind = match error {
-                ToolExecError::Execution(_) => "tool_error",
+                ToolExecError::Execution(_) | ToolExecError::Failed(_) => "tool_error",
                 ToolExecError::InvalidArguments(_) => "invalid_arguments",
                 ToolExecError::Timeout => "timeout",
                 ToolExecError::UnknownTool(_) => "unknown_tool",

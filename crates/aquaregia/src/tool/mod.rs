@@ -83,12 +83,21 @@ impl ToolAnnotations {
 }
 
 /// Why a tool call failed.
+///
+/// The `Display` text is what the model is told. Two errors are equal when they are the same
+/// variant with the same text ([`Failed`](Self::Failed) compares its error's text).
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ToolExecError {
     /// The tool ran and reported a failure.
     #[error("{0}")]
     Execution(String),
+    /// The tool failed with an error of its own, kept whole: its text is what the model is
+    /// told; downcast it to act on a particular error, and
+    /// [`source`](std::error::Error::source) goes on with its causes. See
+    /// [`ToolExecError::failed`].
+    #[error(transparent)]
+    Failed(Arc<dyn std::error::Error + Send + Sync>),
     /// The arguments did not match the tool's schema (or could not be decoded).
     #[error("invalid arguments: {0}")]
     InvalidArguments(String),
@@ -106,6 +115,38 @@ pub enum ToolExecError {
     Cancelled,
 }
 
+impl ToolExecError {
+    /// A failure carrying `error` as its source ([`ToolExecError::Failed`]).
+    ///
+    /// ```
+    /// use aquaregia::ToolExecError;
+    /// let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+    /// let error = ToolExecError::failed(io);
+    /// assert_eq!(error.to_string(), "no such file");
+    /// ```
+    pub fn failed(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::Failed(Arc::from(error.into()))
+    }
+}
+
+impl PartialEq for ToolExecError {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Execution(a), Self::Execution(b))
+            | (Self::InvalidArguments(a), Self::InvalidArguments(b))
+            | (Self::UnknownTool(a), Self::UnknownTool(b))
+            | (Self::Denied(a), Self::Denied(b)) => a == b,
+            (Self::Failed(a), Self::Failed(b)) => {
+                Arc::ptr_eq(a, b) || a.to_string() == b.to_string()
+            }
+            (Self::Timeout, Self::Timeout) | (Self::Cancelled, Self::Cancelled) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for ToolExecError {}
+
 impl From<String> for ToolExecError {
     fn from(message: String) -> Self {
         Self::Execution(message)
@@ -120,13 +161,13 @@ impl From<&str> for ToolExecError {
 
 impl From<std::io::Error> for ToolExecError {
     fn from(error: std::io::Error) -> Self {
-        Self::Execution(error.to_string())
+        Self::failed(error)
     }
 }
 
 impl From<serde_json::Error> for ToolExecError {
     fn from(error: serde_json::Error) -> Self {
-        Self::Execution(error.to_string())
+        Self::failed(error)
     }
 }
 
@@ -135,7 +176,7 @@ impl From<Error> for ToolExecError {
         match error {
             Error::Tool { source, .. } => source,
             Error::Cancelled => Self::Cancelled,
-            other => Self::Execution(other.to_string()),
+            other => Self::failed(other),
         }
     }
 }
