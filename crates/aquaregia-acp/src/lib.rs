@@ -65,6 +65,7 @@ mod session;
 mod stdio;
 mod store;
 mod terminal;
+mod trust;
 mod turn;
 mod updates;
 

@@ -201,6 +201,7 @@ impl State {
                 cx: cx.clone(),
                 session: session.clone(),
                 policy: self.policy.clone(),
+                trust: self.trust.clone(),
             })
             .cancellation_token(token.clone())
             .prepare_step(session.toolset.prepare_step())
