@@ -155,6 +155,15 @@ impl State {
             .open(id.to_owned(), cwd, servers, store::history(&stored), cx)
             .await;
         session.set_stored_turns(u64::try_from(stored.turns.len()).unwrap_or(u64::MAX));
+        if stored.skipped > 0 {
+            // Told at the next turn: what was lost is said, not silently dropped.
+            session.add_notice(format!(
+                "This session's file had {} damaged line(s) (a write cut short, say); they \
+                 were skipped and the {} intact turn(s) were loaded.\n",
+                stored.skipped,
+                stored.turns.len()
+            ));
+        }
         let mode = stored
             .meta
             .mode
