@@ -10,6 +10,7 @@
 mod common;
 
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
@@ -518,7 +519,13 @@ impl Drive {
     /// Runs [`DRIVER`] with `plan` against `aquaregia acp <args>`; its report.
     async fn run(&self, plan: &Value, args: &[&str]) -> Value {
         let npm_dir = format!("{}/npm", dep("AQUAREGIA_TEST_DEPS"));
-        let script = format!("{npm_dir}/aquaregia-acp-driver-{}.mjs", std::process::id());
+        // One file per run: tests run in parallel, and each removes its own.
+        static RUNS: AtomicUsize = AtomicUsize::new(0);
+        let script = format!(
+            "{npm_dir}/aquaregia-acp-driver-{}-{}.mjs",
+            std::process::id(),
+            RUNS.fetch_add(1, Ordering::Relaxed)
+        );
         std::fs::write(&script, DRIVER).unwrap();
         let _cleanup = RemoveOnDrop(script.clone());
         let plan_file = self.root().join("plan.json");
