@@ -216,7 +216,7 @@ impl AcpHooks {
             ),
             options,
         );
-        let sent = self.cx.send_request(request);
+        let sent = self.cx.send_request(updates::redacted(request));
         // If the prompt is cancelled while we wait, this future is dropped: the guard tells the
         // client to stop asking.
         let mut guard = CancelOnDrop(Some(sent.cancellation_handle()));

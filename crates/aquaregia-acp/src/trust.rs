@@ -186,7 +186,7 @@ impl PinReviews {
                 ),
             ],
         );
-        let sent = self.cx.send_request(request);
+        let sent = self.cx.send_request(updates::redacted(request));
         // A cancelled prompt drops this future: the client is told to stop asking.
         let mut guard = CancelOnDrop(Some(sent.cancellation_handle()));
         let reply = sent.block_task().await;
