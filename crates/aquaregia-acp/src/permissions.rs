@@ -202,6 +202,14 @@ impl AcpHooks {
                 PermissionOptionKind::RejectAlways,
             ));
         }
+        let mut content = content;
+        if let Some(server) = &offer.trust_server {
+            // Why a tool that says it only reads is asked about.
+            content.push(ToolCallContent::from(updates::text_block(&format!(
+                "MCP server `{server}` says this tool only reads, but the server is not \
+                 trusted, so that is not taken on its word."
+            ))));
+        }
         let request = RequestPermissionRequest::new(
             self.session.id.clone(),
             ToolCallUpdate::new(

@@ -135,7 +135,12 @@ impl PinReviews {
                 _ => format!("changed its tool `{tool}` since it was pinned"),
             }
         );
-        if let Some(command) = &review.command {
+        // A changed command is in the diff already.
+        if let Some(command) = review
+            .command
+            .as_ref()
+            .filter(|_| !review.diff.starts_with("- command:"))
+        {
             text.push_str(&format!("\nThe server runs: {}\n", command.join(" ")));
         }
         text.push_str(&format!(

@@ -451,6 +451,8 @@ async fn a_read_only_hint_of_an_untrusted_server_asks_until_the_server_is_truste
         trust.contains("`box`") && trust.contains("read-only"),
         "the option says what it trusts: {trust}"
     );
+    let why = asked[0]["params"]["toolCall"]["content"].to_string();
+    assert!(why.contains("not trusted"), "the question says why: {why}");
     let told = tool_messages(&mock.bodies()[2]);
     assert_eq!(content_text(&told[0]), "a note");
     assert!(content_text(&told[1]).contains("cwd"), "{told:?}");
