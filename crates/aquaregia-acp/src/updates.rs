@@ -16,12 +16,38 @@ use crate::session::Mode;
 /// Sends one `session/update`, known secrets redacted (see [`redacted`]). A closed connection
 /// is not an error worth stopping for.
 pub(crate) fn send(cx: &ConnectionTo<Client>, session_id: &str, update: SessionUpdate) {
-    let update = redacted(update);
+    let update = match update {
+        // The frequent case, checked without a JSON round trip.
+        SessionUpdate::AgentMessageChunk(chunk) if is_text(&chunk) => {
+            SessionUpdate::AgentMessageChunk(redacted_text(chunk))
+        }
+        SessionUpdate::AgentThoughtChunk(chunk) if is_text(&chunk) => {
+            SessionUpdate::AgentThoughtChunk(redacted_text(chunk))
+        }
+        SessionUpdate::UserMessageChunk(chunk) if is_text(&chunk) => {
+            SessionUpdate::UserMessageChunk(redacted_text(chunk))
+        }
+        other => redacted(other),
+    };
     if let Err(error) =
         cx.send_notification(SessionNotification::new(session_id.to_owned(), update))
     {
         tracing::debug!(error = %error.message, "session/update not sent");
     }
+}
+
+fn is_text(chunk: &ContentChunk) -> bool {
+    matches!(chunk.content, acp::ContentBlock::Text(_))
+}
+
+/// A text chunk with its known secrets redacted.
+fn redacted_text(mut chunk: ContentChunk) -> ContentChunk {
+    if let acp::ContentBlock::Text(text) = &mut chunk.content
+        && let std::borrow::Cow::Owned(redacted) = aquaregia::redact::redact_known(&text.text)
+    {
+        text.text = redacted;
+    }
+    chunk
 }
 
 /// `message` with every secret this process knows (provider keys, configured header values,
