@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::{ConnectionTo, Dispatch};
 use agent_client_protocol::{Agent, Client, ConnectTo};
-use aquaregia::mcp::ServerProcess;
+use aquaregia::mcp::{PinFile, ServerProcess};
 use aquaregia::{AgentBuilder, OutputBudget, SessionStore};
 use futures::future::BoxFuture;
 
@@ -18,6 +18,7 @@ use crate::dispatch::State;
 use crate::sandbox::Sandbox;
 use crate::servers::{ConnectPlan, LoginHint, ProcessHook};
 use crate::stdio;
+use crate::trust::Trust;
 
 /// How long the end of serving waits for stdout to take what was sent.
 const STDOUT_DRAIN: Duration = Duration::from_secs(1);
@@ -69,7 +70,9 @@ pub struct AcpServer {
     #[cfg(feature = "oauth")]
     oauth: Option<aquaregia::mcp::OAuth>,
     login_hint: Option<LoginHint>,
-    policy: Option<Arc<aquaregia::policy::PermissionPolicy>>,
+    policy: Option<aquaregia::policy::PermissionPolicy>,
+    pins: Option<PinFile>,
+    trusted: Vec<String>,
 }
 
 impl fmt::Debug for AcpServer {
@@ -80,6 +83,8 @@ impl fmt::Debug for AcpServer {
             .field("output_budget", &self.output_budget)
             .field("on_process", &self.on_process.as_ref().map(|_| "<hook>"))
             .field("sandbox", &self.sandbox)
+            .field("pins", &self.pins)
+            .field("trusted", &self.trusted)
             .finish_non_exhaustive()
     }
 }
@@ -122,21 +127,60 @@ impl AcpServer {
             oauth: None,
             login_hint: None,
             policy: None,
+            pins: None,
+            trusted: Vec::new(),
         }
     }
 
-    /// A permission policy consulted first for every tool call of every session (principal:
-    /// the session id, front end `"acp"`): [`Decision::Deny`] refuses the call with the
-    /// policy's reason, [`Decision::Allow`] runs it without asking (except that plan mode
-    /// still refuses anything not read-only, and a file outside the workspace still asks), and
-    /// [`Decision::Ask`] leaves it to the session's mode (which may ask the user).
+    /// A permission policy for every tool call of every session (principal: the session id,
+    /// front end `"acp"`, context `mode`: the session's mode). It is put inside the session
+    /// modes ([`PermissionPolicy::with_session_modes`]), the one decision point for every
+    /// call: [`Decision::Deny`] refuses the call with the policy's reason,
+    /// [`Decision::Allow`] runs it without asking (except that plan mode still refuses
+    /// anything not read-only, and a file outside the workspace still asks), and
+    /// [`Decision::Ask`] leaves it to the session's mode (which may ask the user). Without
+    /// one, the modes alone decide.
     ///
+    /// [`PermissionPolicy::with_session_modes`]: aquaregia::policy::PermissionPolicy::with_session_modes
     /// [`Decision::Deny`]: aquaregia::policy::Decision::Deny
     /// [`Decision::Allow`]: aquaregia::policy::Decision::Allow
     /// [`Decision::Ask`]: aquaregia::policy::Decision::Ask
     #[must_use]
     pub fn permission_policy(mut self, policy: aquaregia::policy::PermissionPolicy) -> Self {
-        self.policy = Some(Arc::new(policy));
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Pins the sessions' MCP tools in `file` (see
+    /// [`McpToolsetBuilder::pins`](aquaregia::mcp::McpToolsetBuilder::pins)), by the names
+    /// the editor gives its servers, and keeps there which servers the user trusts. The first
+    /// time a server is seen its tools are pinned as they are; later, a tool that is new or
+    /// changed since (its description, schema or annotations, or a stdio server's resolved
+    /// command) is withheld from the model until the user approves it: a
+    /// `session/request_permission` naming the server and showing the diff, asked when the
+    /// session's tools are listed for a prompt turn (at the start of its first turn, and
+    /// after the server says its tools changed). A server marked trusted in the file (the
+    /// CLI's `aquaregia mcp trust` writes the same file: [`PinFile::in_data_dir`]) has its
+    /// read-only hints believed, as has one the user trusts by answering a read-only tool's
+    /// question with its "always" option, which is then stored here.
+    ///
+    /// Without a pin file tools are not pinned, and trusting a server by an answer lasts
+    /// until the agent stops.
+    ///
+    /// [`PinFile::in_data_dir`]: aquaregia::mcp::PinFile::in_data_dir
+    #[must_use]
+    pub fn pins(mut self, file: PinFile) -> Self {
+        self.pins = Some(file);
+        self
+    }
+
+    /// Believes the annotations (`readOnlyHint`...) of the servers the editor names `name`,
+    /// in every session: their read-only tools run without a question. Servers not trusted
+    /// this way (or in the [`pins`](Self::pins), or by the user's answer) are asked about
+    /// like any tool, whatever their hints say.
+    #[must_use]
+    pub fn trust_server(mut self, name: impl Into<String>) -> Self {
+        self.trusted.push(name.into());
         self
     }
 
@@ -168,7 +212,7 @@ impl AcpServer {
     /// that must end them if this process is killed outright (SIGKILL) needs to know.
     ///
     /// ```
-    /// use aquaregia::mcp::ServerProcess;
+    /// use aquaregia::mcp::{PinFile, ServerProcess};
     /// # fn demo(server: aquaregia_acp::AcpServer) -> aquaregia_acp::AcpServer {
     /// server.on_process(|event| match event {
     ///     ServerProcess::Started { pid } => eprintln!("server {pid} started"),
@@ -311,7 +355,8 @@ impl AcpServer {
             self.store,
             self.output_budget,
         );
-        state.policy = self.policy;
+        state.policy = Arc::new(self.policy.unwrap_or_default().with_session_modes());
+        state.trust = Arc::new(Trust::new(self.pins, self.trusted));
         let state = Arc::new(state);
         let dispatch_state = state.clone();
         let connection = Agent

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::elicitation::Elicitation;
 use crate::mcp_over_acp::McpOverAcp;
+use crate::trust::{PinReviews, Trust};
 
 /// A server that could not be used, and why (reported to the client).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,12 +157,16 @@ pub(crate) struct ConnectPlan {
 /// Connects every entry in parallel through an [`McpToolset`] (tools named
 /// `<server>__<tool>`, questions to the user through `elicitation`). Failures (bad entries,
 /// duplicates, servers that do not start in time) are returned, not fatal.
+///
+/// With a pin file, the tools are pinned and new or changed ones are reviewed through
+/// `reviews`; the servers `trust` names have their hints believed.
 pub(crate) async fn connect_all(
     servers: &[McpServer],
     cwd: &Path,
     plan: &ConnectPlan,
     (cx, acp): (&ConnectionTo<Client>, &Arc<McpOverAcp>),
     elicitation: Arc<Elicitation>,
+    (trust, reviews): (&Trust, Arc<PinReviews>),
 ) -> (McpToolset, Vec<Failure>) {
     let mut failures = Vec::new();
     let mut names = HashSet::new();
@@ -178,6 +183,14 @@ pub(crate) async fn connect_all(
     #[cfg(feature = "oauth")]
     if let Some(oauth) = &plan.oauth {
         builder = builder.oauth(oauth.clone());
+    }
+    if let Some(pins) = trust.pins() {
+        builder = builder
+            .pins(pins.clone())
+            .on_pin_review(move |review| reviews.clone().ask(review));
+    }
+    for name in trust.names() {
+        builder = builder.trust(name);
     }
     for server in servers {
         let name = name(server).to_owned();
@@ -210,6 +223,10 @@ pub(crate) async fn connect_all(
                 connector.transport(transport).await
             });
             continue;
+        }
+        if let McpServer::Stdio(stdio) = server {
+            builder =
+                builder.pinned_command(name.clone(), &stdio.command.to_string_lossy(), &stdio.args);
         }
         match (spec(server, cwd), &plan.on_process) {
             (Ok(spec), Some(hook)) => {

@@ -17,7 +17,7 @@ use support::{BOUND, agent_for};
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn disabled_patterns_hide_tools_of_every_transport() {
     let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock).disable_tools([
+    let client = RawClient::connect(agent_for(&mock).trust_server("ed").disable_tools([
         "box__*write*",
         "ed__*write*",
         "ed__peek",

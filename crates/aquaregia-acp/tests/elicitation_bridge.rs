@@ -145,7 +145,7 @@ async fn run_client(
     marker: &str,
     turns: impl AsyncFnOnce(&mut ActiveSession<'_, Agent>) -> Result<(), Error>,
 ) {
-    let (client_end, serve) = serve_in_memory(agent_for(mock));
+    let (client_end, serve) = serve_in_memory(agent_for(mock).trust_server("asker"));
     let (read, write) = tokio::io::split(client_end);
     let transport = ByteStreams::new(write.compat_write(), read.compat());
     Client
@@ -338,7 +338,7 @@ async fn a_completed_url_question_is_announced_to_the_client() {
     ))
     .push(Reply::text("Signed in."));
     let marker = marker("elicitation-complete");
-    let client = RawClient::connect(agent_for(&mock));
+    let client = RawClient::connect(agent_for(&mock).trust_server("asker"));
     client.set_handler(|request| match request["method"].as_str() {
         Some("elicitation/create") => Some(ok(request, json!({"action": "accept"}))),
         _ => None,

@@ -71,6 +71,11 @@ async fn plan_mode_offers_only_read_only_tools() {
     assert_eq!(read_only, ["box__read_note", "box__whereami"]);
     let told = mock.bodies()[2]["messages"].to_string();
     assert!(!told.contains("written"), "write_note did not run: {told}");
+    // Refused by the mode, not in the user's name.
+    assert!(
+        told.contains("plan mode") && !told.contains("the user rejected"),
+        "{told}"
+    );
     assert!(
         client
             .log()

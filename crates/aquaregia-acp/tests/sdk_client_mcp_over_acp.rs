@@ -414,7 +414,7 @@ async fn the_rust_sdk_client_serves_tools_to_the_agent_over_acp() {
 async fn cancelling_a_prompt_cancels_the_clients_mcp_request() {
     let mock = MockServer::start().await;
     mock.push(Reply::tool_call("call-1", "ws__wait_forever", json!({})));
-    let (client_end, serve) = serve_in_memory(agent_for(&mock));
+    let (client_end, serve) = serve_in_memory(agent_for(&mock).trust_server("ws"));
     let (read, write_half) = tokio::io::split(client_end);
     let transport = ByteStreams::new(write_half.compat_write(), read.compat());
     let workspace = Workspace::default();

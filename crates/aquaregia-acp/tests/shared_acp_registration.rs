@@ -119,7 +119,7 @@ fn declaration() -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_registration_in_two_sessions() {
     let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let client = RawClient::connect(agent_for(&mock).trust_server("ws"));
     let registry = Arc::new(Mutex::new(Registry::default()));
     client.set_handler({
         let registry = registry.clone();

@@ -20,7 +20,7 @@ async fn stdio_servers_get_the_session_cwd_and_the_merged_env() {
     let dir = dir.canonicalize().unwrap();
     let _cleanup = RemoveOnDrop(dir.clone());
     let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let client = RawClient::connect(agent_for(&mock).trust_server("box"));
     client.initialize().await;
     let marker = marker("stdio-env");
     let session = client

@@ -22,7 +22,7 @@ fn with_usage(stream: &str, input: u64, output: u64, cached: u64) -> Reply {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_usage_update_follows_every_model_call() {
     let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let client = RawClient::connect(agent_for(&mock).trust_server("box"));
     client.initialize().await;
     let marker = marker("usage");
     let session = client

@@ -2,7 +2,10 @@
 //!
 //! stdout carries only JSON-RPC; logs go to stderr. Without the model's API key the agent
 //! still starts: it offers ACP auth methods and waits for `authenticate` (keys entered that
-//! way are stored 0600 in the data dir, `AQUAREGIA_DATA_DIR` overriding it).
+//! way are stored 0600 in the data dir, `AQUAREGIA_DATA_DIR` overriding it). The editor's MCP
+//! servers' tools are pinned in the data dir's `pins.json`, the file `aquaregia mcp trust`
+//! writes: a tool that changed since is withheld until approved, and only trusted servers'
+//! read-only hints are believed.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -13,7 +16,7 @@ use crate::prompt_cache;
 use crate::reaper;
 use crate::telemetry;
 use anyhow::Context;
-use aquaregia::mcp::{FileTokenStore, OAuth};
+use aquaregia::mcp::{FileTokenStore, OAuth, PinFile};
 use aquaregia::{Client, FileSessionStore};
 use aquaregia_acp::{AcpServer, ApiKeyAuth, Sandbox};
 use clap::Args;
@@ -67,6 +70,12 @@ pub(crate) struct AcpArgs {
     /// would decide for each call, without enforcing it.
     #[arg(long, value_name = "FILE.cedar")]
     pub(crate) policy_shadow: Option<std::path::PathBuf>,
+
+    /// Believe the annotations of the editor's MCP servers named NAME (repeatable): their
+    /// read-only tools run without asking. Other servers' read-only tools ask, offering to
+    /// trust the server; `aquaregia mcp trust` trusts one for good.
+    #[arg(long = "trust-server", value_name = "NAME")]
+    pub(crate) trusted_servers: Vec<String>,
 }
 
 /// The hidden subcommand that confines a local command and runs it
@@ -188,7 +197,14 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     .mcp_startup_timeout(Duration::from_secs(args.mcp_startup_timeout))
     .disable_tools(args.disabled_tools)
     // A reaper ends the servers' process groups if this process is killed outright.
-    .on_process(reaper::on_process);
+    .on_process(reaper::on_process)
+    // The editor's servers are pinned, and trusted, in the file `aquaregia mcp trust` and
+    // `untrust` write: trusting a server there trusts it here, and the other way round.
+    .pins(PinFile::new(data_dir.join("pins.json")));
+    let server = args
+        .trusted_servers
+        .into_iter()
+        .fold(server, AcpServer::trust_server);
     // Local commands are confined by this binary itself (`aquaregia __sandbox`).
     let server = match std::env::current_exe() {
         Ok(exe) => server.sandbox(

@@ -27,7 +27,7 @@ use aquaregia_test_support::mock_model::{
 use aquaregia_test_support::processes::{
     KillMarked, assert_no_process_left, marker, processes_with_marker,
 };
-use common::{Scratch, acp_agent, cli, server_everything_acp_entry, use_mock};
+use common::{Scratch, acp_agent_with, cli, server_everything_acp_entry, use_mock};
 
 /// How long the agent may take to answer a cancelled prompt, or to exit once its input ends.
 /// Generous: both take milliseconds (the tests print what they observe).
@@ -58,11 +58,12 @@ impl Deref for Agent {
 }
 
 impl Agent {
-    async fn start(tag: &str, model: &MockServer) -> Self {
+    /// Starts `aquaregia acp` with `args` on `model` and initializes it.
+    async fn start(tag: &str, model: &MockServer, args: &[&str]) -> Self {
         let scratch = Scratch::new();
         let marker = marker(tag);
         let kill = KillMarked(marker.clone());
-        let client = acp_agent(&scratch, model, &marker);
+        let client = acp_agent_with(&scratch, model, &marker, args);
         let init = client.initialize().await;
         Self {
             client,
@@ -186,7 +187,7 @@ const REJECTED: [&str; 2] = ["pending", "failed"];
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_session_with_server_everything_over_stdio_and_an_acp_server() {
     let mock = MockServer::start().await;
-    let agent = Agent::start("acp-bin-both", &mock).await;
+    let agent = Agent::start("acp-bin-both", &mock, &["--trust-server", "everything"]).await;
     assert_eq!(agent.init["agentInfo"]["name"], "aquaregia");
     assert_eq!(
         agent.init["agentCapabilities"]["mcpCapabilities"]["acp"],
@@ -247,7 +248,7 @@ async fn one_session_with_server_everything_over_stdio_and_an_acp_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn permission_answers_are_honoured_and_always_is_a_project_rule_for_those_arguments() {
     let mock = MockServer::start().await;
-    let agent = Agent::start("acp-bin-permissions", &mock).await;
+    let agent = Agent::start("acp-bin-permissions", &mock, &["--trust-server", "ed"]).await;
     let editor = AcpMcpServer::new(json!([
         acp_tool("write", false),
         acp_tool("delete", false),
@@ -350,7 +351,7 @@ async fn permission_answers_are_honoured_and_always_is_a_project_rule_for_those_
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancel_during_a_never_answered_tool_call_stops_the_prompt_promptly() {
     let mock = MockServer::start().await;
-    let agent = Agent::start("acp-bin-cancel", &mock).await;
+    let agent = Agent::start("acp-bin-cancel", &mock, &["--trust-server", "slow"]).await;
     // The client never answers calls to `wait`.
     let slow = AcpMcpServer::new(json!([acp_tool("wait", true)])).hold("wait");
     agent.serve({
@@ -420,7 +421,7 @@ async fn cancel_during_a_never_answered_tool_call_stops_the_prompt_promptly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn session_close_and_disconnect_leave_no_child_process() {
     let mock = MockServer::start().await;
-    let agent = Agent::start("acp-bin-close", &mock).await;
+    let agent = Agent::start("acp-bin-close", &mock, &["--trust-server", "everything"]).await;
     let first = agent
         .session(json!([server_everything_acp_entry("everything")]))
         .await;
@@ -462,11 +463,12 @@ async fn session_close_and_disconnect_leave_no_child_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_list_change_mid_prompt_reaches_the_next_model_step() {
     let mock = MockServer::start().await;
-    let agent = Agent::start("acp-bin-list-changed", &mock).await;
+    let agent = Agent::start("acp-bin-list-changed", &mock, &["--trust-server", "ws"]).await;
     let workspace = AcpMcpServer::new(json!([acp_tool("probe", true)]));
     agent.serve({
         let workspace = workspace.clone();
-        move |request| workspace.handle(request)
+        // A tool new since the server's tools were pinned is approved before it is offered.
+        move |request| select_permission(request, "approve").or_else(|| workspace.handle(request))
     });
     let session = agent.session(json!([acp_entry("ws", "ws-1")])).await;
     // The subscription opens in the background: connecting never waits for it.
@@ -514,6 +516,7 @@ async fn a_list_change_mid_prompt_reaches_the_next_model_step() {
         .filter(|m| *m == "tools/list")
         .count();
     assert_eq!(listings, 2, "listed once, then again after the change");
+    assert_eq!(agent.asked(), ["pin-review-1"], "the new tool was reviewed");
     agent.disconnect("after a list change").await;
 }
 

@@ -1,8 +1,10 @@
 //! Secrets never stored: known, unique secrets are handed to the CLI through every way a user
 //! gives one (a provider API key in the environment, an `Authorization` header and a stdio
 //! server's `env` resolved from `${VAR}` in the config, OAuth tokens from a login), then every
-//! output is searched for them: stdout (`--output json`), stderr with `RUST_LOG=trace`, the
-//! saved session files and the OTLP spans exported with content capture on.
+//! output is searched for them: stdout (`--output json`, and streamed answers that split a
+//! secret between two pieces), stderr with `RUST_LOG=trace`, the saved session files, the
+//! OTLP spans exported with content capture on, and everything `aquaregia acp` sends the
+//! editor (tool output, streamed messages, errors).
 
 mod common;
 mod oauth_server;
@@ -10,15 +12,17 @@ mod oauth_server;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use aquaregia_test_support::acp_client::{RawClient, select_permission};
 use aquaregia_test_support::mock_model::{MockServer, Reply};
+use aquaregia_test_support::processes::{KillMarked, assert_no_process_left, marker};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{any, post};
-use common::{Outcome, Scratch, cli, run, test_server_script};
+use common::{BOUND, Outcome, Scratch, cli, run, test_server_script};
 use oauth_server::OAuthServer;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const API_KEY: &str = "sk-proj-UniqueApiKey0123456789abcdef";
 const SERVER_TOKEN: &str = "stdio-env-token-5f2c9e71d3";
@@ -276,4 +280,137 @@ fn collect_tokens(value: &serde_json::Value, out: &mut Vec<String>) {
         serde_json::Value::Array(items) => items.iter().for_each(|item| collect_tokens(item, out)),
         _ => {}
     }
+}
+
+/// The pieces of a streamed answer that splits each secret in two.
+fn split_secrets(secrets: &[&'static str]) -> Vec<&'static str> {
+    let mut pieces = vec!["Here they are: "];
+    for secret in secrets {
+        let (head, tail) = secret.split_at(secret.len() / 2);
+        pieces.extend([head, tail, " and "]);
+    }
+    pieces.push("that is all.");
+    pieces
+}
+
+/// A streamed answer that splits a known secret between two pieces (the provider key, and a
+/// server's secret `env`) shows neither, in plain text or in `stream-json`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_split_between_streamed_pieces_is_redacted() {
+    let scratch = Scratch::new();
+    scratch.config(&json!({
+        "local": {
+            "command": "python3",
+            "args": [test_server_script()],
+            "env": {"AQUAREGIA_TEST_SECRET_TOKEN": "${MY_SERVER_TOKEN}"},
+        },
+    }));
+    let pieces = split_secrets(&[API_KEY, SERVER_TOKEN]);
+    for format in ["text", "stream-json"] {
+        let model = MockServer::with_replies(vec![Reply::text_stream(&pieces)]).await;
+        let outcome = run(
+            command(
+                &scratch,
+                &model,
+                &["run", "--yes", "--output", format, "Say them."],
+            ),
+            "",
+        )
+        .await;
+        assert_eq!(outcome.code, Some(0), "{outcome:?}");
+        // The answer as the user reads it: stream-json's text pieces joined.
+        let answer = if format == "text" {
+            outcome.stdout.clone()
+        } else {
+            outcome
+                .stdout
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .filter(|line| line["type"] == "text")
+                .filter_map(|line| line["text"].as_str().map(str::to_owned))
+                .collect()
+        };
+        assert!(
+            answer.contains("Here they are: [REDACTED] and [REDACTED] and that is all."),
+            "{format}: {answer}"
+        );
+        let mut all = outputs(format, &outcome);
+        all.push((format!("{format} answer"), answer));
+        let leaked = leaks(&[API_KEY, SERVER_TOKEN], &all);
+        assert!(leaked.is_empty(), "secrets leaked:\n{}", leaked.join("\n"));
+    }
+}
+
+/// What `aquaregia acp` sends the editor holds no known secret: a tool's output (a server's
+/// secret `env`), the streamed answer splitting the provider key and that token, and a
+/// provider error echoing the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_reaches_the_editor() {
+    let scratch = Scratch::new();
+    let marker = marker("acp-secrets");
+    let _kill = KillMarked(marker.clone());
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", "local__whoami", json!({}))]),
+        Reply::text_stream(&split_secrets(&[API_KEY, SERVER_TOKEN])),
+        Reply::error(
+            401,
+            json!({"error": {"message": format!("Incorrect API key provided: {API_KEY}."),
+                             "type": "invalid_request_error"}}),
+        ),
+    ])
+    .await;
+    let mut agent = cli(&scratch);
+    agent
+        .args(["acp", "--model", "openai-chat:mock"])
+        .env("OPENAI_BASE_URL", &model.url)
+        .env("OPENAI_API_KEY", API_KEY)
+        .env("RUST_LOG", "trace")
+        .env("AQUAREGIA_TEST_MARKER", &marker);
+    let client = RawClient::spawn(tokio::process::Command::from(agent));
+    client.set_handler(|request| select_permission(request, "allow_once"));
+    client.initialize().await;
+    let local = json!({
+        "name": "local", "command": "python3", "args": [test_server_script()],
+        "env": [
+            {"name": "AQUAREGIA_TEST_SECRET_TOKEN", "value": SERVER_TOKEN},
+            {"name": "AQUAREGIA_TEST_MARKER", "value": marker},
+        ],
+    });
+    let cwd = scratch.path.to_str().unwrap().to_owned();
+    let session = client.new_session(&cwd, json!([local])).await;
+    let answer = client
+        .prompt(&session, "Who are you, and what are the keys?")
+        .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let results = aquaregia_test_support::mock_model::tool_results(&model.bodies()[1]);
+    assert!(
+        results.iter().any(|(_, text)| text.contains(SERVER_TOKEN)),
+        "the server answered with its token (the model may see it): {results:?}"
+    );
+    let refused = client.prompt(&session, "Again.").await;
+    assert!(refused.get("error").is_some(), "{refused}");
+
+    let sent: Vec<Value> = client.log();
+    let answer_text: String = sent
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    let all = vec![
+        (
+            "messages to the editor".to_owned(),
+            serde_json::to_string(&sent).unwrap(),
+        ),
+        ("the streamed answer".to_owned(), answer_text.clone()),
+        ("acp stderr".to_owned(), client.stderr()),
+    ];
+    let leaked = leaks(&[API_KEY, SERVER_TOKEN], &all);
+    assert!(leaked.is_empty(), "secrets leaked:\n{}", leaked.join("\n"));
+    assert!(
+        answer_text.contains("Here they are: [REDACTED] and [REDACTED]"),
+        "{answer_text}"
+    );
+    client.close_write().await;
+    assert!(client.wait_exit(BOUND).await.success());
+    assert_no_process_left(&marker, BOUND).await;
 }

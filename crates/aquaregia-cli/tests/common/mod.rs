@@ -171,8 +171,18 @@ pub fn server_everything_acp_entry(name: &str) -> Value {
 /// over its stdio (killed when the client is dropped). `AQUAREGIA_TEST_MARKER=<marker>` is set
 /// on it; the stdio servers it starts carry the marker only if their entries set it in `env`.
 pub fn acp_agent(scratch: &Scratch, model: &MockServer, marker: &str) -> RawClient {
+    acp_agent_with(scratch, model, marker, &[])
+}
+
+/// [`acp_agent`] with more arguments for `aquaregia acp`.
+pub fn acp_agent_with(
+    scratch: &Scratch,
+    model: &MockServer,
+    marker: &str,
+    args: &[&str],
+) -> RawClient {
     let mut command = cli(scratch);
-    command.arg("acp");
+    command.arg("acp").args(args);
     use_mock(&mut command, model);
     command.env("AQUAREGIA_TEST_MARKER", marker);
     RawClient::spawn(tokio::process::Command::from(command))

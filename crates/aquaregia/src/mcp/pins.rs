@@ -185,6 +185,9 @@ pub struct PinReview {
     pub server: String,
     /// The tool's name on the server.
     pub tool: String,
+    /// For a stdio server, the command line it runs now (the program resolved on `PATH`, then
+    /// its arguments).
+    pub command: Option<Vec<String>>,
     /// New or changed.
     pub change: PinChange,
     /// What changed, for a person: `-` lines as approved before, `+` lines as now.

@@ -97,6 +97,8 @@ struct Inner {
     decisions: Mutex<HashMap<(String, String, String), bool>>,
     /// The tools withheld at the last listing.
     withheld: Mutex<Vec<WithheldTool>>,
+    /// The server of each tool handed out, by the tool's exposed name.
+    owners: Mutex<HashMap<String, String>>,
     /// One review of the pin file at a time.
     pin_lock: tokio::sync::Mutex<()>,
 }
@@ -532,6 +534,12 @@ impl McpToolset {
         self.merge(generation, named)
     }
 
+    /// The server (by the name it was given to the builder) whose tool the model knows as
+    /// `tool`, for a tool this toolset listed.
+    pub fn server_of(&self, tool: &str) -> Option<String> {
+        lock(&self.inner.owners).get(tool).cloned()
+    }
+
     /// The tools withheld at the last listing because they are new or changed on a pinned
     /// server and were not approved (see [`McpToolsetBuilder::pins`]).
     pub fn withheld(&self) -> Vec<WithheldTool> {
@@ -594,6 +602,7 @@ impl McpToolset {
                     let review = PinReview {
                         server: server.to_owned(),
                         tool: tool.name.clone(),
+                        command: command.clone(),
                         change: if old.is_some() {
                             PinChange::Changed
                         } else {
@@ -665,6 +674,7 @@ impl McpToolset {
     fn merge(&self, generation: u64, listings: Vec<(&str, Vec<Tool>)>) -> Vec<Tool> {
         let mut seen = HashSet::new();
         let mut tools = Vec::new();
+        let mut owners = lock(&self.inner.owners);
         for (server, listing) in listings {
             let budget = self
                 .inner
@@ -683,12 +693,14 @@ impl McpToolset {
                     continue;
                 }
                 seen.insert(tool.name().to_owned());
+                owners.insert(tool.name().to_owned(), server.to_owned());
                 if let Some(budget) = budget {
                     tool = tool.with_output_budget(budget);
                 }
                 tools.push(tool);
             }
         }
+        drop(owners);
         lock(&self.inner.handed_out).extend(seen);
         self.inner
             .listed_generation
