@@ -85,7 +85,9 @@ impl AgentHooks for AcpHooks {
             .front_end("acp")
             .hints_trusted(trusted)
             .mode(session.mode())
-            .edit(kind == ToolKind::Edit)
+            // Only the agent's own file edits, which the workspace boundary judges: an MCP
+            // tool whose name sounds like an edit can do anything its server lets it.
+            .edit(matches!(call.name.as_str(), editor::WRITE | editor::EDIT))
             .remembered(self.remembered(call));
         if let Some(server) = &server {
             request = request.server(server.clone());

@@ -636,3 +636,39 @@ async fn a_tool_changed_since_it_was_pinned_is_withheld_until_approved() {
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
 }
+
+/// `accept_edits` runs the agent's own file edits inside the workspace without asking; an MCP
+/// tool is not one of them, whatever its name says (`write_note` here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn accept_edits_still_asks_before_an_mcp_tool_named_like_an_edit() {
+    let mock = MockServer::start().await;
+    let client = RawClient::connect(agent_for(&mock));
+    answer_with(&client, "allow_once");
+    client.initialize().await;
+    let marker = marker("accept-edits-mcp");
+    let project = tempfile::tempdir().unwrap();
+    let session = client
+        .new_session(
+            project.path().to_str().unwrap(),
+            json!([marked_toolbox("box", &marker)]),
+        )
+        .await;
+    let set = client
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "accept_edits"}),
+        )
+        .await;
+    assert_eq!(set["result"], json!({}), "{set}");
+    mock.push(Reply::tool_call(
+        "call-1",
+        "box__write_note",
+        json!({"text": "one"}),
+    ))
+    .push(Reply::text("Done."));
+    let answer = client.prompt(&session, "write").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(permission_requests(&client).len(), 1, "the MCP tool asked");
+    client.finish().await.unwrap();
+    assert_no_process_left(&marker, BOUND).await;
+}
