@@ -775,3 +775,33 @@ async fn llama_cpp_reply_cut_by_max_output_tokens_finishes_with_length() {
         .unwrap();
     assert_eq!(response.finish_reason, FinishReason::Stop);
 }
+
+/// Context overflow from llama.cpp's Responses endpoint (captured) has numbers; OpenAI's own
+/// (`context_length_exceeded`, documented) has none: both are `ContextWindowExceeded`.
+#[tokio::test]
+async fn context_overflow_is_context_window_exceeded() {
+    let openai = json!({"error": {
+        "message": "Your input exceeds the context window of this model. Please adjust your \
+                    input and try again.",
+        "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}});
+    let llama = fixture_json("llamacpp/error_400_exceed_context_size.json");
+    let server = MockServer::start().await;
+    let client = client(&server);
+    for (body, tokens, limit) in [(llama, Some(5010), Some(4096)), (openai, None, None)] {
+        server.push(Reply::error(400, body));
+        let error = client.generate(&echo_request(None)).await.unwrap_err();
+        let Error::ContextWindowExceeded {
+            request_tokens,
+            limit: max,
+            provider,
+            ..
+        } = &error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!(*request_tokens, tokens);
+        assert_eq!(*max, limit);
+        assert_eq!(*provider, Some("openai"));
+        assert!(error.to_string().contains("too long"), "{error}");
+    }
+}

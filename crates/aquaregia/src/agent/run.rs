@@ -383,18 +383,9 @@ impl Run<'_> {
         let last = calls.len().saturating_sub(1);
         for (position, call) in calls.iter().enumerate() {
             if cut_off && position == last {
-                emit(events, || AgentEvent::ToolCallStart {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                });
-                let error = ToolExecError::InvalidArguments(CUT_OFF_CALL.to_owned());
-                emit(events, || AgentEvent::ToolCallFinish {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    result: Err(error.clone()),
-                });
-                results[position] = Some(Err(error));
+                results[position] = Some(Err(ToolExecError::InvalidArguments(
+                    CUT_OFF_CALL.to_owned(),
+                )));
                 continue;
             }
             same_as[position] = calls[..position].iter().position(|earlier| {
@@ -436,6 +427,19 @@ impl Run<'_> {
             results[position] = Some(result);
         }
         drop(pending);
+        if cut_off && let (Some(call), Some(Some(result))) = (calls.last(), results.last()) {
+            // Hosts see the call the model made, and that it ended without running.
+            emit(events, || AgentEvent::ToolCallStart {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            emit(events, || AgentEvent::ToolCallFinish {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                result: result.clone(),
+            });
+        }
         for (position, original) in same_as.iter().enumerate() {
             if let Some(original) = *original {
                 results[position] = results[original].clone();
