@@ -4,7 +4,7 @@ Prints `READY <base url>` on stdout once `/health` answers 200, then serves unti
 closes (the test process that started it ended, however it ended) and exits.
 
 Usage: serve.py --model PATH --template PATH [--alias NAME] [--threads N] [--ctx N]
-                [--parallel N] [--cache-ram-mib N] [--api-key KEY]
+                [--parallel N] [--cache-ram-mib N] [--n-predict N] [--api-key KEY]
 """
 
 import argparse
@@ -26,6 +26,8 @@ def main() -> None:
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--cache-ram-mib", type=int, default=64)
+    # A cap on every answer: a small model can ramble until the context is full.
+    parser.add_argument("--n-predict", type=int, default=256)
     parser.add_argument("--api-key")
     parser.add_argument("--health-timeout", type=float, default=120.0)
     args = parser.parse_args()
@@ -40,6 +42,7 @@ def main() -> None:
     params.port = 0  # the OS picks a free port; listening_address tells which
     params.n_ctx = args.ctx
     params.n_parallel = args.parallel
+    params.n_predict = args.n_predict
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
     params.use_jinja = True
