@@ -281,3 +281,23 @@ async fn cli_run_on_every_api() {
         .await;
     }
 }
+
+/// A server of its own answers `/health` and is gone (killed with its process group and
+/// reaped) once dropped. The shared one exits when the test process does: its stdin closes.
+#[tokio::test]
+async fn a_dropped_server_leaves_no_process() {
+    let server = tokio::task::spawn_blocking(RealModel::start)
+        .await
+        .expect("the server starts");
+    let pid = server.pid();
+    let health = reqwest::get(format!("{}/health", server.base_url))
+        .await
+        .expect("/health answers");
+    assert_eq!(health.status(), 200);
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    drop(server);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "process {pid} is still there"
+    );
+}

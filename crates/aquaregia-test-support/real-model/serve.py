@@ -45,6 +45,10 @@ def main() -> None:
     params.n_predict = args.n_predict
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
+    # ggml's worker threads otherwise spin polling for work (level 50): an idle server then
+    # burns about 40% of a core, taken from the tests and builds sharing the machine.
+    params.cpuparams.poll = 0
+    params.cpuparams_batch.poll = 0
     params.use_jinja = True
     params.chat_template = template
     params.offline = True
