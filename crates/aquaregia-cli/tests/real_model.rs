@@ -159,7 +159,10 @@ where
                 eprintln!("{what}: ok in {:?}", started.elapsed());
                 return;
             }
-            Ok(Err(failure)) => failures.push(failure),
+            Ok(Err(failure)) => {
+                eprintln!("{what}: try failed after {:?}", started.elapsed());
+                failures.push(failure);
+            }
             Err(_) => failures.push(format!("no result within {TRY_BOUND:?}")),
         }
     }

@@ -4,7 +4,8 @@ Prints `READY <base url>` on stdout once `/health` answers 200, then serves unti
 closes (the test process that started it ended, however it ended) and exits.
 
 Usage: serve.py --model PATH --template PATH [--alias NAME] [--threads N] [--ctx N]
-                [--parallel N] [--cache-ram-mib N] [--n-predict N] [--api-key KEY]
+                [--parallel N] [--cache-ram-mib N] [--n-predict N] [--temperature T]
+                [--api-key KEY]
 """
 
 import argparse
@@ -27,7 +28,10 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--cache-ram-mib", type=int, default=64)
     # A cap on every answer: a small model can ramble until the context is full.
-    parser.add_argument("--n-predict", type=int, default=256)
+    parser.add_argument("--n-predict", type=int, default=192)
+    # The default for requests that set none (`aquaregia run` has no temperature flag): a
+    # greedy model answers alike run to run, and short.
+    parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--api-key")
     parser.add_argument("--health-timeout", type=float, default=120.0)
     args = parser.parse_args()
@@ -43,6 +47,7 @@ def main() -> None:
     params.n_ctx = args.ctx
     params.n_parallel = args.parallel
     params.n_predict = args.n_predict
+    params.sampling.temp = args.temperature
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
     # ggml's worker threads otherwise spin polling for work (level 50): an idle server then
