@@ -2,7 +2,9 @@
 
 mod common;
 
+use aquaregia_test_support::mock_model::{MockServer, Reply};
 use common::{Scratch, cli, run};
+use serde_json::json;
 
 async fn aquaregia(args: &[&str]) -> common::Outcome {
     let scratch = Scratch::new();
@@ -67,6 +69,39 @@ async fn help_lists_the_commands_and_their_options() {
         assert_eq!(help.code, Some(0), "{help:?}");
         assert!(help.stdout.contains("--json"), "{help:?}");
     }
+}
+
+/// `openai:` (the Responses API) at a compatible server (`OPENAI_BASE_URL`, e.g. llama.cpp)
+/// needs no key, as `openai-chat:` doesn't.
+#[tokio::test]
+async fn openai_at_a_base_url_needs_no_key() {
+    let events = [
+        json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}}),
+        json!({"type": "response.output_text.delta", "item_id": "msg_1", "delta": "Hi."}),
+        json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+            "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                        "content": [{"type": "output_text", "text": "Hi."}]}],
+            "usage": {"input_tokens": 5, "output_tokens": 2}}}),
+    ];
+    let body: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    let model = MockServer::with_replies(vec![Reply::sse(body)]).await;
+    let scratch = Scratch::new();
+    let mut command = cli(&scratch);
+    command
+        .args(["run", "--model", "openai:local", "Hello"])
+        .env("OPENAI_BASE_URL", &model.url);
+    let outcome = run(command, "").await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert_eq!(outcome.stdout, "Hi.\n");
+    let request = &model.requests()[0];
+    assert_eq!(request.path, "/v1/responses");
+    assert!(
+        request.headers.get("authorization").is_none(),
+        "{request:?}"
+    );
 }
 
 #[tokio::test]

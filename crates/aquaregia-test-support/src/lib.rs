@@ -6,7 +6,9 @@
 //!   free ports, example binaries and background server processes;
 //! - [`processes`]: finding (and killing) the processes a test marked through its environment;
 //! - [`mock_model`]: a scripted OpenAI-compatible model on 127.0.0.1, with Chat Completions
-//!   payload builders and request inspectors.
+//!   payload builders and request inspectors;
+//! - [`real_model`]: a real model server (llama.cpp serving SmolLM2) on 127.0.0.1, shared by a
+//!   test binary.
 
 // Fixtures: a failed setup should stop the test loudly, so unwrapping is the point here;
 // nothing here is public API, so no type needs `Debug`.
@@ -21,3 +23,4 @@ pub mod acp_client;
 pub mod deps;
 pub mod mock_model;
 pub mod processes;
+pub mod real_model;

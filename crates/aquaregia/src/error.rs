@@ -99,17 +99,21 @@ pub enum Error {
         /// The last answer's text, as the model wrote it.
         raw: String,
     },
-    /// The request would not fit the model's context window even after compaction; it was
-    /// not sent.
-    #[error(
-        "the request needs about {estimated_tokens} tokens but at most {limit} fit the context \
-         window (minus the output reserved), even after compaction"
-    )]
+    /// The request does not fit the model's context window: either it would not fit even
+    /// after compaction and was not sent (`provider` is `None`), or the provider refused it as
+    /// too long (llama.cpp's `exceed_context_size_error`, OpenAI's `context_length_exceeded`,
+    /// Anthropic's "prompt is too long").
+    #[error("{}", context_window_message(*request_tokens, *limit, *provider))]
+    #[non_exhaustive]
     ContextWindowExceeded {
-        /// The estimated request tokens after compaction.
-        estimated_tokens: u64,
-        /// The context window minus the reserved output tokens.
-        limit: u64,
+        /// The request's tokens: estimated here after compaction, or counted by the provider
+        /// that refused it (`None` when it did not say).
+        request_tokens: Option<u64>,
+        /// The most that fit: the context window minus the output reserved when checked
+        /// here, or the provider's context size (`None` when it did not say).
+        limit: Option<u64>,
+        /// The provider that refused the request; `None` when it was not sent.
+        provider: Option<&'static str>,
     },
     /// The operation was cancelled through its cancellation token.
     #[error("cancelled")]
@@ -143,6 +147,28 @@ impl Error {
             }),
             _ => false,
         }
+    }
+}
+
+fn context_window_message(
+    request_tokens: Option<u64>,
+    limit: Option<u64>,
+    provider: Option<&'static str>,
+) -> String {
+    let size = match (request_tokens, limit) {
+        (Some(tokens), Some(limit)) => format!(": {tokens} tokens, at most {limit} fit"),
+        (Some(tokens), None) => format!(": {tokens} tokens"),
+        (None, Some(limit)) => format!(": at most {limit} tokens fit"),
+        (None, None) => String::new(),
+    };
+    match provider {
+        Some(provider) => {
+            format!("{provider} refused the request as too long for the context window{size}")
+        }
+        None => format!(
+            "the request does not fit the context window (minus the output reserved) even \
+             after compaction{size}"
+        ),
     }
 }
 

@@ -252,10 +252,11 @@ async fn concurrency_is_limited_and_results_keep_call_order() {
 #[tokio::test]
 async fn all_calls_of_a_step_run_concurrently_by_default() {
     let server = MockServer::start().await;
+    // Distinct arguments: identical calls of one answer run once.
     server.push(Reply::json(chat_tool_calls(&[
-        ("a", "wait", json!({})),
-        ("b", "wait", json!({})),
-        ("c", "wait", json!({})),
+        ("a", "wait", json!({"n": 0})),
+        ("b", "wait", json!({"n": 1})),
+        ("c", "wait", json!({"n": 2})),
     ])));
     server.push(Reply::json(chat_text("ok")));
     // Each call waits until all three are in flight; sequential execution would deadlock.
@@ -387,4 +388,177 @@ async fn length_and_refusal_stop_reasons() {
         agent.run("b").await.unwrap().stop_reason,
         StopReason::Refusal
     );
+}
+
+/// An `echo` tool like server-everything's, counting its runs.
+fn counting_echo(runs: Arc<AtomicUsize>) -> aquaregia::Tool {
+    tool("echo")
+        .description("Echoes back the input")
+        .raw_schema(json!({"type": "object",
+            "properties": {"message": {"type": "string", "description": "Message to echo"}},
+            "required": ["message"]}))
+        .execute_raw(move |args: Value| {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok(json!(format!(
+                    "Echo: {}",
+                    args["message"].as_str().unwrap_or_default()
+                )))
+            }
+        })
+}
+
+/// llama.cpp often answers with the same call twice (captured, whole and streamed: two
+/// `echo` calls with identical arguments and different ids). It runs once; the model gets
+/// a result for each of its call ids.
+#[tokio::test]
+async fn identical_duplicate_calls_run_once() {
+    for streamed in [false, true] {
+        let server = MockServer::start().await;
+        let (first, ids) = if streamed {
+            (
+                Reply::sse(common::fixture(
+                    "llamacpp/chat_stream_duplicate_tool_calls.sse",
+                )),
+                [
+                    "XgJIAqmIdlg6HSsKS9ChNoC7YpCopjea",
+                    "53jZV7ppv48kUKcbxb9tnv03KbyJZCQ5",
+                ],
+            )
+        } else {
+            (
+                Reply::json(common::fixture_json(
+                    "llamacpp/chat_duplicate_tool_calls.json",
+                )),
+                [
+                    "ANIiJyBKDkIcMiq5eakgIOdTNjHYPEFD",
+                    "AVrC7kFw1AFHYyJl8HVVmmEtSqTSBjEd",
+                ],
+            )
+        };
+        server.push(first);
+        server.push(if streamed {
+            Reply::text("Done.")
+        } else {
+            Reply::json(chat_text("Done."))
+        });
+        let runs = Arc::new(AtomicUsize::new(0));
+        let agent = chat_client(&server)
+            .agent("smollm2")
+            .tool(counting_echo(runs.clone()))
+            .build()
+            .unwrap();
+        let output = if streamed {
+            let mut stream = agent.stream("Echo hello three times using the echo tool.");
+            let mut finish = None;
+            while let Some(event) = stream.next().await {
+                if let AgentEvent::Finish(output) = event.unwrap() {
+                    finish = Some(output);
+                }
+            }
+            finish.expect("a finish event")
+        } else {
+            agent
+                .run("Echo hello three times using the echo tool.")
+                .await
+                .unwrap()
+        };
+        assert_eq!(output.stop_reason, StopReason::Finished);
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "streamed: {streamed}");
+        let results = tool_messages(&server, 1);
+        assert_eq!(results.len(), 2, "{results:?}");
+        for (result, id) in results.iter().zip(ids) {
+            assert_eq!(result["tool_call_id"], id);
+            assert_eq!(result["content"], "\"Echo: Hello, World!\"");
+        }
+    }
+}
+
+/// llama.cpp cut off by the output limit inside its second call (captured:
+/// `finish_reason: "length"`, the second call's arguments `{`): the complete first call runs,
+/// the cut one does not and the model is told why; cut off again, the run stops with
+/// `Length` instead of looping.
+#[tokio::test]
+async fn a_call_cut_off_by_the_output_limit_is_not_run() {
+    let cut = || {
+        Reply::sse(common::fixture(
+            "llamacpp/chat_stream_cut_off_tool_call.sse",
+        ))
+    };
+    let server = MockServer::start().await;
+    server.push(cut());
+    server.push(Reply::text("Done."));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = chat_client(&server)
+        .agent("smollm2")
+        .tool(counting_echo(runs.clone()))
+        .max_output_tokens(50)
+        .build()
+        .unwrap();
+    let mut stream = agent.stream("Echo hello three times using the echo tool.");
+    let mut finishes = Vec::new();
+    let mut output = None;
+    while let Some(event) = stream.next().await {
+        match event.unwrap() {
+            AgentEvent::ToolCallFinish { id, result, .. } => finishes.push((id, result)),
+            AgentEvent::Finish(done) => output = Some(done),
+            _ => {}
+        }
+    }
+    let output = output.expect("a finish event");
+    assert_eq!(output.stop_reason, StopReason::Finished);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let results = tool_messages(&server, 1);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(
+        results[0]["tool_call_id"],
+        "WVo6vu8JuNYv2ameZR6X0GW9HQVALvWR"
+    );
+    assert_eq!(results[0]["content"], "\"Echo: Hello, World!\"");
+    assert_eq!(
+        results[1]["tool_call_id"],
+        "GM6NGEIsF8zvzF6cdKFyb13pC6bAp4qH"
+    );
+    let told = results[1]["content"].as_str().unwrap();
+    assert!(told.contains("cut off by the output token limit"), "{told}");
+    assert!(told.contains("not run"), "{told}");
+    // Hosts see the cut call end as an error too.
+    assert!(
+        matches!(
+            &finishes[..],
+            [(_, Ok(_)), (id, Err(ToolExecError::InvalidArguments(_)))]
+                if id == "GM6NGEIsF8zvzF6cdKFyb13pC6bAp4qH"
+        ),
+        "{finishes:?}"
+    );
+
+    // Cut off twice in a row: the limit is too small for the call.
+    let server = MockServer::start().await;
+    server.push(cut());
+    server.push(cut());
+    server.set_fallback(Reply::text("not asked"));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = chat_client(&server)
+        .agent("smollm2")
+        .tool(counting_echo(runs.clone()))
+        .max_output_tokens(50)
+        .build()
+        .unwrap();
+    let mut stream = agent.stream("Echo hello three times using the echo tool.");
+    let mut output = None;
+    while let Some(event) = stream.next().await {
+        if let AgentEvent::Finish(done) = event.unwrap() {
+            output = Some(done);
+        }
+    }
+    let output = output.expect("a finish event");
+    assert_eq!(output.stop_reason, StopReason::Length);
+    assert_eq!(output.steps.len(), 2);
+    assert_eq!(server.request_count(), 2);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    // Every call still has its result, so the conversation can go on.
+    let last = output.messages.last().unwrap();
+    assert_eq!(last.role, Role::Tool);
+    assert_eq!(last.content.len(), 2);
 }

@@ -591,3 +591,101 @@ async fn http_429_with_retry_after_is_retried() {
     assert_eq!(server.request_count(), 2);
     assert_eq!(server.requests()[1].body, server.requests()[0].body);
 }
+
+/// The echo request the llama.cpp captures (`llamacpp/`) answered.
+fn echo_request() -> ModelRequest {
+    let echo = tool("echo")
+        .description("Echoes back the input")
+        .raw_schema(json!({"type": "object",
+            "properties": {"message": {"type": "string", "description": "Message to echo"}},
+            "required": ["message"]}))
+        .execute_raw(|_| async { Ok(json!(null)) });
+    ModelRequest::new(
+        "smollm2",
+        vec![Message::user("Call the echo tool with message hello.")],
+    )
+    .tools(vec![echo])
+}
+
+/// llama.cpp's Messages API as captured: message ids `chatcmpl-…`, tool_use ids without
+/// `toolu_`, a streamed `content_block_start` for a tool_use without `input`, and
+/// `input_tokens` without the cached tokens (`cache_read_input_tokens`).
+#[tokio::test]
+async fn llama_cpp_tool_use_decodes() {
+    let server = MockServer::start().await;
+    server.push(Reply::json(fixture_json(
+        "llamacpp/anthropic_tool_use.json",
+    )));
+    server.push(Reply::sse(fixture(
+        "llamacpp/anthropic_stream_tool_use.sse",
+    )));
+    let client = client(&server, 0);
+
+    let response = client.generate(&echo_request()).await.unwrap();
+    assert_eq!(
+        response.message.content,
+        [ContentPart::ToolCall(ToolCall {
+            id: "wTzJYvNW9T5Mh78MGwEhKVW25d8g1btw".into(),
+            name: "echo".into(),
+            arguments: json!({"message": "Hello, World!"}),
+        })]
+    );
+    assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+    assert_eq!(response.usage.input_tokens, 258);
+    assert_eq!(response.usage.cached_input_tokens, 257);
+    assert_eq!(response.usage.output_tokens, 31);
+
+    let events = collect(&client, &echo_request()).await;
+    assert!(
+        matches!(&events[0], Ok(StreamEvent::ToolCallStart { id, name })
+            if id == "wItl931NZ3cxUn4lttwn4GyuchqdKeWn" && name == "echo"),
+        "{events:?}"
+    );
+    let Some(Ok(StreamEvent::Finish(response))) = events.last() else {
+        panic!("no finish: {events:?}");
+    };
+    assert_eq!(
+        response.message.content,
+        [ContentPart::ToolCall(ToolCall {
+            id: "wItl931NZ3cxUn4lttwn4GyuchqdKeWn".into(),
+            name: "echo".into(),
+            arguments: json!({"message": "Hello, World!"}),
+        })]
+    );
+    assert_eq!(
+        response.id.as_deref(),
+        Some("chatcmpl-A4mo4wLfEwsYLBo8PdaGiuk6ew1zBnMU")
+    );
+    assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+    assert_eq!(response.usage.input_tokens, 258);
+    assert_eq!(response.usage.output_tokens, 31);
+}
+
+/// Context overflow from llama.cpp's Messages endpoint (captured) and Anthropic's own
+/// documented "prompt is too long: N tokens > M maximum" is `ContextWindowExceeded` with the
+/// numbers.
+#[tokio::test]
+async fn context_overflow_is_context_window_exceeded() {
+    let anthropic = json!({"type": "error", "error": {"type": "invalid_request_error",
+        "message": "prompt is too long: 208950 tokens > 200000 maximum"},
+        "request_id": "req_011CSHq7Ab3Cd5Ef7Gh9Ij1K"});
+    let llama = fixture_json("llamacpp/error_400_exceed_context_size.json");
+    let server = MockServer::start().await;
+    let client = client(&server, 0);
+    for (body, tokens, limit) in [(llama, 5010, 4096), (anthropic, 208_950, 200_000)] {
+        server.push(Reply::error(400, body));
+        let error = client.generate(&echo_request()).await.unwrap_err();
+        let Error::ContextWindowExceeded {
+            request_tokens,
+            limit: max,
+            provider,
+            ..
+        } = &error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!(*request_tokens, Some(tokens));
+        assert_eq!(*max, Some(limit));
+        assert_eq!(*provider, Some("anthropic"));
+    }
+}

@@ -22,16 +22,19 @@ async fn an_oversized_request_fails_before_it_is_sent() {
         .await
         .unwrap_err();
     let Error::ContextWindowExceeded {
-        estimated_tokens,
+        request_tokens: Some(request_tokens),
         limit,
+        provider: None,
+        ..
     } = error
     else {
         panic!("{error:?}");
     };
     assert_eq!(
-        limit, 1_500,
+        limit,
+        Some(1_500),
         "the window minus a quarter reserved for output"
     );
-    assert!(estimated_tokens > 5_000, "{estimated_tokens}");
+    assert!(request_tokens > 5_000, "{request_tokens}");
     assert_eq!(server.request_count(), 0, "nothing was sent");
 }

@@ -463,3 +463,172 @@ async fn reasoning_content_from_compatible_servers_is_kept() {
     );
     assert_eq!(response.text(), "42");
 }
+
+/// The echo request the llama.cpp captures (`llamacpp/`) answered.
+fn echo_request() -> ModelRequest {
+    let echo = tool("echo")
+        .description("Echoes back the input")
+        .raw_schema(json!({"type": "object",
+            "properties": {"message": {"type": "string", "description": "Message to echo"}},
+            "required": ["message"]}))
+        .execute_raw(|_| async { Ok(json!(null)) });
+    ModelRequest::new(
+        "smollm2",
+        vec![Message::user("Call the echo tool with message hello.")],
+    )
+    .tools(vec![echo])
+}
+
+/// llama.cpp's tool-call answers as captured: `content: ""` (whole) or `null` (streamed)
+/// beside the calls, ids of 32 random characters without `call_`, cached tokens and an extra
+/// `timings` object.
+#[tokio::test]
+async fn llama_cpp_tool_calls_decode() {
+    let server = MockServer::start().await;
+    server.push(Reply::json(fixture_json("llamacpp/chat_tool_call.json")));
+    server.push(Reply::sse(fixture("llamacpp/chat_stream_tool_call.sse")));
+    let client = chat_client(&server);
+
+    let response = client.generate(&echo_request()).await.unwrap();
+    assert_eq!(
+        response.message.content,
+        [ContentPart::ToolCall(ToolCall {
+            id: "MYWZhDUfi7g1FuKPtWMbHYkzGS6dmqhb".into(),
+            name: "echo".into(),
+            arguments: json!({"message": "Hello, World!"}),
+        })],
+        "no empty text part"
+    );
+    assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+    assert_eq!(response.usage.input_tokens, 258);
+    assert_eq!(response.usage.cached_input_tokens, 257);
+    assert_eq!(response.usage.output_tokens, 31);
+
+    let events = collect(client.stream(&echo_request()).await.unwrap()).await;
+    let Some(Ok(StreamEvent::Finish(response))) = events.last() else {
+        panic!("no finish: {events:?}");
+    };
+    assert_eq!(
+        response.message.content,
+        [ContentPart::ToolCall(ToolCall {
+            id: "I7XQrX0USKlgT3oRl4USKtmUvSM67A7y".into(),
+            name: "echo".into(),
+            arguments: json!({"message": "Hello, World!"}),
+        })]
+    );
+    assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+    assert_eq!(response.usage.output_tokens, 31);
+}
+
+/// Context overflow, from llama.cpp (captured: `exceed_context_size_error` with
+/// `n_prompt_tokens` and `n_ctx`) and from OpenAI (its documented `context_length_exceeded`
+/// message), whole and streamed, is `ContextWindowExceeded` with the numbers.
+#[tokio::test]
+async fn context_overflow_is_context_window_exceeded() {
+    let openai = json!({"error": {
+        "message": "This model's maximum context length is 128000 tokens. However, your \
+                    messages resulted in 130532 tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}});
+    let llama = fixture_json("llamacpp/error_400_exceed_context_size.json");
+    let server = MockServer::start().await;
+    let client = chat_client(&server);
+    for (body, tokens, limit) in [(llama, 5010, 4096), (openai, 130_532, 128_000)] {
+        server.push(Reply::error(400, body.clone()));
+        let error = client.generate(&echo_request()).await.unwrap_err();
+        assert_overflow(&error, tokens, limit);
+        server.push(Reply::error(400, body));
+        let Err(error) = client.stream(&echo_request()).await else {
+            panic!("the stream started");
+        };
+        assert_overflow(&error, tokens, limit);
+    }
+    // Any other 400 stays a provider error.
+    server.push(Reply::error(
+        400,
+        fixture_json("openai_chat/error_400_invalid_request.json"),
+    ));
+    let error = client.generate(&echo_request()).await.unwrap_err();
+    assert!(
+        matches!(error, Error::Provider { status: 400, .. }),
+        "{error:?}"
+    );
+}
+
+fn assert_overflow(error: &Error, tokens: u64, limit: u64) {
+    let text = error.to_string();
+    assert!(
+        matches!(error, Error::ContextWindowExceeded { .. }),
+        "{error:?}"
+    );
+    assert!(
+        text.contains(&tokens.to_string()) && text.contains(&limit.to_string()),
+        "{text}"
+    );
+    let Error::ContextWindowExceeded {
+        request_tokens,
+        limit: max,
+        provider,
+        ..
+    } = error
+    else {
+        unreachable!()
+    };
+    assert_eq!(*request_tokens, Some(tokens));
+    assert_eq!(*max, Some(limit));
+    assert_eq!(*provider, Some("openai-chat"));
+}
+
+/// Everything logged at INFO and above while `f` runs on this thread.
+async fn logs_of<F: std::future::Future>(f: F) -> (F::Output, String) {
+    #[derive(Clone, Default)]
+    struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Logs {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let output = {
+        let _logging = tracing::subscriber::set_default(
+            tracing_subscriber::fmt()
+                .with_writer(move || writer.clone())
+                .with_max_level(tracing::Level::INFO)
+                .with_ansi(false)
+                .finish(),
+        );
+        f.await
+    };
+    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    (output, text)
+}
+
+/// llama.cpp treats a named `tool_choice` as `auto` and answers in text (captured): the
+/// answer is kept, and a warning names the tool that was asked for. An answer that calls it
+/// says nothing.
+#[tokio::test]
+async fn an_ignored_named_tool_choice_is_reported() {
+    let server = MockServer::start().await;
+    server.push(Reply::json(fixture_json(
+        "llamacpp/chat_named_tool_choice_ignored.json",
+    )));
+    server.push(Reply::json(fixture_json("llamacpp/chat_tool_call.json")));
+    let client = chat_client(&server);
+    let request = echo_request().tool_choice(ToolChoice::Tool("echo".into()));
+    let (response, logs) = logs_of(client.generate(&request)).await;
+    assert_eq!(response.unwrap().text(), "The capital of France is Paris.");
+    assert_eq!(
+        server.requests()[0].body["tool_choice"]["function"]["name"],
+        "echo"
+    );
+    assert!(logs.contains("WARN"), "{logs}");
+    assert!(logs.contains("tool_choice named `echo`"), "{logs}");
+
+    let (response, logs) = logs_of(client.generate(&request)).await;
+    assert_eq!(response.unwrap().message.tool_calls().count(), 1);
+    assert!(!logs.contains("tool_choice"), "{logs}");
+}

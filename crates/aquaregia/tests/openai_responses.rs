@@ -653,3 +653,155 @@ async fn stream_ending_incomplete_finishes_with_length() {
     assert_eq!(response.model.as_deref(), Some("gpt-4.1"));
     assert_eq!(response.usage.output_tokens, 16);
 }
+
+/// A request like the ones the llama.cpp captures answered.
+fn echo_request(max_output_tokens: Option<u32>) -> ModelRequest {
+    let echo = tool("echo")
+        .description("Echoes back the input")
+        .raw_schema(json!({"type": "object",
+            "properties": {"message": {"type": "string", "description": "Message to echo"}},
+            "required": ["message"]}))
+        .execute_raw(|_| async { Ok(json!(null)) });
+    let mut request = ModelRequest::new(
+        "smollm2",
+        vec![Message::user("Call the echo tool with message hello.")],
+    )
+    .tools(vec![echo]);
+    request.max_output_tokens = max_output_tokens;
+    request
+}
+
+/// llama.cpp's Responses stream, as captured from its server (`llamacpp/`): no
+/// `sequence_number` or `output_index` on any event; deltas name their item by `item_id`,
+/// items carry ids without the `call_` prefix on the item (`fc_…`).
+#[tokio::test]
+async fn llama_cpp_stream_without_output_index_decodes() {
+    let body = fixture("llamacpp/responses_stream_function_call.sse");
+    let server = MockServer::start().await;
+    server.push(chunked(body.clone()));
+    let stream = client(&server).stream(&echo_request(None)).await.unwrap();
+    let events = collect(stream).await;
+    let call_id = "call_TteNKQTA0l16oUSXagEFTnQelpymmLnF";
+    let Some(Ok(StreamEvent::Finish(response))) = events.last() else {
+        panic!("no finish: {events:?}");
+    };
+    let calls: Vec<_> = response.message.tool_calls().collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].id, call_id);
+    assert_eq!(calls[0].name, "echo");
+    assert_eq!(calls[0].arguments, json!({"message": "Hello, World!"}));
+    assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+    assert_eq!(response.usage.input_tokens, 258);
+    assert_eq!(response.usage.output_tokens, 31);
+    // The streamed argument pieces are attributed to the call by its item id.
+    let streamed: String = events
+        .iter()
+        .filter_map(|event| match event {
+            Ok(StreamEvent::ToolCallDelta { id, arguments }) if id == call_id => {
+                Some(arguments.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, r#"{"message": "Hello, World!"}"#);
+
+    // Without the final `output`, the answer is assembled from the items, found by id.
+    let (head, completed) = body.rsplit_once("event: response.completed\n").unwrap();
+    let mut data: Value =
+        serde_json::from_str(completed.trim().strip_prefix("data: ").unwrap()).unwrap();
+    data["response"]["output"] = json!([]);
+    let without_items: String = head
+        .split_inclusive("\n\n")
+        .filter(|event| !event.starts_with("event: response.output_item.done"))
+        .collect();
+    server.push(chunked(format!(
+        "{without_items}event: response.completed\ndata: {data}\n\n"
+    )));
+    let stream = client(&server).stream(&echo_request(None)).await.unwrap();
+    let Some(Ok(StreamEvent::Finish(response))) = collect(stream).await.pop() else {
+        panic!("no finish");
+    };
+    let calls: Vec<_> = response.message.tool_calls().collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].id, call_id);
+    assert_eq!(calls[0].arguments, json!({"message": "Hello, World!"}));
+}
+
+/// llama.cpp cuts a Responses reply at `max_output_tokens` yet says `status: "completed"`
+/// with `incomplete_details: null` (captured, streamed and not): the usage shows the limit
+/// was used up, so the reply finishes with `Length`.
+#[tokio::test]
+async fn llama_cpp_reply_cut_by_max_output_tokens_finishes_with_length() {
+    let server = MockServer::start().await;
+    server.push(Reply::json(fixture_json(
+        "llamacpp/responses_cut_by_max_output_tokens.json",
+    )));
+    server.push(chunked(fixture(
+        "llamacpp/responses_stream_cut_by_max_output_tokens.sse",
+    )));
+    let request = ModelRequest::new(
+        "smollm2",
+        vec![Message::user("Write a long story about a cat.")],
+    )
+    .max_output_tokens(8);
+    let client = client(&server);
+    let response = client.generate(&request).await.unwrap();
+    assert_eq!(response.text(), "Once upon a time, in a land");
+    assert_eq!(response.usage.output_tokens, 8);
+    assert_eq!(response.finish_reason, FinishReason::Length);
+
+    let events = collect(client.stream(&request).await.unwrap()).await;
+    let text: String = events
+        .iter()
+        .filter_map(|event| match event {
+            Ok(StreamEvent::TextDelta(text)) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Once upon a time, in a land");
+    let Some(Ok(StreamEvent::Finish(response))) = events.last() else {
+        panic!("no finish: {events:?}");
+    };
+    assert_eq!(response.text(), "Once upon a time, in a land");
+    assert_eq!(response.finish_reason, FinishReason::Length);
+
+    // A reply that stops below the limit still finishes normally.
+    server.push(Reply::json(fixture_json(
+        "llamacpp/responses_cut_by_max_output_tokens.json",
+    )));
+    let response = client
+        .generate(&request.clone().max_output_tokens(9))
+        .await
+        .unwrap();
+    assert_eq!(response.finish_reason, FinishReason::Stop);
+}
+
+/// Context overflow from llama.cpp's Responses endpoint (captured) has numbers; OpenAI's own
+/// (`context_length_exceeded`, documented) has none: both are `ContextWindowExceeded`.
+#[tokio::test]
+async fn context_overflow_is_context_window_exceeded() {
+    let openai = json!({"error": {
+        "message": "Your input exceeds the context window of this model. Please adjust your \
+                    input and try again.",
+        "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}});
+    let llama = fixture_json("llamacpp/error_400_exceed_context_size.json");
+    let server = MockServer::start().await;
+    let client = client(&server);
+    for (body, tokens, limit) in [(llama, Some(5010), Some(4096)), (openai, None, None)] {
+        server.push(Reply::error(400, body));
+        let error = client.generate(&echo_request(None)).await.unwrap_err();
+        let Error::ContextWindowExceeded {
+            request_tokens,
+            limit: max,
+            provider,
+            ..
+        } = &error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!(*request_tokens, tokens);
+        assert_eq!(*max, limit);
+        assert_eq!(*provider, Some("openai"));
+        assert!(error.to_string().contains("too long"), "{error}");
+    }
+}
