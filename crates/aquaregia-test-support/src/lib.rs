@@ -3,7 +3,8 @@
 //! - [`acp_client`]: a hand-written ACP client (raw JSON-RPC lines over an in-memory pipe or a
 //!   spawned agent's stdio) and the client side of MCP-over-ACP;
 //! - [`deps`]: the external programs installed by `scripts/test-deps.sh`, repository paths,
-//!   free ports, example binaries and background server processes;
+//!   the Python test servers, example binaries, background servers that report the port they
+//!   bound, and a port that refuses connections;
 //! - [`processes`]: finding (and killing) the processes a test marked through its environment;
 //! - [`mock_model`]: a scripted OpenAI-compatible model on 127.0.0.1, with Chat Completions
 //!   payload builders and request inspectors.

@@ -2,7 +2,7 @@
 //! compaction, the usage on `AgentEvent::Compacted`, the run's total, and the report that
 //! `Agent::compact` returns.
 
-mod common;
+use crate::common;
 
 use aquaregia::{AgentEvent, Message, Usage};
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text};

@@ -1,6 +1,6 @@
 //! Chat Completions against a mock server speaking the real wire format.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -393,10 +393,8 @@ async fn request_timeout_is_reported() {
 
 #[tokio::test]
 async fn connection_refused_is_a_transport_error() {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let closed = aquaregia_test_support::deps::ClosedPort::new();
+    let port = closed.port();
     let client = aquaregia::Client::openai_chat()
         .base_url(format!("http://127.0.0.1:{port}/v1"))
         .max_retries(0)

@@ -1,6 +1,6 @@
 //! Hooks and prepare_step: order, deny, rewrite, and replacing tools between steps.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,7 +1,7 @@
 //! A price table turns each step's usage into a cost, reported per step, in `Usage` events
 //! and summed for the run; without a price for the model there is no cost.
 
-mod common;
+use crate::common;
 
 use aquaregia::{AgentEvent, ModelPrice, PriceTable};
 use aquaregia_test_support::mock_model::{MockServer, Reply};

@@ -1,7 +1,7 @@
 //! A 2 MB tool result reaches the model as head + tail within the agent's output budget, and
 //! a `read_tool_output` call returns the middle.
 
-mod common;
+use crate::common;
 
 use aquaregia::{OutputBudget, READ_TOOL_OUTPUT, ToolOutput, tool};
 use aquaregia_test_support::mock_model::{

@@ -1,7 +1,7 @@
 //! A structured answer that fails (not JSON, or not the schema) gets one repair round with
 //! what was wrong; a second failure is `Error::StructuredOutput` with the raw answer.
 
-mod common;
+use crate::common;
 
 use aquaregia::{Error, Message, ModelRequest};
 use aquaregia_test_support::mock_model::{MockServer, Reply, content_text};

@@ -1,7 +1,7 @@
 //! OpenAI requests (Responses and Chat Completions) carry the configured `prompt_cache_key`,
 //! and the cached tokens the mock reports show in `Usage`.
 
-mod common;
+use crate::common;
 
 use aquaregia::{Message, ModelRequest, PromptCaching};
 use aquaregia_test_support::mock_model::{MockServer, Reply};

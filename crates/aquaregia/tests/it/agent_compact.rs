@@ -1,7 +1,7 @@
 //! `Agent::compact` (what `/compact` runs): older tool results elided, everything before the
 //! latest user turn summarised by the model, the latest turn kept.
 
-mod common;
+use crate::common;
 
 use aquaregia::{ContentPart, Message, Role, ToolCall, ToolOutput, ToolResult};
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, content_text};

@@ -1,6 +1,6 @@
 //! The agent loop against a mock Chat Completions model: tool round trips, limits, policies.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

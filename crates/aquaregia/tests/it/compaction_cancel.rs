@@ -1,7 +1,7 @@
 //! Cancelling a run while its summary call is in flight stops it promptly and hands back the
 //! conversation unchanged.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

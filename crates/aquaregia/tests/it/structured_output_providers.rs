@@ -2,7 +2,7 @@
 //! its own way: OpenAI `json_schema` formats (strict), an Anthropic answer tool, Gemini
 //! `responseJsonSchema`, Ollama's `response_format`.
 
-mod common;
+use crate::common;
 
 use aquaregia::{
     ContentPart, FinishReason, Message, ModelRequest, OutputSchema, StreamEvent, Tool, tool,

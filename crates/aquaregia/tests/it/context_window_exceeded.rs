@@ -1,7 +1,7 @@
 //! A request that cannot fit the context window even after compaction fails with a typed
 //! error before anything is sent.
 
-mod common;
+use crate::common;
 
 use aquaregia::{Error, Message};
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text};

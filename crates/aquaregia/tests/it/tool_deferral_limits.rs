@@ -1,7 +1,7 @@
 //! Deferred tools never push a request past 128 tools: always-loaded tools stay, and the
 //! tools found first are dropped first.
 
-mod common;
+use crate::common;
 
 use aquaregia::{MAX_REQUEST_TOOLS, SEARCH_TOOLS, ToolDeferral, tool};
 use aquaregia_test_support::mock_model::{

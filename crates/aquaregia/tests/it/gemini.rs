@@ -1,6 +1,6 @@
 //! Gemini API against a mock server replaying the checked fixtures.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

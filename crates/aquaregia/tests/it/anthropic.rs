@@ -1,6 +1,6 @@
 //! Anthropic Messages API against a mock server speaking the real wire format.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

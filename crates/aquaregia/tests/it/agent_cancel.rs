@@ -1,6 +1,6 @@
 //! Cancellation: mid-stream, mid-tool and before the start, with generous time bounds.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -119,7 +119,7 @@ async fn cancel_mid_tool_stops_the_tool_and_reports_cancelled() {
 
 #[tokio::test]
 async fn cancel_while_waiting_for_the_model() {
-    let server = MockServer::start().await;
+    let server = Arc::new(MockServer::start().await);
     server.push(Reply::Hang);
     let token = CancellationToken::new();
     let agent = chat_client(&server)
@@ -127,15 +127,19 @@ async fn cancel_while_waiting_for_the_model() {
         .cancellation_token(token.clone())
         .build()
         .unwrap();
+    // Cancel once the request is with the model (which never answers).
     let canceller = token.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    let model = server.clone();
+    let cancel = tokio::spawn(async move {
+        model.wait_requests(1).await;
         canceller.cancel();
+        Instant::now()
     });
-    let started = Instant::now();
     let output = agent.run("hello").await.unwrap();
+    let cancelled = cancel.await.unwrap();
     assert_eq!(output.stop_reason, StopReason::Cancelled);
-    assert!(started.elapsed() < BOUND);
+    assert!(cancelled.elapsed() < BOUND);
+    assert_eq!(server.request_count(), 1);
 }
 
 #[tokio::test]

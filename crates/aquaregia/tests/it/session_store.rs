@@ -1,8 +1,6 @@
 //! `FileSessionStore`: sessions written turn by turn to JSON-lines files and read back by a
 //! fresh store, as a new process would.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use aquaregia::{
@@ -12,28 +10,15 @@ use aquaregia::{
 use serde_json::json;
 
 /// A fresh directory, removed when dropped.
-struct Scratch(PathBuf);
+struct Scratch(tempfile::TempDir);
 
 impl Scratch {
     fn new() -> Self {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "aquaregia-session-test-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&path);
-        Self(path)
+        Self(tempfile::tempdir().expect("a scratch directory"))
     }
 
     fn store(&self) -> FileSessionStore {
-        FileSessionStore::new(self.0.join("sessions"))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        FileSessionStore::new(self.0.path().join("sessions"))
     }
 }
 
@@ -95,7 +80,7 @@ async fn turns_with_tool_calls_survive_a_new_store() {
     assert_eq!(loaded.meta.turns, 2);
     assert_eq!(loaded.meta.title.as_deref(), Some("What is 2 + 40?"));
     assert_eq!(loaded.meta.model.as_deref(), Some("openai:gpt-4o-mini"));
-    assert_eq!(loaded.meta.cwd, PathBuf::from("/work/project"));
+    assert_eq!(loaded.meta.cwd, std::path::PathBuf::from("/work/project"));
     assert_eq!(loaded.meta.created_at, created.created_at);
     let history = loaded.messages();
     assert_eq!(history.len(), 6);

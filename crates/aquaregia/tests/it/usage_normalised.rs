@@ -1,7 +1,7 @@
 //! Usage is normalised across providers (input counts cache reads and writes, output counts
 //! reasoning), per call and summed over a run, whole and streamed, from the checked fixtures.
 
-mod common;
+use crate::common;
 
 use aquaregia::{AgentEvent, AgentOutput, Client, StopReason};
 use aquaregia_test_support::mock_model::{MockServer, Reply};

@@ -2,7 +2,7 @@
 //! are elided first, then older turns are summarised by the model, and no request the model
 //! receives is over the window.
 
-mod common;
+use crate::common;
 
 use aquaregia::{AgentEvent, Message, tool};
 use aquaregia_test_support::mock_model::{

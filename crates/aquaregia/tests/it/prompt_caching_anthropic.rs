@@ -2,7 +2,7 @@
 //! last tool, latest turn, moving forward every step) and nowhere otherwise; the cache reads
 //! the mock reports show in `Usage`.
 
-mod common;
+use crate::common;
 
 use aquaregia::{PromptCaching, Tool, tool};
 use aquaregia_test_support::mock_model::{MockServer, Reply};
