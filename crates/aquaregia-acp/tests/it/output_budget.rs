@@ -1,7 +1,7 @@
 //! The ACP agent cuts long tool results to its 25k-token default budget, and the full output
 //! stays readable with `read_tool_output` in a later prompt of the same session.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 

@@ -4,7 +4,7 @@
 //! from it (no second summary) while `session/load` still replays every turn. `/compact` does
 //! the same on demand and says what it did.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,16 +83,16 @@ fn agent_texts(client: &RawClient, session: &str) -> String {
         .collect()
 }
 
-fn temp_store(tag: &str) -> (std::path::PathBuf, Arc<FileSessionStore>) {
-    let dir = std::env::temp_dir().join(format!("aquaregia-acp-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let store = Arc::new(FileSessionStore::new(&dir));
+/// A session store in a fresh directory, removed when the `TempDir` is dropped.
+fn temp_store() -> (tempfile::TempDir, Arc<FileSessionStore>) {
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let store = Arc::new(FileSessionStore::new(dir.path()));
     (dir, store)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_loaded_long_session_is_compacted_to_fit_the_window() {
-    let (dir, store) = temp_store("bounded");
+    let (_dir, store) = temp_store();
     let id = long_session(&store, 200).await;
     let mock = MockServer::start().await;
     // The summary (a plain call), then the answer.
@@ -160,12 +160,11 @@ async fn a_loaded_long_session_is_compacted_to_fit_the_window() {
     assert!(sent.contains(SUMMARY) && sent.contains("What now?") && sent.contains("Carry on."));
     assert!(sent.contains("And then?") && !sent.contains("Question 0:"));
     assert!(tokens(&bodies[2]) < WINDOW);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn compact_summarises_the_conversation_on_demand() {
-    let (dir, store) = temp_store("compact");
+    let (_dir, store) = temp_store();
     let mock = MockServer::start().await;
     let first = RawClient::connect(agent(&mock, store.clone()));
     first.initialize().await;
@@ -232,5 +231,4 @@ async fn compact_summarises_the_conversation_on_demand() {
         sent.contains("Another fruit?") && sent.contains("Plum."),
         "{sent}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,7 +3,7 @@
 //! `fs/write_text_file`; `run_command` runs in a `terminal/create` terminal, shown as terminal
 //! content, and `session/cancel` kills and releases it.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 

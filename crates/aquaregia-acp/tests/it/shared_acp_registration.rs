@@ -3,7 +3,7 @@
 //! SDKs reject duplicates among active requests), routes each subscription's notifications
 //! to its own session, and closing one session leaves the other's routing intact.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

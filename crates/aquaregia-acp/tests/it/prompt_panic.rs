@@ -1,7 +1,7 @@
 //! A prompt that panics (here: a tool of a custom agent) is answered with an error and
 //! releases its session, so the next prompt runs instead of "a prompt is already running".
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

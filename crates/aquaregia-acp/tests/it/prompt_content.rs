@@ -1,6 +1,6 @@
 //! Every kind of prompt content block reaches the model.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 

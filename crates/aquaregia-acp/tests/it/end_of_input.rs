@@ -1,7 +1,7 @@
 //! The end of input (the client closes its write side) makes `serve` return and leaves no
 //! child process behind, idle or in the middle of a tool call.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 

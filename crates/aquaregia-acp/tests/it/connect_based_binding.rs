@@ -1,7 +1,7 @@
 //! The connect-based MCP-over-ACP binding (the original RFD; older SDKs), against a
 //! hand-written JSON-RPC client: no SDK on the client side, raw newline-delimited JSON.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

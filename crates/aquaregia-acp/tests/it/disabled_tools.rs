@@ -1,6 +1,6 @@
 //! `AcpServer::disable_tools` patterns hide tools from stdio and ACP-served servers alike.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

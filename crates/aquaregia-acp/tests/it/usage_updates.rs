@@ -1,7 +1,7 @@
 //! `usage_update` after each model call: the tokens of that call, before the prompt is
 //! answered.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 

@@ -1,7 +1,7 @@
 //! With a session store: `session/resume` continues a stored session without replaying it,
 //! `session/close` leaves it stored, `session/delete` removes it.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
@@ -14,9 +14,8 @@ use support::{agent_for, updates};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn resume_close_and_delete() {
-    let dir = std::env::temp_dir().join(format!("aquaregia-acp-resume-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let store = Arc::new(FileSessionStore::new(&dir));
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let store = Arc::new(FileSessionStore::new(dir.path()));
     let mock = MockServer::start().await;
 
     let first = RawClient::connect(agent_for(&mock).session_store(store.clone()));
@@ -76,7 +75,6 @@ async fn resume_close_and_delete() {
         .await;
     assert_eq!(gone["error"]["code"], -32602, "{gone}");
     second.finish().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Two agents with stores of their own on one directory (as two processes would be) resume one
@@ -85,20 +83,20 @@ async fn resume_close_and_delete() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_session_changed_by_another_agent_is_reloaded_not_diverged() {
     use aquaregia::{SessionId, SessionStore};
-    let dir = std::env::temp_dir().join(format!("aquaregia-acp-shared-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let dir = scratch.path();
     let mock = MockServer::start().await;
     let resume = |id: &str| json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []});
 
     let a =
-        RawClient::connect(agent_for(&mock).session_store(Arc::new(FileSessionStore::new(&dir))));
+        RawClient::connect(agent_for(&mock).session_store(Arc::new(FileSessionStore::new(dir))));
     a.initialize().await;
     let id = a.new_session("/tmp", json!([])).await;
     mock.push(Reply::text("One."));
     a.prompt(&id, "First question").await;
 
     let b =
-        RawClient::connect(agent_for(&mock).session_store(Arc::new(FileSessionStore::new(&dir))));
+        RawClient::connect(agent_for(&mock).session_store(Arc::new(FileSessionStore::new(dir))));
     b.initialize().await;
     assert!(
         b.request("session/resume", resume(&id))
@@ -127,7 +125,7 @@ async fn a_session_changed_by_another_agent_is_reloaded_not_diverged() {
     a.finish().await.unwrap();
     b.finish().await.unwrap();
 
-    let stored = FileSessionStore::new(&dir)
+    let stored = FileSessionStore::new(dir)
         .load(&SessionId::new(id.as_str()).unwrap())
         .await
         .unwrap();
@@ -141,5 +139,4 @@ async fn a_session_changed_by_another_agent_is_reloaded_not_diverged() {
             "Another from B"
         ]
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

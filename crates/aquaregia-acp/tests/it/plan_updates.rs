@@ -1,7 +1,7 @@
 //! The built-in `update_plan` tool streams the model's plan as a `plan` update; a malformed
 //! plan is an error the model sees.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 

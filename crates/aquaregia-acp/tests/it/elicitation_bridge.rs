@@ -4,7 +4,7 @@
 //! capability gets simple questions (a URL, a form its defaults answer) as
 //! `session/request_permission`, and the rest are declined without asking.
 
-mod support;
+use crate::support;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{

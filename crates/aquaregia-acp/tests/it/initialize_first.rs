@@ -1,7 +1,7 @@
 //! `initialize` comes first: a session request before it is refused (and nothing is started),
 //! and the same request works once the client has initialized.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 

@@ -1,7 +1,7 @@
 //! `session/cancel` stops a prompt with stop reason `cancelled` (never an error): during a
 //! tool call that never returns, and while a permission request is unanswered.
 
-mod support;
+use crate::support;
 
 use std::time::Instant;
 

@@ -1,7 +1,7 @@
 //! Permission requests: the `bypass_permissions` mode, and rejections as the model and the
 //! client see them.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 
@@ -114,8 +114,8 @@ async fn a_rejected_call_is_reported_to_the_model_and_fails() {
     client.initialize().await;
     let marker = marker("reject");
     // The "always" rules are stored in the project (cwd): a fresh directory per run.
-    let project = std::env::temp_dir().join(&marker);
-    std::fs::create_dir_all(&project).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let project = scratch.path();
     let session = client
         .new_session(
             project.to_str().unwrap(),
@@ -177,7 +177,6 @@ async fn a_rejected_call_is_reported_to_the_model_and_fails() {
     assert!(stored.contains("\"reject\""), "{stored}");
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
-    std::fs::remove_dir_all(&project).unwrap();
 }
 
 /// A Cedar policy is consulted before the mode: a forbid by argument value refuses the call
@@ -263,9 +262,8 @@ fn agent_text(client: &RawClient, session: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn always_allow_is_a_readable_project_rule_not_the_whole_tool() {
-    let dir = std::env::temp_dir().join(format!("aquaregia-rules-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let cwd = dir.to_str().unwrap().to_owned();
     let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock).editor_tools(true));
@@ -331,7 +329,6 @@ async fn always_allow_is_a_readable_project_rule_not_the_whole_tool() {
     client.prompt(&again, "go").await;
     assert_eq!(permission_requests(&client).len(), 4, "asked after clear");
     client.finish().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A policy can refuse writes outside the workspace outright: the resolved path is in the
@@ -350,10 +347,10 @@ async fn a_policy_refuses_writes_outside_the_workspace_without_asking() {
         "#,
     )
     .unwrap();
-    let dir = std::env::temp_dir().join(format!("aquaregia-policy-out-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     std::fs::create_dir_all(dir.join("project")).unwrap();
-    std::os::unix::fs::symlink(&dir, dir.join("project/up")).unwrap();
+    std::os::unix::fs::symlink(dir, dir.join("project/up")).unwrap();
     let mock = MockServer::start().await;
     let client = RawClient::connect(
         agent_for(&mock)
@@ -391,5 +388,4 @@ async fn a_policy_refuses_writes_outside_the_workspace_without_asking() {
     let asked = permission_requests(&client);
     assert_eq!(asked.len(), 1, "only the write inside asked: {asked:#?}");
     client.finish().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }

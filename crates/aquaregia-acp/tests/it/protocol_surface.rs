@@ -1,6 +1,6 @@
 //! The protocol surface: `initialize`, unknown methods and sessions, malformed input.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 

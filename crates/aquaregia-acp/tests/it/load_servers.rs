@@ -2,7 +2,7 @@
 //! those are authoritative. A server the stored session had but the client no longer sends is
 //! not brought back; a new one is used.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
@@ -30,10 +30,8 @@ fn servers_offered(body: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_servers_sent_with_load_are_the_sessions_servers() {
-    let dir =
-        std::env::temp_dir().join(format!("aquaregia-acp-load-servers-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let store = Arc::new(FileSessionStore::new(&dir));
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let store = Arc::new(FileSessionStore::new(dir.path()));
     let mock = MockServer::start().await;
     let marker = marker("load-servers");
     let agent = || agent_for(&mock).session_store(store.clone());
@@ -74,5 +72,4 @@ async fn the_servers_sent_with_load_are_the_sessions_servers() {
     assert_eq!(servers_offered(&mock.bodies()[2]), ["beta"]);
 
     assert_no_process_left(&marker, BOUND).await;
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,7 +2,7 @@
 //! local machine, confined to the session's `cwd`. A local command runs in a process group of
 //! its own, which ends with the call: nothing it started is left running.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 
@@ -14,17 +14,19 @@ use aquaregia_test_support::processes::{
 use support::raw::RawClient;
 use support::{BOUND, agent_for, answer_with, permission_requests};
 
-/// A scratch dir with `project/` (the workspace) and `secret.txt` beside it, plus symlinks in
-/// the workspace leading out: `project/link.txt` to the secret, `project/up` to the dir.
-fn linked_workspace(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("aquaregia-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// A scratch dir (removed when the `TempDir` is dropped) with `project/` (the workspace) and
+/// `secret.txt` beside it, plus symlinks in the workspace leading out: `project/link.txt` to
+/// the secret, `project/up` to the dir.
+fn linked_workspace() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     std::fs::create_dir_all(dir.join("project")).unwrap();
     std::fs::write(dir.join("secret.txt"), "top secret\n").unwrap();
     std::os::unix::fs::symlink(dir.join("secret.txt"), dir.join("project/link.txt")).unwrap();
-    std::os::unix::fs::symlink(&dir, dir.join("project/up")).unwrap();
+    std::os::unix::fs::symlink(dir, dir.join("project/up")).unwrap();
     let dir = std::fs::canonicalize(dir).unwrap();
-    (dir.clone(), dir.join("project"))
+    let project = dir.join("project");
+    (scratch, dir, project)
 }
 
 /// A shell command that leaves `sleep 600`, carrying the marker, running in the background.
@@ -106,8 +108,8 @@ async fn a_cancelled_command_is_ended_with_its_children() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn local_tools_stay_in_the_working_directory() {
-    let dir = std::env::temp_dir().join(format!("aquaregia-local-tools-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     std::fs::create_dir_all(dir.join("project")).unwrap();
     std::fs::write(dir.join("project/notes.txt"), "alpha\nbeta\n").unwrap();
     std::fs::write(dir.join("secret.txt"), "outside").unwrap();
@@ -163,12 +165,11 @@ async fn local_tools_stay_in_the_working_directory() {
         "{ran}"
     );
     client.finish().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_symlink_out_of_the_workspace_asks_and_names_where_it_leads() {
-    let (dir, cwd) = linked_workspace("symlink-escape");
+    let (_scratch, dir, cwd) = linked_workspace();
     let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock).editor_tools(true));
     answer_with(&client, "reject_once");
@@ -253,12 +254,11 @@ async fn a_symlink_out_of_the_workspace_asks_and_names_where_it_leads() {
     let read = content_text(tool_messages(mock.bodies().last().unwrap()).last().unwrap());
     assert_eq!(read, "top secret");
     client.finish().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_permission_request_shows_the_whole_command() {
-    let (dir, cwd) = linked_workspace("whole-command");
+    let (_scratch, _dir, cwd) = linked_workspace();
     let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock).editor_tools(true));
     answer_with(&client, "reject_once");
@@ -295,7 +295,6 @@ async fn the_permission_request_shows_the_whole_command() {
     );
     assert!(!cwd.join("pwned_hidden_line").exists());
     client.finish().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The text of the `tool_call` update announcing `id`.
@@ -309,14 +308,13 @@ fn announced(client: &RawClient, session: &str, id: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_local_command_is_a_shell_line_with_its_args_quoted() {
-    let dir = std::env::temp_dir().join(format!("aquaregia-shell-line-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     std::fs::write(dir.join("a file.txt"), "spaced out\n").unwrap();
 
     let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock).editor_tools(true));
-    let session = session_in(&client, &dir, "bypass_permissions").await;
+    let session = session_in(&client, dir, "bypass_permissions").await;
     mock.push(Reply::tool_call(
         "call-1",
         "run_command",
@@ -360,5 +358,4 @@ async fn a_local_command_is_a_shell_line_with_its_args_quoted() {
         "{told}"
     );
     client.finish().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,7 +2,7 @@
 //! start of the session's first turn (not as stray updates before any prompt, which clients
 //! drop), and never fail the session: the other servers' tools are still used.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! `with_mcp_server`) to the agent over in-memory byte streams, with a mock model calling the
 //! client's tool.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -239,6 +239,9 @@ async fn the_rust_sdk_client_serves_tools_to_the_agent_over_acp() {
     let (client_end, serve) = serve_in_memory(agent_for(&mock));
     let (read, write_half) = tokio::io::split(client_end);
     let transport = ByteStreams::new(write_half.compat_write(), read.compat());
+    // "Always" answers are kept in the session directory's `.aquaregia/`: a scratch one.
+    let scratch = tempfile::tempdir().unwrap();
+    let cwd = scratch.path().to_path_buf();
     let workspace = Workspace::default();
     let service = workspace.clone();
     let mock_ref = &mock;
@@ -255,7 +258,7 @@ async fn the_rust_sdk_client_serves_tools_to_the_agent_over_acp() {
             let init = serde_json::to_value(&init).unwrap();
             assert_eq!(init["agentCapabilities"]["mcpCapabilities"]["acp"], true);
 
-            cx.build_session(scratch_cwd())
+            cx.build_session(cwd.clone())
                 .with_mcp_server(McpServer::new_service("ws", service, NullRun))?
                 .block_task()
                 .run_until(async |setup| {
@@ -417,6 +420,8 @@ async fn cancelling_a_prompt_cancels_the_clients_mcp_request() {
     let (client_end, serve) = serve_in_memory(agent_for(&mock));
     let (read, write_half) = tokio::io::split(client_end);
     let transport = ByteStreams::new(write_half.compat_write(), read.compat());
+    let scratch = tempfile::tempdir().unwrap();
+    let cwd = scratch.path().to_path_buf();
     let workspace = Workspace::default();
     let service = workspace.clone();
     let workspace_ref = &workspace;
@@ -428,7 +433,7 @@ async fn cancelling_a_prompt_cancels_the_clients_mcp_request() {
             cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
                 .block_task()
                 .await?;
-            cx.build_session(scratch_cwd())
+            cx.build_session(cwd.clone())
                 .with_mcp_server(McpServer::new_service("ws", service, NullRun))?
                 .block_task()
                 .run_until(async |setup| {
@@ -462,15 +467,4 @@ async fn cancelling_a_prompt_cancels_the_clients_mcp_request() {
         .expect("serve returned")
         .expect("no panic")
         .expect("clean end");
-}
-
-/// A directory of this test process's own to open sessions in: "always" answers are kept in
-/// the session directory's `.aquaregia/`, which must not be the source tree.
-fn scratch_cwd() -> std::path::PathBuf {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("aquaregia-sdk-client-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
-    dir
 }

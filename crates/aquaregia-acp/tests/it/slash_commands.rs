@@ -2,7 +2,7 @@
 //! the model), announced with the built-ins in `available_commands_update`; `/clear` forgets
 //! the conversation without calling the model.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 

@@ -1,7 +1,7 @@
 //! The `plan` mode offers the model only read-only tools; set through the `mode` config
 //! option (or `session/set_mode`), it is reported with `current_mode_update`.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 

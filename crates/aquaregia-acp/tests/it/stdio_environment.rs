@@ -1,7 +1,7 @@
 //! Stdio servers run in the session's `cwd`, with the entry's `env` over the few variables
 //! they inherit (`aquaregia::mcp::DEFAULT_INHERITED_ENV_VARS`).
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 
@@ -15,10 +15,8 @@ use support::{BOUND, agent_for, tool_updates, updates};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stdio_servers_get_the_session_cwd_and_the_merged_env() {
-    let dir = std::env::temp_dir().join(format!("acp-cwd-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let dir = dir.canonicalize().unwrap();
-    let _cleanup = RemoveOnDrop(dir.clone());
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let dir = scratch.path().canonicalize().unwrap();
     let mock = MockServer::start().await;
     let client = RawClient::connect(agent_for(&mock));
     client.initialize().await;
@@ -85,13 +83,4 @@ async fn stdio_servers_get_the_session_cwd_and_the_merged_env() {
     assert!(shown.contains("from the entry"), "{shown}");
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
-}
-
-/// Removes the directory when the test ends, passed or not.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

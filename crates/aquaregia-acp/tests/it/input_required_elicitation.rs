@@ -3,9 +3,9 @@
 //! reaches the official Rust SDK's client role as `elicitation/create`, tied to the session
 //! and the tool call that asked, and the call completes with the client's answers.
 
-mod support;
+use crate::support;
 
-#[path = "../../aquaregia/tests/support/input_required_server.rs"]
+#[path = "../../../aquaregia/tests/support/input_required_server.rs"]
 mod input_required_server;
 
 use std::sync::Arc;
