@@ -7,9 +7,12 @@
 //!   bound, and a port that refuses connections;
 //! - [`processes`]: finding (and killing) the processes a test marked through its environment;
 //! - [`mock_model`]: a scripted OpenAI-compatible model on 127.0.0.1, with Chat Completions
-//!   payload builders and request inspectors.
+//!   payload builders and request inspectors;
+//! - [`oauth_server`]: an OAuth 2.1 authorization server and the MCP server it protects
+//!   (Streamable HTTP and legacy SSE), on 127.0.0.1.
 
 pub mod acp_client;
 pub mod deps;
 pub mod mock_model;
+pub mod oauth_server;
 pub mod processes;
