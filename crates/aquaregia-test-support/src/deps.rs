@@ -50,6 +50,7 @@ pub fn repo_root() -> PathBuf {
 /// A port on 127.0.0.1 that is bound but not listening: connecting to it is refused, and no
 /// other socket can take it while this value lives (a port that was free a moment ago may not
 /// be by the time it is used).
+#[derive(Debug)]
 pub struct ClosedPort {
     // Held, never listened on.
     _socket: tokio::net::TcpSocket,
@@ -136,6 +137,7 @@ pub fn example_binary(name: &str) -> PathBuf {
 }
 
 /// A background server process for a test; killed when dropped (or [`stop`](Self::stop)ped).
+#[derive(Debug)]
 pub struct Background {
     child: tokio::process::Child,
     /// Drains the server's stderr after the port line, so the pipe never fills.
@@ -192,8 +194,8 @@ impl Background {
         (Self { child, drain }, port)
     }
 
-    /// A Node server (`node <args>`, with `envs`) that listens on `port` (0: any port), with
-    /// [`node_port_reporter`] preloaded; returns it and the port it listens on.
+    /// A Node server (`node <args>`, with `envs`) with [`node_port_reporter`] preloaded;
+    /// returns it and the port it reports listening on.
     pub async fn node(args: &[&str], envs: &[(&str, String)]) -> (Self, u16) {
         let mut command = tokio::process::Command::new("node");
         command
