@@ -32,7 +32,10 @@ impl LineInput {
     /// plain lines of stdin.
     #[cfg_attr(
         not(feature = "line-editing"),
-        allow(clippy::needless_pass_by_value, reason = "the history file is the editor's")
+        allow(
+            clippy::needless_pass_by_value,
+            reason = "the history file is the editor's"
+        )
     )]
     pub(crate) fn open(history_file: Option<std::path::PathBuf>) -> Self {
         #[cfg(feature = "line-editing")]

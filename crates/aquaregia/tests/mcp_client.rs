@@ -1,6 +1,7 @@
 //! `aquaregia::mcp` against a real in-process rmcp server over an in-memory pipe: the result
 //! mapping, errors, timeouts, cancellation, list changes, prefixes, filters and caching.
 
+#[path = "it/common/mod.rs"]
 mod common;
 #[path = "support/mcp_server.rs"]
 mod mcp_server;

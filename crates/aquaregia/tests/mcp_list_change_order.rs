@@ -14,9 +14,8 @@ use tokio::process::Command;
 fn test_server() -> Command {
     let mut command = Command::new("python3");
     command
-        .arg(format!(
-            "{}/../aquaregia-cli/tests/servers/mcp_test_server.py",
-            env!("CARGO_MANIFEST_DIR")
+        .arg(aquaregia_test_support::deps::python_server(
+            "mcp_test_server.py",
         ))
         .env("AQUAREGIA_TEST_LIST_CHANGED", "1");
     command

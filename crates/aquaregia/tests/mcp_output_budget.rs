@@ -1,6 +1,7 @@
 //! A per-server output budget on `McpToolset`: that server's tools carry it, and their long
 //! results reach the model cut to it.
 
+#[path = "it/common/mod.rs"]
 mod common;
 #[path = "support/mcp_server.rs"]
 mod mcp_server;

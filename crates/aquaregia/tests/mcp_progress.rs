@@ -1,6 +1,7 @@
 //! `notifications/progress` of an MCP tool call: they reach the agent as
 //! `AgentEvent::ToolProgress` for that call, and each one restarts the call's inactivity timer.
 
+#[path = "it/common/mod.rs"]
 mod common;
 #[path = "support/progress_server.rs"]
 mod progress_server;

@@ -2,13 +2,14 @@
 //! `@modelcontextprotocol/server-everything` (npm) over stdio, Streamable HTTP and legacy SSE,
 //! and a Python `mcp` (PyPI) server that speaks 2026-07-28 and returns audio.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::time::Duration;
 
 use aquaregia::mcp::{self, McpConnection};
 use aquaregia::{ContentBlock, StopReason, Tool, ToolExecError, ToolOutput};
-use aquaregia_test_support::deps::{self, Background, dep, repo_root};
+use aquaregia_test_support::deps::{Background, dep, repo_root};
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
 use common::chat_client;
 use serde_json::{Value, json};
@@ -299,8 +300,7 @@ async fn agent_uses_tools_from_both_servers() {
 
 #[tokio::test]
 async fn an_expired_http_session_is_reestablished() {
-    let port = deps::free_port();
-    let server = Background::server_everything_on("streamableHttp", port).await;
+    let (server, port) = Background::server_everything("streamableHttp").await;
     let connection = mcp::connect_http(format!("http://127.0.0.1:{port}/mcp"))
         .await
         .unwrap();
@@ -311,8 +311,7 @@ async fn an_expired_http_session_is_reestablished() {
     );
     // A restarted server no longer knows the session: it answers 404, and the client
     // re-initialises and retries the call once.
-    drop(server);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.stop().await;
     let _server = Background::server_everything_on("streamableHttp", port).await;
     assert_eq!(
         echo.execute(json!({"message": "two"})).await,

@@ -134,7 +134,8 @@ async fn a_missing_command_is_a_clear_error() {
 
 #[tokio::test]
 async fn unreachable_http_server_names_the_url() {
-    let port = deps::free_port();
+    let closed = deps::ClosedPort::new();
+    let port = closed.port();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let error = mcp::Connector::new()
         .timeout(BOUND)

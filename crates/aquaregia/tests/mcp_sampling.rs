@@ -3,6 +3,7 @@
 //! [`sample_with_model`] asks the approval callback, then the model (a mock provider here).
 //! Without a handler, or when declined, the server is refused.
 
+#[path = "it/common/mod.rs"]
 mod common;
 #[path = "support/input_required_server.rs"]
 mod input_required_server;

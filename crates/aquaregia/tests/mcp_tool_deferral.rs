@@ -1,6 +1,7 @@
 //! 2,000 MCP tools: requests carry fewer than 128 tools, the model finds one with
 //! `search_tools` and calls it.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

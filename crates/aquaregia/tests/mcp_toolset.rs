@@ -1,6 +1,7 @@
 //! `McpToolset`: parallel connects with failures reported, prefixing, globs, duplicate names,
 //! and `prepare_step` picking up `tools/list_changed`.
 
+#[path = "it/common/mod.rs"]
 mod common;
 #[path = "support/mcp_server.rs"]
 mod mcp_server;

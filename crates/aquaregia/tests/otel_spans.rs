@@ -3,6 +3,7 @@
 //! semantic conventions' attributes, in one trace; the server receives that trace's
 //! `traceparent` in the `tools/call` `_meta`; prompts and answers are recorded only when asked.
 
+#[path = "it/common/mod.rs"]
 mod common;
 #[path = "support/mcp_server.rs"]
 mod mcp_server;

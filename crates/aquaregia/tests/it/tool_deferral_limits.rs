@@ -1,0 +1,78 @@
+//! Deferred tools never push a request past 128 tools: always-loaded tools stay, and the
+//! tools found first are dropped first.
+
+use crate::common;
+
+use aquaregia::{MAX_REQUEST_TOOLS, SEARCH_TOOLS, ToolDeferral, tool};
+use aquaregia_test_support::mock_model::{
+    MockServer, Reply, chat_text, chat_tool_calls, tool_names,
+};
+use common::chat_client;
+use serde_json::json;
+
+#[tokio::test]
+async fn searches_that_find_too_much_stay_under_the_provider_limit() {
+    // 100 "alpha" tools, 100 "beta" tools, and 100 others.
+    let tools: Vec<_> = ["alpha", "beta", "gamma"]
+        .iter()
+        .flat_map(|group| {
+            (0..100).map(move |n| {
+                tool(format!("{group}_{n:03}"))
+                    .description(format!("The {group} operation number {n}"))
+                    .execute_raw(|_| async { Ok(json!("ok")) })
+            })
+        })
+        .collect();
+    let server = MockServer::start().await;
+    server.push(Reply::json(chat_tool_calls(&[(
+        "s1",
+        SEARCH_TOOLS,
+        json!({"query": "alpha"}),
+    )])));
+    server.push(Reply::json(chat_tool_calls(&[(
+        "s2",
+        SEARCH_TOOLS,
+        json!({"query": "beta"}),
+    )])));
+    server.push(Reply::json(chat_tool_calls(&[(
+        "c1",
+        "beta_099",
+        json!({}),
+    )])));
+    server.push(Reply::json(chat_text("done")));
+    let agent = chat_client(&server)
+        .agent("gpt-4o")
+        .tools(tools)
+        .tool_deferral(
+            ToolDeferral::new()
+                .threshold(32)
+                .search_results(100)
+                .always_load(["gamma_050"]),
+        )
+        .build()
+        .unwrap();
+    let output = agent.run("go").await.unwrap();
+    assert_eq!(output.text, "done");
+
+    let requests: Vec<Vec<String>> = server.bodies().iter().map(tool_names).collect();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(requests[0], ["gamma_050", SEARCH_TOOLS]);
+    for (n, names) in requests.iter().enumerate() {
+        assert!(
+            names.len() <= MAX_REQUEST_TOOLS,
+            "request {n}: {}",
+            names.len()
+        );
+        assert_eq!(names[..2], ["gamma_050", SEARCH_TOOLS], "request {n}");
+    }
+    // After "alpha": its 100 tools.
+    assert_eq!(requests[1].len(), 102);
+    assert_eq!(requests[1][2], "alpha_000");
+    // After "beta": 200 found, 126 fit; the earliest alpha ones made room.
+    assert_eq!(requests[2].len(), MAX_REQUEST_TOOLS);
+    assert!(!requests[2].contains(&"alpha_000".to_owned()));
+    assert!(requests[2].contains(&"alpha_099".to_owned()));
+    assert_eq!(requests[2].last().unwrap(), "beta_099");
+    // The found tool ran.
+    assert_eq!(output.steps[2].tool_calls[0].result, Ok(json!("ok").into()));
+}
