@@ -8,9 +8,9 @@ use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionUpdate,
     UnstructuredCommandInput,
 };
-use aquaregia::mcp::McpToolset;
-use aquaregia::mcp::rmcp::model::{JsonObject, Prompt};
 use aquaregia::{ContentPart, Message, Role};
+use aquaregia_mcp::McpToolset;
+use aquaregia_mcp::rmcp::model::{JsonObject, Prompt};
 use serde_json::Value;
 
 use std::sync::Arc;
@@ -179,7 +179,7 @@ pub(crate) fn find<'a>(prompts: &'a [PromptCommand], name: &str) -> Option<&'a P
 }
 
 /// A prompt's messages as conversation messages.
-pub(crate) fn messages(result: &aquaregia::mcp::rmcp::model::GetPromptResult) -> Vec<Message> {
+pub(crate) fn messages(result: &aquaregia_mcp::rmcp::model::GetPromptResult) -> Vec<Message> {
     result
         .messages
         .iter()

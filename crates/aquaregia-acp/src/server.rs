@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::{ConnectionTo, Dispatch};
 use agent_client_protocol::{Agent, Client, ConnectTo};
-use aquaregia::mcp::ServerProcess;
 use aquaregia::{AgentBuilder, OutputBudget, SessionStore};
+use aquaregia_mcp::ServerProcess;
 use futures::future::BoxFuture;
 
 use crate::auth::ApiKeyAuth;
@@ -67,7 +67,7 @@ pub struct AcpServer {
     on_process: Option<ProcessHook>,
     sandbox: Option<Arc<Sandbox>>,
     #[cfg(feature = "oauth")]
-    oauth: Option<aquaregia::mcp::OAuth>,
+    oauth: Option<aquaregia_mcp::OAuth>,
     login_hint: Option<LoginHint>,
     policy: Option<Arc<aquaregia::policy::PermissionPolicy>>,
 }
@@ -109,7 +109,7 @@ impl AcpServer {
     ) -> Self {
         Self {
             factory: Arc::new(factory),
-            startup_timeout: aquaregia::mcp::DEFAULT_CONNECT_TIMEOUT,
+            startup_timeout: aquaregia_mcp::DEFAULT_CONNECT_TIMEOUT,
             disabled: Vec::new(),
             auth: None,
             models: None,
@@ -141,14 +141,14 @@ impl AcpServer {
     }
 
     /// OAuth for the HTTP servers sessions are given (feature `oauth`): what
-    /// [`McpToolsetBuilder::oauth`](aquaregia::mcp::McpToolsetBuilder::oauth) does, for every
+    /// [`McpToolsetBuilder::oauth`](aquaregia_mcp::McpToolsetBuilder::oauth) does, for every
     /// session. An agent the editor started has no terminal to send the user to a browser
     /// from: give it the token store a login elsewhere filled, without a callback, so stored
     /// tokens are used and refreshed, and a server that needs a new authorization is reported
     /// unavailable (with [`login_hint`](Self::login_hint)).
     #[cfg(feature = "oauth")]
     #[must_use]
-    pub fn oauth(mut self, oauth: aquaregia::mcp::OAuth) -> Self {
+    pub fn oauth(mut self, oauth: aquaregia_mcp::OAuth) -> Self {
         self.oauth = Some(oauth);
         self
     }
@@ -163,12 +163,12 @@ impl AcpServer {
     }
 
     /// Tells `hook` when each session's stdio MCP server process starts and ends (see
-    /// [`Connector::on_process`](aquaregia::mcp::Connector::on_process)), and likewise each
+    /// [`Connector::on_process`](aquaregia_mcp::Connector::on_process)), and likewise each
     /// local `run_command` process (the leader of its own process group): what a supervisor
     /// that must end them if this process is killed outright (SIGKILL) needs to know.
     ///
     /// ```
-    /// use aquaregia::mcp::ServerProcess;
+    /// use aquaregia_mcp::ServerProcess;
     /// # fn demo(server: aquaregia_acp::AcpServer) -> aquaregia_acp::AcpServer {
     /// server.on_process(|event| match event {
     ///     ServerProcess::Started { pid } => eprintln!("server {pid} started"),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{HttpHeader, McpServer};
-use aquaregia::mcp::{McpError, McpServerSpec, McpToolset, ServerProcess};
+use aquaregia_mcp::{McpError, McpServerSpec, McpToolset, ServerProcess};
 use serde_json::Value;
 
 use crate::elicitation::Elicitation;
@@ -149,7 +149,7 @@ pub(crate) struct ConnectPlan {
     /// How local `run_command`s are confined (`None`: not at all).
     pub(crate) sandbox: Option<Arc<crate::Sandbox>>,
     #[cfg(feature = "oauth")]
-    pub(crate) oauth: Option<aquaregia::mcp::OAuth>,
+    pub(crate) oauth: Option<aquaregia_mcp::OAuth>,
     pub(crate) login_hint: Option<LoginHint>,
 }
 

@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::SessionMode;
-use aquaregia::mcp::McpToolset;
 use aquaregia::permission_rules::PermissionRules;
 use aquaregia::{Message, Tool, ToolOutputStore};
+use aquaregia_mcp::McpToolset;
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::PromptCommand;

@@ -13,7 +13,7 @@ use agent_client_protocol::v1::schema::{
     WaitForTerminalExitRequest,
 };
 use aquaregia::ToolExecError;
-use aquaregia::mcp::ServerProcess;
+use aquaregia_mcp::ServerProcess;
 use serde_json::Value;
 
 use crate::editor::Editor;

@@ -5,7 +5,7 @@
 
 mod support;
 
-#[path = "../../aquaregia/tests/support/input_required_server.rs"]
+#[path = "../../aquaregia-mcp/tests/support/input_required_server.rs"]
 mod input_required_server;
 
 use std::sync::Arc;

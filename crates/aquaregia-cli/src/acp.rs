@@ -13,9 +13,9 @@ use crate::prompt_cache;
 use crate::reaper;
 use crate::telemetry;
 use anyhow::Context;
-use aquaregia::mcp::{FileTokenStore, OAuth};
 use aquaregia::{Client, FileSessionStore};
 use aquaregia_acp::{AcpServer, ApiKeyAuth, Sandbox};
+use aquaregia_mcp::{FileTokenStore, OAuth};
 use clap::Args;
 
 /// The ACP SDK logs whole messages at TRACE: API keys from `authenticate`, headers and env

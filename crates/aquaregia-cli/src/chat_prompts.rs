@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use aquaregia::mcp::McpToolset;
-use aquaregia::mcp::rmcp::model::GetPromptRequestParams;
 use aquaregia::{Message, Role};
+use aquaregia_mcp::McpToolset;
+use aquaregia_mcp::rmcp::model::GetPromptRequestParams;
 use serde_json::{Map, Value};
 
 /// How long a server gets to list or render its prompts.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::ModelPrice;
-use aquaregia::mcp::{
+use aquaregia_mcp::{
     ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig,
 };
 use serde_json::{Map, Value};

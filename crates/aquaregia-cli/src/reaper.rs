@@ -15,7 +15,7 @@
 pub(crate) use unix::{on_process, run};
 
 #[cfg(not(unix))]
-pub(crate) fn on_process(_: aquaregia::mcp::ServerProcess) {}
+pub(crate) fn on_process(_: aquaregia_mcp::ServerProcess) {}
 
 #[cfg(not(unix))]
 pub(crate) fn run() -> std::process::ExitCode {
@@ -34,7 +34,7 @@ mod unix {
     use std::sync::{Mutex, OnceLock};
     use std::time::{Duration, Instant};
 
-    use aquaregia::mcp::ServerProcess;
+    use aquaregia_mcp::ServerProcess;
     use nix::sys::signal::{Signal, killpg};
     use nix::unistd::Pid;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
-use aquaregia::mcp::{
+use aquaregia_mcp::{
     McpConnection, McpError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpToolset, PinFile,
     PinReview,
 };

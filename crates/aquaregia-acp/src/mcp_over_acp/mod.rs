@@ -1,7 +1,7 @@
 //! MCP-over-ACP: MCP servers that live in the client, reached through the ACP connection.
 //!
 //! Both bindings in use are rmcp transports, so `acp` servers go through the same
-//! [`aquaregia::mcp::connect`] path (handshake, tools, timeouts, cancellation, list changes)
+//! [`aquaregia_mcp::connect`] path (handshake, tools, timeouts, cancellation, list changes)
 //! as stdio and HTTP servers:
 //!
 //! - **stateless** (current SDKs): each MCP request is its own ACP request

@@ -265,8 +265,6 @@ fn record_error(span: &Span, error: &Error) {
         Error::StructuredOutput { .. } => "structured_output_error",
         Error::ContextWindowExceeded { .. } => "context_window_exceeded",
         Error::Cancelled => "cancelled",
-        #[cfg(feature = "mcp")]
-        Error::Mcp(_) => "mcp_error",
         _ => "_OTHER",
     };
     span.record("error.type", kind);
@@ -314,7 +312,7 @@ pub(crate) fn record_tool(span: &Span, result: &Result<ToolOutput, ToolExecError
         }
         Err(error) => {
             let kind = match error {
-                ToolExecError::Execution(_) => "tool_error",
+                ToolExecError::Execution(_) | ToolExecError::Other(_) => "tool_error",
                 ToolExecError::InvalidArguments(_) => "invalid_arguments",
                 ToolExecError::Timeout => "timeout",
                 ToolExecError::UnknownTool(_) => "unknown_tool",

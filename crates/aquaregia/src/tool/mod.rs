@@ -82,28 +82,76 @@ impl ToolAnnotations {
 }
 
 /// Why a tool call failed.
+///
+/// `PartialEq` compares [`Other`](Self::Other) errors by their text, since the error inside
+/// need not be comparable.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone)]
 pub enum ToolExecError {
     /// The tool ran and reported a failure.
-    #[error("{0}")]
     Execution(String),
     /// The arguments did not match the tool's schema (or could not be decoded).
-    #[error("invalid arguments: {0}")]
     InvalidArguments(String),
     /// The tool took longer than its time limit.
-    #[error("the tool call timed out")]
     Timeout,
     /// The model called a tool that does not exist in this step.
-    #[error("unknown tool `{0}`")]
     UnknownTool(String),
     /// A hook or the user denied the call; the reason is given to the model.
-    #[error("the tool call was rejected: {0}")]
     Denied(String),
     /// The run was cancelled while the tool was running.
-    #[error("the tool call was cancelled")]
     Cancelled,
+    /// A layer under the tool failed (an MCP server that went away, an HTTP request that was
+    /// refused...). Its text is what the model sees; the error itself is the
+    /// [`source`](std::error::Error::source), to downcast (to `aquaregia_mcp::McpError`, say).
+    Other(Arc<dyn std::error::Error + Send + Sync>),
 }
+
+impl ToolExecError {
+    /// Wraps a lower layer's error as [`Other`](Self::Other), keeping it as the source.
+    pub fn other(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Other(Arc::new(error))
+    }
+}
+
+impl fmt::Display for ToolExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Execution(message) => f.write_str(message),
+            Self::InvalidArguments(message) => write!(f, "invalid arguments: {message}"),
+            Self::Timeout => f.write_str("the tool call timed out"),
+            Self::UnknownTool(name) => write!(f, "unknown tool `{name}`"),
+            Self::Denied(reason) => write!(f, "the tool call was rejected: {reason}"),
+            Self::Cancelled => f.write_str("the tool call was cancelled"),
+            Self::Other(error) => fmt::Display::fmt(error, f),
+        }
+    }
+}
+
+impl std::error::Error for ToolExecError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // The error itself, not the `Arc` around it, so that it can be downcast.
+            Self::Other(error) => Some(&**error),
+            _ => None,
+        }
+    }
+}
+
+impl PartialEq for ToolExecError {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Execution(a), Self::Execution(b))
+            | (Self::InvalidArguments(a), Self::InvalidArguments(b))
+            | (Self::UnknownTool(a), Self::UnknownTool(b))
+            | (Self::Denied(a), Self::Denied(b)) => a == b,
+            (Self::Timeout, Self::Timeout) | (Self::Cancelled, Self::Cancelled) => true,
+            (Self::Other(a), Self::Other(b)) => Arc::ptr_eq(a, b) || a.to_string() == b.to_string(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for ToolExecError {}
 
 impl From<String> for ToolExecError {
     fn from(message: String) -> Self {
@@ -212,7 +260,7 @@ impl Tool {
             self.inner.executor.clone(),
         )
         .budget(self.inner.output_budget)
-        .trusting_hints(self.inner.hints_trusted)
+        .with_trusted_hints(self.inner.hints_trusted)
     }
 
     /// This tool with its own limit on what one result may put into the context (an MCP
@@ -254,7 +302,7 @@ impl Tool {
             self.inner.executor.clone(),
         )
         .budget(self.inner.output_budget)
-        .trusting_hints(self.inner.hints_trusted)
+        .with_trusted_hints(self.inner.hints_trusted)
     }
 
     /// The name, description and schema the model sees.
@@ -280,17 +328,19 @@ impl Tool {
     /// Whether [`annotations`](Self::annotations) may be believed, e.g. to run a
     /// `read_only` tool without asking: true for tools written in Rust (with [`tool`] or
     /// [`Tool::new`]: the developer set the hints), and for an MCP server's tools only when
-    /// the server is trusted (`"trust": true` in its config, or
-    /// [`McpToolsetBuilder::trust`](crate::mcp::McpToolsetBuilder::trust) /
-    /// [`McpConnection::with_trusted_hints`](crate::mcp::McpConnection::with_trusted_hints)).
+    /// the server is trusted (`"trust": true` in its config, or `aquaregia-mcp`'s
+    /// `McpToolsetBuilder::trust` / `McpConnection::with_trusted_hints`).
     /// A server that is not trusted can claim anything, so a permission check should treat
     /// its tools as if they had no annotations.
     pub fn hints_trusted(&self) -> bool {
         self.inner.hints_trusted
     }
 
-    /// This tool with its hints trusted or not (MCP tools of servers the user did not trust).
-    pub(crate) fn trusting_hints(self, trusted: bool) -> Self {
+    /// This tool with its [`annotations`](Self::annotations) believed or not (see
+    /// [`hints_trusted`](Self::hints_trusted)): a tool source whose hints nobody vouches for,
+    /// such as an MCP server the user did not trust, hands its tools out with `false`.
+    #[must_use]
+    pub fn with_trusted_hints(self, trusted: bool) -> Self {
         if self.inner.hints_trusted == trusted {
             return self;
         }
