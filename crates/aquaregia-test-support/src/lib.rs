@@ -6,9 +6,12 @@
 //!   free ports, example binaries and background server processes;
 //! - [`processes`]: finding (and killing) the processes a test marked through its environment;
 //! - [`mock_model`]: a scripted OpenAI-compatible model on 127.0.0.1, with Chat Completions
-//!   payload builders and request inspectors.
+//!   payload builders and request inspectors;
+//! - `mcp_servers` (feature `mcp-servers`): in-process MCP servers on rmcp.
 
 pub mod acp_client;
 pub mod deps;
+#[cfg(feature = "mcp-servers")]
+pub mod mcp_servers;
 pub mod mock_model;
 pub mod processes;

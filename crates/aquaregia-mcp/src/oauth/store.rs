@@ -347,9 +347,8 @@ mod tests {
 
     #[tokio::test]
     async fn file_store_keeps_one_private_file_per_server() {
-        let dir =
-            std::env::temp_dir().join(format!("aquaregia-token-store-{}", std::process::id()));
-        let store = FileTokenStore::new(&dir);
+        let scratch = tempfile::tempdir().unwrap();
+        let store = FileTokenStore::new(scratch.path());
         let (a, b) = ("https://a.example/mcp", "https://a.example/other");
         assert!(store.load(a).await.unwrap().is_none());
         store.save(a, credentials("client-a")).await.unwrap();
@@ -375,6 +374,5 @@ mod tests {
             store.load(a).await,
             Err(TokenStoreError::Corrupt { .. })
         ));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -3,13 +3,10 @@
 //! connection's handlers and calling again with the answers and the server's state, for as
 //! many rounds as the server asks, within a bound.
 
-#[path = "support/input_required_server.rs"]
-mod input_required_server;
-
 use std::sync::{Arc, Mutex};
 
 use aquaregia_mcp::{Connector, ElicitationRequest, ElicitationResponse, McpConnection};
-use input_required_server::InputRequiredServer;
+use aquaregia_test_support::mcp_servers::input_required_server::InputRequiredServer;
 use serde_json::json;
 
 /// A connection whose elicitation handler fills in any form from `answers` by field name,

@@ -3,21 +3,17 @@
 //! semantic conventions' attributes, in one trace; the server receives that trace's
 //! `traceparent` in the `tools/call` `_meta`; prompts and answers are recorded only when asked.
 
-mod common;
-#[path = "support/mcp_server.rs"]
-mod mcp_server;
-
 use std::sync::{Arc, Mutex};
 
+use crate::common::chat_client;
 use aquaregia::{Agent, StopReason, TELEMETRY_TARGET, Telemetry};
 use aquaregia_mcp::{self as mcp, HttpOptions, McpConnection};
+use aquaregia_test_support::mcp_servers::test_server::TestServer;
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use common::chat_client;
-use mcp_server::TestServer;
 use opentelemetry::trace::{SpanId, SpanKind, Status, TracerProvider as _};
 use opentelemetry::{Array, Value};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};

@@ -1,7 +1,7 @@
 //! An in-process MCP server whose tools report progress: `work {steps, delay_ms}` sends one
 //! `notifications/progress` per step (`step i of n`) before answering `done`; `silent
 //! {delay_ms}` waits without a word, then answers `done`.
-#![allow(dead_code, unreachable_pub, missing_docs)]
+#![allow(missing_docs)]
 
 use std::sync::Arc;
 use std::time::Duration;

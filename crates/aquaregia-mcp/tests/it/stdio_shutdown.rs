@@ -1,13 +1,14 @@
 //! How a stdio server's process group ends: SIGTERM before SIGKILL on close, grandchildren
 //! included, and nothing left when the runtime that ran the connection is gone.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use aquaregia_mcp as mcp;
 use aquaregia_test_support::processes::{
     KillMarked, assert_no_process_left, marker, processes_with_marker,
 };
+use tempfile::TempDir;
 use tokio::process::Command;
 
 const BOUND: Duration = Duration::from_secs(10);
@@ -39,7 +40,7 @@ while True:
     time.sleep(1)
 "#;
 
-fn stubborn_server(marker: &str, term_file: &PathBuf) -> Command {
+fn stubborn_server(marker: &str, term_file: &Path) -> Command {
     let mut command = Command::new("python3");
     command
         .args(["-c", STUBBORN_SERVER])
@@ -48,17 +49,19 @@ fn stubborn_server(marker: &str, term_file: &PathBuf) -> Command {
     command
 }
 
-fn term_file(tag: &str) -> PathBuf {
-    let file = std::env::temp_dir().join(format!("aquaregia-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_file(&file);
-    file
+/// Where the server writes `term` when it gets SIGTERM: a file that does not exist yet, in a
+/// scratch directory removed when the guard is dropped.
+fn term_file() -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let file = dir.path().join("term");
+    (dir, file)
 }
 
 #[tokio::test]
 async fn close_sends_sigterm_then_ends_the_whole_group() {
     let marker = marker("stdio-sigterm");
     let _cleanup = KillMarked(marker.clone());
-    let term = term_file("sigterm");
+    let (_scratch, term) = term_file();
     let connection = mcp::connect_stdio(stubborn_server(&marker, &term))
         .await
         .unwrap();
@@ -83,14 +86,13 @@ async fn close_sends_sigterm_then_ends_the_whole_group() {
     );
     // The grandchild, which ignored SIGTERM, goes with the group once the server has exited.
     assert_no_process_left(&marker, BOUND).await;
-    let _ = std::fs::remove_file(&term);
 }
 
 #[test]
 fn a_connection_outliving_its_runtime_leaves_no_process() {
     let marker = marker("stdio-runtime-gone");
     let _cleanup = KillMarked(marker.clone());
-    let term = term_file("runtime-gone");
+    let (_scratch, term) = term_file();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -112,7 +114,6 @@ fn a_connection_outliving_its_runtime_leaves_no_process() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = std::fs::remove_file(&term);
 }
 
 /// `Connector::on_process` hears of the server's process when it starts (its pid, which leads
@@ -125,7 +126,7 @@ async fn the_process_hook_hears_start_and_end() {
 
     let marker = marker("stdio-hook");
     let _cleanup = KillMarked(marker.clone());
-    let term = term_file("hook");
+    let (_scratch, term) = term_file();
     let events = Arc::new(Mutex::new(Vec::new()));
     let heard = events.clone();
     let connection = mcp::Connector::new()
@@ -173,5 +174,4 @@ async fn the_process_hook_hears_start_and_end() {
         events.lock().unwrap().as_slice(),
         [ServerProcess::Started { pid }, ServerProcess::Ended { pid }]
     );
-    let _ = std::fs::remove_file(&term);
 }

@@ -1,16 +1,14 @@
 //! 2,000 MCP tools: requests carry fewer than 128 tools, the model finds one with
 //! `search_tools` and calls it.
 
-mod common;
-
 use std::sync::Arc;
 
+use crate::common::chat_client;
 use aquaregia::SEARCH_TOOLS;
 use aquaregia_mcp::McpToolset;
 use aquaregia_test_support::mock_model::{
     MockServer, Reply, chat_text, chat_tool_calls, tool_names, tool_results,
 };
-use common::chat_client;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool,

@@ -2,7 +2,7 @@
 //! tool asks the user through elicitation and reports the answer: `ask {mode: "form"}` asks
 //! for a name and an age, `ask {mode: "url"}` sends the user to a URL and, once the user
 //! agreed to go, says that elicitation is complete (`notifications/elicitation/complete`).
-#![allow(dead_code, unreachable_pub, missing_docs)]
+#![allow(missing_docs)]
 
 use std::sync::Arc;
 

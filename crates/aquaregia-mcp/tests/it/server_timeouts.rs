@@ -1,14 +1,11 @@
 //! Per-server timeouts of an `McpToolset`: a server's call timeout cuts its slow call (and
 //! only its), a server's startup timeout cuts its handshake.
 
-#[path = "support/progress_server.rs"]
-mod progress_server;
-
 use std::time::{Duration, Instant};
 
 use aquaregia::ToolExecError;
 use aquaregia_mcp::{McpError, McpServerTimeouts, McpToolset};
-use progress_server::ProgressServer;
+use aquaregia_test_support::mcp_servers::progress_server::ProgressServer;
 use serde_json::json;
 
 #[tokio::test]

@@ -1,8 +1,5 @@
 //! A reusable in-process MCP test server built on `rmcp`, served over `tokio::io::duplex`.
 //!
-//! Include it from a test with
-//! `#[path = "support/mcp_server.rs"] mod mcp_server;`.
-//!
 //! Tools (tools/list is paginated, 5 per page, sorted by name):
 //! `add`, `audio`, `complex_schema`, `echo`, `empty`, `fails`, `image`, `meta_echo`, `never`,
 //! `resource_blob`, `resource_link`, `resource_text`, `slow`, `structured`, `two_texts`
@@ -19,7 +16,7 @@
 //! - 2026-07-28 (`server/discover`, per-request `_meta`) clients get it only on an open
 //!   `subscriptions/listen` subscription (the notification carries the subscription id in its
 //!   `_meta`); the server accepts `toolsListChanged` subscriptions.
-#![allow(dead_code, unreachable_pub, missing_docs)]
+#![allow(missing_docs)]
 
 use std::{
     sync::{

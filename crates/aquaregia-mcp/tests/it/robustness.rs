@@ -2,9 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use aquaregia::ToolExecError;
 use aquaregia::ToolOutput;
 use aquaregia_mcp::{self as mcp, HttpOptions, McpError};
+
+use crate::common::mcp_error;
 use aquaregia_test_support::deps::{self, Background, dep};
 use aquaregia_test_support::processes::{assert_no_process_left, marker, processes_with_marker};
 use serde_json::json;
@@ -66,18 +67,20 @@ async fn a_server_that_dies_mid_call_fails_the_call_quickly() {
         .unwrap_err();
     let elapsed = started.elapsed();
     assert!(elapsed < Duration::from_secs(3), "took {elapsed:?}");
-    let ToolExecError::Execution(message) = &error else {
+    let Some(McpError::ServerExited(message)) = mcp_error(&error) else {
         panic!("{error:?}")
     };
+    assert_eq!(error.to_string(), format!("MCP server {message}"));
     assert!(message.contains("exited with status 3"), "{message}");
     assert!(
         message.contains("the boom tool blew up"),
         "stderr tail: {message}"
     );
     // Later calls fail at once with Disconnected.
-    assert_eq!(
-        boom.execute(json!({})).await,
-        Err(ToolExecError::Execution(McpError::Disconnected.to_string()))
+    let later = boom.execute(json!({})).await.unwrap_err();
+    assert!(
+        matches!(mcp_error(&later), Some(McpError::Disconnected)),
+        "{later:?}"
     );
     assert!(matches!(
         connection.tools().await,

@@ -1,7 +1,7 @@
 //! An in-process MCP server (2025-11-25: it does not answer `server/discover`) whose `haiku`
 //! tool asks the client to sample its model (`sampling/createMessage`) and answers with what
 //! it got back, or with the error.
-#![allow(dead_code, unreachable_pub, missing_docs, deprecated)]
+#![allow(missing_docs, deprecated)]
 
 use std::sync::Arc;
 

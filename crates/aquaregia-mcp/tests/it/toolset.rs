@@ -1,18 +1,14 @@
 //! `McpToolset`: parallel connects with failures reported, prefixing, globs, duplicate names,
 //! and `prepare_step` picking up `tools/list_changed`.
 
-mod common;
-#[path = "support/mcp_server.rs"]
-mod mcp_server;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::chat_client;
 use aquaregia::{StopReason, ToolOutput};
 use aquaregia_mcp::{McpError, McpServerSpec, McpToolset, McpToolsetBuilder};
+use aquaregia_test_support::mcp_servers::test_server::{BASE_TOOLS, TestServer};
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
-use common::chat_client;
-use mcp_server::{BASE_TOOLS, TestServer};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool,
@@ -311,8 +307,8 @@ fn python_server(description: &str) -> McpServerSpec {
 #[tokio::test]
 async fn a_tool_whose_description_changed_between_connects_is_withheld_until_approved() {
     use aquaregia_mcp::{PinChange, PinFile, PinReview};
-    let path = std::env::temp_dir().join(format!("aquaregia-pins-{}.json", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    let scratch = tempfile::tempdir().unwrap();
+    let path = scratch.path().join("pins.json");
     let connect = |description: &str, approve: Option<bool>| {
         let mut builder = McpToolset::builder()
             .strict(true)
@@ -413,7 +409,6 @@ async fn a_tool_whose_description_changed_between_connects_is_withheld_until_app
             .all(|tool| tool.hints_trusted())
     );
     trusted.close().await;
-    std::fs::remove_file(&path).unwrap();
 }
 
 #[tokio::test]

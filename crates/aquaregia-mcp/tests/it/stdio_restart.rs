@@ -2,20 +2,19 @@
 //! then succeeds; closing the connection stops the restarted server; with restarts off the
 //! call fails.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use aquaregia_mcp::{Connector, McpConnection};
 use serde_json::json;
+use tempfile::TempDir;
 use tokio::process::Command;
 
 const BOUND: Duration = Duration::from_secs(20);
 
-fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("aquaregia-restart-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh scratch directory, removed when dropped.
+fn scratch() -> TempDir {
+    tempfile::tempdir().expect("a scratch directory")
 }
 
 /// The raw test server (2025-11-25), through a shell that records each start's pid.
@@ -77,17 +76,17 @@ async fn call_ok(connection: &McpConnection) -> Result<String, String> {
 
 #[tokio::test]
 async fn a_killed_stdio_server_is_restarted_on_the_next_call() {
-    let dir = scratch("restart");
+    let dir = scratch();
     let connection = Connector::new()
         .name("raw")
-        .stdio(server(&dir))
+        .stdio(server(dir.path()))
         .await
         .unwrap();
     let tools = connection.tools().await.unwrap();
     let ok = tools.iter().find(|t| t.name() == "ok").unwrap().clone();
     assert_eq!(ok.execute(json!({})).await.unwrap().to_string(), "fine");
 
-    let first = pids(&dir);
+    let first = pids(dir.path());
     assert_eq!(first.len(), 1);
     kill(first[0]);
     until("the client noticed the exit", || connection.is_closed()).await;
@@ -109,27 +108,26 @@ async fn a_killed_stdio_server_is_restarted_on_the_next_call() {
         *told.lock().unwrap(),
         ["MCP server `raw` stopped and was restarted"]
     );
-    let started = pids(&dir);
+    let started = pids(dir.path());
     assert_eq!(started.len(), 2, "{started:?}");
     assert!(alive(started[1]));
 
     connection.close().await;
     until("the restarted server was stopped", || !alive(started[1])).await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
 async fn without_restarts_the_next_call_fails() {
-    let dir = scratch("norestart");
+    let dir = scratch();
     let connection = Connector::new()
         .name("raw")
         .max_restarts(0)
-        .stdio(server(&dir))
+        .stdio(server(dir.path()))
         .await
         .unwrap();
     let tools = connection.tools().await.unwrap();
     assert_eq!(call_ok(&connection).await.unwrap(), "fine");
-    kill(pids(&dir)[0]);
+    kill(pids(dir.path())[0]);
     until("the client noticed the exit", || connection.is_closed()).await;
     let ok = tools.iter().find(|t| t.name() == "ok").unwrap();
     let error = tokio::time::timeout(BOUND, ok.execute(json!({})))
@@ -141,7 +139,6 @@ async fn without_restarts_the_next_call_fails() {
         error.contains("closed") || error.contains("exited"),
         "{error}"
     );
-    assert_eq!(pids(&dir).len(), 1);
+    assert_eq!(pids(dir.path()).len(), 1);
     connection.close().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,16 +3,13 @@
 //! (the agent cancelled it) or times out. The 2025-11-25 form (task augmentation) is covered
 //! in `mcp_stdio_faults` and `mcp_http_faults`.
 
-#[path = "support/task_server.rs"]
-mod task_server;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aquaregia::{ProgressReporter, Tool, ToolExecError, ToolOutput};
 use aquaregia_mcp::{Connector, McpConnection};
+use aquaregia_test_support::mcp_servers::task_server::TaskServer;
 use serde_json::json;
-use task_server::TaskServer;
 
 const BOUND: Duration = Duration::from_secs(20);
 

@@ -6,7 +6,7 @@
 //! - `sample`: asks the client to sample its model, then answers with the sampled text.
 //!
 //! Every `tools/call` it receives is recorded (its `requestState` and `inputResponses`).
-#![allow(dead_code, unreachable_pub, missing_docs)]
+#![allow(missing_docs)]
 
 use std::sync::{Arc, Mutex};
 

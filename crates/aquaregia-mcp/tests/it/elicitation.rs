@@ -2,14 +2,12 @@
 //! answer (accepted, declined, cancelled) reaches the server; without a handler the question
 //! is declined. A URL question's completion reaches `on_elicitation_complete`.
 
-#[path = "support/elicitation_server.rs"]
-mod elicitation_server;
-
 use std::sync::{Arc, Mutex};
 
 use aquaregia_mcp::{
     Connector, ElicitationComplete, ElicitationRequest, ElicitationResponse, McpConnection,
 };
+use aquaregia_test_support::mcp_servers::elicitation_server;
 use serde_json::{Value, json};
 
 async fn ask(connection: &McpConnection, mode: &str) -> String {

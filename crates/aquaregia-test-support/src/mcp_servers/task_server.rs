@@ -6,7 +6,7 @@
 //!
 //! It records the `tasks/cancel` requests it gets. rmcp refuses `tasks/*` from, and a task
 //! answer to, a client that did not declare the extension.
-#![allow(dead_code, unreachable_pub, missing_docs)]
+#![allow(missing_docs)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,17 +1,13 @@
 //! A per-server output budget on `McpToolset`: that server's tools carry it, and their long
 //! results reach the model cut to it.
 
-mod common;
-#[path = "support/mcp_server.rs"]
-mod mcp_server;
-
+use crate::common::chat_client;
 use aquaregia::{OutputBudget, READ_TOOL_OUTPUT};
 use aquaregia_mcp::McpToolset;
+use aquaregia_test_support::mcp_servers::test_server::TestServer;
 use aquaregia_test_support::mock_model::{
     MockServer, Reply, chat_text, chat_tool_calls, tool_names, tool_results,
 };
-use common::chat_client;
-use mcp_server::TestServer;
 use serde_json::json;
 
 #[tokio::test]

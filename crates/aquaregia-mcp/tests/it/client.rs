@@ -1,19 +1,15 @@
 //! `aquaregia_mcp` against a real in-process rmcp server over an in-memory pipe: the result
 //! mapping, errors, timeouts, cancellation, list changes, prefixes, filters and caching.
 
-mod common;
-#[path = "support/mcp_server.rs"]
-mod mcp_server;
-
 use std::time::{Duration, Instant};
 
+use crate::common::{chat_client, mcp_error};
 use aquaregia::{
     CancellationToken, Error, StopReason, Tool, ToolExecError, ToolOutput, ToolRegistry,
 };
 use aquaregia_mcp::{self as mcp, McpConnection, McpError};
+use aquaregia_test_support::mcp_servers::test_server::{self, PNG_BASE64, TestServer};
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
-use common::chat_client;
-use mcp_server::{PNG_BASE64, TestServer};
 use serde_json::{Value, json};
 
 /// Generous bound for things that should take milliseconds.
@@ -57,11 +53,11 @@ async fn lists_every_tool_across_pages_with_schemas_verbatim() {
     let tools = connection.tools().await.unwrap();
     let mut names: Vec<&str> = tools.iter().map(Tool::name).collect();
     names.sort_unstable();
-    assert_eq!(names, mcp_server::BASE_TOOLS);
+    assert_eq!(names, test_server::BASE_TOOLS);
     assert!(server.list_calls() >= 3, "pagination was followed");
 
     let complex = find(&tools, "complex_schema");
-    let expected: Value = serde_json::from_str(mcp_server::COMPLEX_SCHEMA).unwrap();
+    let expected: Value = serde_json::from_str(test_server::COMPLEX_SCHEMA).unwrap();
     assert_eq!(complex.descriptor().input_schema, expected);
     // `$ref` into `$defs` validates before the call is sent.
     assert!(matches!(
@@ -194,17 +190,22 @@ async fn dropped_connection_fails_calls_instead_of_hanging() {
         .await
         .expect("no hang")
         .unwrap();
+    // The model sees the error's text; the caller can still match the `McpError` itself.
+    let error = result.unwrap_err();
+    assert!(error.to_string().contains("closed"), "{error:?}");
     assert!(
-        matches!(&result, Err(ToolExecError::Execution(m)) if m.contains("closed")),
-        "{result:?}"
+        matches!(mcp_error(&error), Some(McpError::Disconnected)),
+        "{error:?}"
     );
     let later = tokio::time::timeout(BOUND, echo.execute(json!({"text": "x"})))
         .await
-        .expect("no hang");
-    assert_eq!(
-        later,
-        Err(ToolExecError::Execution(McpError::Disconnected.to_string()))
+        .expect("no hang")
+        .unwrap_err();
+    assert!(
+        matches!(mcp_error(&later), Some(McpError::Disconnected)),
+        "{later:?}"
     );
+    assert_eq!(later.to_string(), McpError::Disconnected.to_string());
 }
 
 #[tokio::test]
@@ -262,7 +263,7 @@ async fn repeated_listing_is_served_from_the_cache() {
     let calls = server.list_calls();
     let (a, b, d) = tokio::join!(c.tools(), c.tools(), c.tools());
     assert!(a.is_ok() && b.is_ok() && d.is_ok());
-    let pages = (mcp_server::BASE_TOOLS.len() + 1).div_ceil(mcp_server::PAGE_SIZE);
+    let pages = (test_server::BASE_TOOLS.len() + 1).div_ceil(test_server::PAGE_SIZE);
     assert_eq!(server.list_calls() - calls, pages, "one paginated listing");
 }
 

@@ -3,13 +3,13 @@
 //! that do not (or never) acknowledge list-change subscriptions. The server is a scripted
 //! Python program (`servers/raw_stdio_server.py`), so each fault is exact.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use aquaregia::Tool;
 use aquaregia_mcp::{self as mcp, McpConnection};
 use serde_json::json;
+use tempfile::TempPath;
 use tokio::process::Command;
 
 const SCRIPT: &str = concat!(
@@ -17,19 +17,14 @@ const SCRIPT: &str = concat!(
     "/tests/servers/raw_stdio_server.py"
 );
 
-/// A fresh file the server appends every method it receives to.
-fn method_log() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!(
-        "aquaregia-raw-server-{}-{n}.log",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_file(&path);
-    path
+/// A fresh (empty) file the server appends every method it receives to, removed when dropped.
+fn method_log() -> TempPath {
+    tempfile::NamedTempFile::new()
+        .expect("a scratch file")
+        .into_temp_path()
 }
 
-fn methods(log: &PathBuf) -> Vec<String> {
+fn methods(log: &Path) -> Vec<String> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
@@ -37,13 +32,13 @@ fn methods(log: &PathBuf) -> Vec<String> {
         .collect()
 }
 
-fn server(mode: &str, log: &PathBuf) -> Command {
+fn server(mode: &str, log: &Path) -> Command {
     let mut command = Command::new("python3");
     command.arg(SCRIPT).arg(mode).arg(log);
     command
 }
 
-async fn connect(mode: &str, log: &PathBuf) -> McpConnection {
+async fn connect(mode: &str, log: &Path) -> McpConnection {
     mcp::Connector::new()
         .name("raw")
         .stdio(server(mode, log))

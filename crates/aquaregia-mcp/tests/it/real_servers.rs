@@ -2,15 +2,13 @@
 //! `@modelcontextprotocol/server-everything` (npm) over stdio, Streamable HTTP and legacy SSE,
 //! and a Python `mcp` (PyPI) server that speaks 2026-07-28 and returns audio.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::chat_client;
 use aquaregia::{ContentBlock, StopReason, Tool, ToolExecError, ToolOutput};
 use aquaregia_mcp::{self as mcp, McpConnection};
 use aquaregia_test_support::deps::{self, Background, dep, repo_root};
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
-use common::chat_client;
 use serde_json::{Value, json};
 use tokio::process::Command;
 

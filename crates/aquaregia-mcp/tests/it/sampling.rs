@@ -3,17 +3,13 @@
 //! [`sample_with_model`] asks the approval callback, then the model (a mock provider here).
 //! Without a handler, or when declined, the server is refused.
 
-mod common;
-#[path = "support/input_required_server.rs"]
-mod input_required_server;
-#[path = "support/sampling_server.rs"]
-mod sampling_server;
-
 use std::sync::{Arc, Mutex};
 
+use crate::common::chat_client;
 use aquaregia_mcp::{Connector, McpConnection, SamplingRequest, sample_with_model};
+use aquaregia_test_support::mcp_servers::input_required_server;
+use aquaregia_test_support::mcp_servers::sampling_server;
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text};
-use common::chat_client;
 use serde_json::json;
 
 async fn haiku(connection: &McpConnection, tool: &str) -> Result<String, String> {

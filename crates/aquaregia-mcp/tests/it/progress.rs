@@ -1,18 +1,14 @@
 //! `notifications/progress` of an MCP tool call: they reach the agent as
 //! `AgentEvent::ToolProgress` for that call, and each one restarts the call's inactivity timer.
 
-mod common;
-#[path = "support/progress_server.rs"]
-mod progress_server;
-
 use std::time::Duration;
 
+use crate::common::chat_client;
 use aquaregia::{AgentEvent, ToolExecError};
 use aquaregia_mcp as mcp;
+use aquaregia_test_support::mcp_servers::progress_server::ProgressServer;
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
-use common::chat_client;
 use futures::StreamExt;
-use progress_server::ProgressServer;
 use serde_json::json;
 
 #[tokio::test]
