@@ -355,19 +355,13 @@ fn main() {
 /// OAuth with the bench token in a file store under `dir`, as an earlier login left it.
 #[cfg(feature = "oauth")]
 async fn oauth_options(url: &str, dir: &std::path::Path) -> HttpOptions {
-    use aquaregia_mcp::{FileTokenStore, OAuth, TokenStore};
+    use aquaregia_mcp::{FileTokenStore, OAuth, OAuthCredentials, OAuthToken, TokenStore};
 
     let store = FileTokenStore::new(dir);
-    let token = serde_json::from_value(json!({"access_token": TOKEN, "token_type": "Bearer"}))
-        .expect("token response");
     let issuer = url.trim_end_matches("/mcp").to_owned();
-    let credentials = rmcp::transport::auth::StoredCredentials::new(
-        "bench-client".to_owned(),
-        Some(token),
-        Vec::new(),
-        None,
-    )
-    .with_issuer(Some(issuer));
+    let credentials = OAuthCredentials::new("bench-client")
+        .token(OAuthToken::bearer(TOKEN))
+        .issuer(issuer);
     store.save(url, credentials).await.expect("store the token");
     HttpOptions::new().oauth(OAuth::new("http://127.0.0.1/callback").store(store))
 }

@@ -2,6 +2,8 @@
 
 mod prompts;
 
+pub use prompts::{McpPrompt, McpPromptArgument, RenderedPrompt};
+
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -454,8 +456,11 @@ impl McpConnection {
         &self.shared.info
     }
 
-    /// The underlying rmcp peer, for what this module does not wrap (prompts, resources...).
-    /// Requests sent through it share the session.
+    /// The underlying rmcp peer: an escape hatch for what this crate does not wrap
+    /// (resources, completions...). Requests sent through it share the session. Its types are
+    /// rmcp's (use the [`rmcp`](crate::rmcp) re-export), so code using it follows rmcp's major
+    /// versions; prefer this crate's own methods ([`list_prompts`](Self::list_prompts),
+    /// [`get_prompt`](Self::get_prompt), [`tools`](Self::tools)) where they exist.
     pub fn peer(&self) -> &Peer<RoleClient> {
         &self.shared.peer
     }

@@ -76,7 +76,7 @@ fn finish(
     Ok(ToolOutput::Content(blocks))
 }
 
-fn typed_block(block: McpBlock) -> ContentBlock {
+pub(crate) fn typed_block(block: McpBlock) -> ContentBlock {
     match block {
         McpBlock::Text(text) => ContentBlock::Text { text: text.text },
         McpBlock::Image(image) => ContentBlock::Image {

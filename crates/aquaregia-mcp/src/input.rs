@@ -54,12 +54,9 @@ impl ServerInput {
             tracing::debug!(server = %self.server, "declining a sampling request: no handler");
             return Err("no sampling handler is set".to_owned());
         };
-        let request = SamplingRequest {
-            server: self.server.clone(),
-            params,
-        };
+        let request = SamplingRequest::from_params(&self.server, params);
         match handler(request).await {
-            SamplingResponse::Reply(result) => Ok(*result),
+            SamplingResponse::Reply(reply) => Ok(reply.into_result()),
             SamplingResponse::Decline => Err("the user declined the sampling request".to_owned()),
             SamplingResponse::Failed(message) => Err(message),
         }

@@ -123,7 +123,7 @@ use rmcp::transport::IntoTransport;
 use tokio::process::Command;
 
 pub use config::{ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig};
-pub use connection::{McpConnection, McpServerInfo};
+pub use connection::{McpConnection, McpPrompt, McpPromptArgument, McpServerInfo, RenderedPrompt};
 pub use connector::Connector;
 pub use elicitation::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
 pub use error::{ErrorSource, McpError};
@@ -132,10 +132,10 @@ pub use naming::prefixed_name;
 #[cfg(feature = "oauth")]
 pub use oauth::{
     AuthorizationPrompt, AuthorizeError, FileTokenStore, IdentityProvider, JwtAlgorithm,
-    MemoryTokenStore, OAuth, TokenStore, TokenStoreError,
+    MemoryTokenStore, OAuth, OAuthCredentials, OAuthToken, TokenStore, TokenStoreError,
 };
 pub use pins::{PinChange, PinError, PinFile, PinReview, Pins, ServerPins, ToolPin, WithheldTool};
-pub use sampling::{SamplingRequest, SamplingResponse, sample_with_model};
+pub use sampling::{SamplingReply, SamplingRequest, SamplingResponse, sample_with_model};
 pub use stdio::{DEFAULT_INHERITED_ENV_VARS, ServerProcess};
 pub use toolset::{McpToolset, McpToolsetBuilder};
 

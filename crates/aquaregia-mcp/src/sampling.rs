@@ -7,23 +7,63 @@
 
 use std::sync::Arc;
 
+use aquaregia::{Client, ContentPart, FinishReason, Message, ModelRequest, Role};
 use futures::future::BoxFuture;
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, Role as McpRole, SamplingMessage,
     SamplingMessageContentBlock,
 };
 
-use aquaregia::{Client, ContentPart, FinishReason, Message, ModelRequest, Role};
-
-/// What a server asks the model.
+/// What a server asks the model, with its messages as conversation messages: text and images
+/// as they are, other content described in text.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct SamplingRequest {
     /// The server's name.
     pub server: String,
-    /// The request as the server sent it: messages, system prompt, token limit,
-    /// preferences.
-    pub params: CreateMessageRequestParams,
+    /// The conversation to answer.
+    pub messages: Vec<Message>,
+    /// The server's system prompt.
+    pub system_prompt: Option<String>,
+    /// The most tokens the answer may take.
+    pub max_tokens: u32,
+    /// The sampling temperature the server asks for.
+    pub temperature: Option<f32>,
+    /// Where generation should stop.
+    pub stop_sequences: Vec<String>,
+    /// The models the server would prefer, best first (`modelPreferences.hints`): names or
+    /// name fragments, advisory only.
+    pub model_hints: Vec<String>,
+}
+
+/// The model's answer to a [`SamplingRequest`].
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingReply {
+    /// The answer's text.
+    pub text: String,
+    /// The model that answered.
+    pub model: String,
+    /// Why it stopped (`endTurn`, `maxTokens`... on the wire).
+    pub finish_reason: FinishReason,
+}
+
+impl SamplingReply {
+    /// A complete answer (`endTurn`) of `model`.
+    pub fn new(text: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            model: model.into(),
+            finish_reason: FinishReason::Stop,
+        }
+    }
+
+    /// With another reason to stop.
+    #[must_use]
+    pub fn finish_reason(mut self, reason: FinishReason) -> Self {
+        self.finish_reason = reason;
+        self
+    }
 }
 
 /// The answer to a [`SamplingRequest`].
@@ -31,11 +71,47 @@ pub struct SamplingRequest {
 #[derive(Debug, Clone, PartialEq)]
 pub enum SamplingResponse {
     /// The model's answer.
-    Reply(Box<CreateMessageResult>),
+    Reply(SamplingReply),
     /// The user (or the policy) refused: the server is told the request was rejected.
     Decline,
     /// Sampling was attempted and failed; the message goes to the server.
     Failed(String),
+}
+
+impl SamplingRequest {
+    /// The request of `server` as rmcp read it.
+    pub(crate) fn from_params(server: &str, params: CreateMessageRequestParams) -> Self {
+        Self {
+            server: server.to_owned(),
+            messages: params.messages.into_iter().map(message).collect(),
+            system_prompt: params.system_prompt,
+            max_tokens: params.max_tokens,
+            temperature: params.temperature,
+            stop_sequences: params.stop_sequences.unwrap_or_default(),
+            model_hints: params
+                .model_preferences
+                .and_then(|preferences| preferences.hints)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|hint| hint.name)
+                .collect(),
+        }
+    }
+}
+
+impl SamplingReply {
+    /// The `sampling/createMessage` result that carries this answer.
+    pub(crate) fn into_result(self) -> CreateMessageResult {
+        let stop_reason = match self.finish_reason {
+            FinishReason::Stop => CreateMessageResult::STOP_REASON_END_TURN.to_owned(),
+            FinishReason::Length => CreateMessageResult::STOP_REASON_END_MAX_TOKEN.to_owned(),
+            FinishReason::ToolCalls => CreateMessageResult::STOP_REASON_TOOL_USE.to_owned(),
+            FinishReason::Other(other) => other,
+            other => format!("{other:?}"),
+        };
+        CreateMessageResult::new(SamplingMessage::assistant_text(self.text), self.model)
+            .with_stop_reason(stop_reason)
+    }
 }
 
 /// Answers a server's sampling requests; `Send + Sync`, called once per request.
@@ -88,35 +164,25 @@ where
                 tracing::info!(server = %request.server, "sampling request declined");
                 return SamplingResponse::Decline;
             }
-            sample(&client, &model, request.params).await
+            sample(&client, &model, request).await
         })
     }
 }
 
-async fn sample(
-    client: &Client,
-    model: &str,
-    params: CreateMessageRequestParams,
-) -> SamplingResponse {
-    let messages = params.messages.into_iter().map(message).collect();
-    let mut request = ModelRequest::new(model, messages);
-    request.instructions = params.system_prompt;
-    request.max_output_tokens = Some(params.max_tokens);
-    request.temperature = params.temperature;
+async fn sample(client: &Client, model: &str, sampling: SamplingRequest) -> SamplingResponse {
+    let mut request = ModelRequest::new(model, sampling.messages);
+    request.instructions = sampling.system_prompt;
+    request.max_output_tokens = Some(sampling.max_tokens);
+    request.temperature = sampling.temperature;
     let response = match client.generate(&request).await {
         Ok(response) => response,
         Err(error) => return SamplingResponse::Failed(format!("the model call failed: {error}")),
     };
-    let stop_reason = match &response.finish_reason {
-        FinishReason::Stop => CreateMessageResult::STOP_REASON_END_TURN.to_owned(),
-        FinishReason::Length => CreateMessageResult::STOP_REASON_END_MAX_TOKEN.to_owned(),
-        other => format!("{other:?}"),
-    };
-    let answer = SamplingMessage::assistant_text(response.text());
+    let text = response.text();
     let answered_by = response.model.unwrap_or_else(|| model.to_owned());
-    SamplingResponse::Reply(Box::new(
-        CreateMessageResult::new(answer, answered_by).with_stop_reason(stop_reason),
-    ))
+    SamplingResponse::Reply(
+        SamplingReply::new(text, answered_by).finish_reason(response.finish_reason),
+    )
 }
 
 /// A sampling message as an aquaregia message.

@@ -61,7 +61,9 @@ pub use client_credentials::JwtAlgorithm;
 pub use enterprise::IdentityProvider;
 pub(crate) use flow::{Session, connect_with_oauth};
 pub(crate) use sse::connect_sse_with_oauth;
-pub use store::{FileTokenStore, MemoryTokenStore, TokenStore, TokenStoreError};
+pub use store::{
+    FileTokenStore, MemoryTokenStore, OAuthCredentials, OAuthToken, TokenStore, TokenStoreError,
+};
 
 /// What the authorization callback is given: where to send the user.
 #[non_exhaustive]

@@ -1,5 +1,6 @@
-//! Where OAuth tokens live: the [`TokenStore`] trait, a file store in the user's data
-//! directory, an in-memory one, and the adapter to rmcp's per-manager credential store.
+//! Where OAuth tokens live: the [`TokenStore`] trait over [`OAuthCredentials`], a file store
+//! in the user's data directory, an in-memory one, and the adapter to rmcp's per-manager
+//! credential store.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -10,6 +11,174 @@ use std::sync::{Arc, Mutex};
 use rmcp::transport::auth::{
     AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
 };
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One server's OAuth credentials, as a [`TokenStore`] keeps them: the client they were issued
+/// to, the token, the scopes granted, when the token came, and the authorization server
+/// (`issuer`) that minted it.
+///
+/// Serialized as JSON in the shape rmcp stores (`token_response` holding the token endpoint's
+/// answer), so files written by earlier versions still load. `Debug` never shows a token:
+///
+/// ```
+/// use aquaregia_mcp::{OAuthCredentials, OAuthToken};
+/// let credentials = OAuthCredentials::new("client-7")
+///     .token(OAuthToken::bearer("s3cret").expires_in(3600))
+///     .issuer("https://auth.example");
+/// assert!(!format!("{credentials:?}").contains("s3cret"));
+/// ```
+#[non_exhaustive]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct OAuthCredentials {
+    /// The client id the tokens were issued to.
+    pub client_id: String,
+    /// The token, once there is one.
+    #[serde(rename = "token_response")]
+    pub token: Option<OAuthToken>,
+    /// The scopes granted.
+    #[serde(default)]
+    pub granted_scopes: Vec<String>,
+    /// When the token was received, in seconds since the Unix epoch.
+    #[serde(default)]
+    pub token_received_at: Option<u64>,
+    /// The authorization server that minted the token.
+    #[serde(default)]
+    pub issuer: Option<String>,
+}
+
+/// A token endpoint's answer (RFC 6749 section 5.1). `Debug` never shows the tokens.
+#[non_exhaustive]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct OAuthToken {
+    /// The access token.
+    pub access_token: String,
+    /// Its type (`bearer`).
+    pub token_type: String,
+    /// Its lifetime in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<u64>,
+    /// The refresh token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// The scopes granted, space-separated, when the server said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Other fields of the answer (vendor extensions, `id_token`...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl OAuthCredentials {
+    /// Credentials of `client_id`, without a token yet.
+    pub fn new(client_id: impl Into<String>) -> Self {
+        Self {
+            client_id: client_id.into(),
+            token: None,
+            granted_scopes: Vec::new(),
+            token_received_at: None,
+            issuer: None,
+        }
+    }
+
+    /// With `token`.
+    #[must_use]
+    pub fn token(mut self, token: OAuthToken) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// With the scopes granted.
+    #[must_use]
+    pub fn granted_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.granted_scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// With the time the token was received (seconds since the Unix epoch).
+    #[must_use]
+    pub fn received_at(mut self, seconds: u64) -> Self {
+        self.token_received_at = Some(seconds);
+        self
+    }
+
+    /// With the issuer that minted the token.
+    #[must_use]
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// As rmcp's credential type (the same JSON).
+    fn to_rmcp(&self) -> Result<StoredCredentials, serde_json::Error> {
+        serde_json::from_value(serde_json::to_value(self)?)
+    }
+
+    /// From rmcp's credential type (the same JSON).
+    fn from_rmcp(credentials: &StoredCredentials) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(serde_json::to_value(credentials)?)
+    }
+}
+
+impl OAuthToken {
+    /// A bearer token with no lifetime, refresh token or scope.
+    pub fn bearer(access_token: impl Into<String>) -> Self {
+        Self {
+            access_token: access_token.into(),
+            token_type: "bearer".to_owned(),
+            expires_in: None,
+            refresh_token: None,
+            scope: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// With a lifetime in seconds.
+    #[must_use]
+    pub fn expires_in(mut self, seconds: u64) -> Self {
+        self.expires_in = Some(seconds);
+        self
+    }
+
+    /// With a refresh token.
+    #[must_use]
+    pub fn refresh_token(mut self, token: impl Into<String>) -> Self {
+        self.refresh_token = Some(token.into());
+        self
+    }
+}
+
+impl fmt::Debug for OAuthCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthCredentials")
+            .field("client_id", &self.client_id)
+            .field("token", &self.token)
+            .field("granted_scopes", &self.granted_scopes)
+            .field("token_received_at", &self.token_received_at)
+            .field("issuer", &self.issuer)
+            .finish()
+    }
+}
+
+impl fmt::Debug for OAuthToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthToken")
+            .field("access_token", &"<redacted>")
+            .field("token_type", &self.token_type)
+            .field("expires_in", &self.expires_in)
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("scope", &self.scope)
+            .field("extra", &self.extra.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
 
 /// Why a [`TokenStore`] failed. Never contains a token.
 #[non_exhaustive]
@@ -44,12 +213,12 @@ pub enum TokenStoreError {
 #[aquaregia::async_trait]
 pub trait TokenStore: Send + Sync {
     /// The credentials stored for `server` (its URL), if any.
-    async fn load(&self, server: &str) -> Result<Option<StoredCredentials>, TokenStoreError>;
+    async fn load(&self, server: &str) -> Result<Option<OAuthCredentials>, TokenStoreError>;
     /// Stores `credentials` for `server`, replacing what was there.
     async fn save(
         &self,
         server: &str,
-        credentials: StoredCredentials,
+        credentials: OAuthCredentials,
     ) -> Result<(), TokenStoreError>;
     /// Forgets `server`'s credentials; `true` if there were any.
     async fn remove(&self, server: &str) -> Result<bool, TokenStoreError>;
@@ -150,7 +319,7 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 #[aquaregia::async_trait]
 impl TokenStore for FileTokenStore {
-    async fn load(&self, server: &str) -> Result<Option<StoredCredentials>, TokenStoreError> {
+    async fn load(&self, server: &str) -> Result<Option<OAuthCredentials>, TokenStoreError> {
         let path = self.path_for(server);
         let bytes = match tokio::fs::read(&path).await {
             Ok(bytes) => bytes,
@@ -168,7 +337,7 @@ impl TokenStore for FileTokenStore {
     async fn save(
         &self,
         server: &str,
-        credentials: StoredCredentials,
+        credentials: OAuthCredentials,
     ) -> Result<(), TokenStoreError> {
         let path = self.path_for(server);
         let bytes = serde_json::to_vec(&credentials).map_err(|error| TokenStoreError::Io {
@@ -197,7 +366,7 @@ impl TokenStore for FileTokenStore {
 /// Credentials kept in memory for the life of the process (the default store).
 #[derive(Clone, Default)]
 pub struct MemoryTokenStore {
-    entries: Arc<Mutex<HashMap<String, StoredCredentials>>>,
+    entries: Arc<Mutex<HashMap<String, OAuthCredentials>>>,
 }
 
 impl MemoryTokenStore {
@@ -206,7 +375,7 @@ impl MemoryTokenStore {
         Self::default()
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, StoredCredentials>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, OAuthCredentials>> {
         self.entries
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -223,14 +392,14 @@ impl fmt::Debug for MemoryTokenStore {
 
 #[aquaregia::async_trait]
 impl TokenStore for MemoryTokenStore {
-    async fn load(&self, server: &str) -> Result<Option<StoredCredentials>, TokenStoreError> {
+    async fn load(&self, server: &str) -> Result<Option<OAuthCredentials>, TokenStoreError> {
         Ok(self.entries().get(server).cloned())
     }
 
     async fn save(
         &self,
         server: &str,
-        credentials: StoredCredentials,
+        credentials: OAuthCredentials,
     ) -> Result<(), TokenStoreError> {
         self.entries().insert(server.to_owned(), credentials);
         Ok(())
@@ -274,6 +443,12 @@ fn store_error(error: &TokenStoreError) -> AuthError {
     AuthError::CredentialStoreError(error.to_string())
 }
 
+/// Credentials that do not convert between rmcp's type and ours (never expected: both are
+/// the same JSON).
+fn unreadable(error: &serde_json::Error) -> AuthError {
+    AuthError::CredentialStoreError(format!("unreadable OAuth credentials: {error}"))
+}
+
 #[aquaregia::async_trait]
 impl CredentialStore for ServerSlot {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
@@ -288,15 +463,20 @@ impl CredentialStore for ServerSlot {
         if let Some(credentials) = &loaded {
             register_tokens(credentials);
         }
+        let loaded = loaded
+            .map(|credentials| credentials.to_rmcp())
+            .transpose()
+            .map_err(|error| unreadable(&error))?;
         *self.cache() = Some(loaded.clone());
         Ok(loaded)
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        register_tokens(&credentials);
+        let ours = OAuthCredentials::from_rmcp(&credentials).map_err(|error| unreadable(&error))?;
+        register_tokens(&ours);
         *self.cache() = None;
         self.store
-            .save(&self.server, credentials.clone())
+            .save(&self.server, ours)
             .await
             .map_err(|error| store_error(&error))?;
         *self.cache() = Some(Some(credentials));
@@ -320,12 +500,11 @@ impl CredentialStore for ServerSlot {
 }
 
 /// Registers the access and refresh tokens of `credentials` as secrets ([`aquaregia::redact`]).
-fn register_tokens(credentials: &StoredCredentials) {
-    use oauth2::TokenResponse as _;
-    if let Some(response) = &credentials.token_response {
-        aquaregia::redact::register(response.access_token().secret());
-        if let Some(refresh) = response.refresh_token() {
-            aquaregia::redact::register(refresh.secret());
+fn register_tokens(credentials: &OAuthCredentials) {
+    if let Some(token) = &credentials.token {
+        aquaregia::redact::register(&token.access_token);
+        if let Some(refresh) = &token.refresh_token {
+            aquaregia::redact::register(refresh);
         }
     }
 }
@@ -340,9 +519,36 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
-    fn credentials(client_id: &str) -> StoredCredentials {
-        StoredCredentials::new(client_id.to_owned(), None, vec!["read".into()], Some(1))
-            .with_issuer(Some("https://auth.example".into()))
+    fn credentials(client_id: &str) -> OAuthCredentials {
+        OAuthCredentials::new(client_id)
+            .granted_scopes(["read"])
+            .received_at(1)
+            .issuer("https://auth.example")
+    }
+
+    /// Files written by earlier versions (rmcp's `StoredCredentials` as JSON) load, and what
+    /// is saved reads back as rmcp's type unchanged.
+    #[test]
+    fn credentials_are_rmcp_stored_credentials_json() {
+        let stored = r#"{"client_id":"c","token_response":{"access_token":"at","token_type":"bearer",
+            "expires_in":3600,"refresh_token":"rt","scope":"read write","id_token":"x"},
+            "granted_scopes":["read","write"],"token_received_at":7,"issuer":"https://auth.example"}"#;
+        let rmcp: StoredCredentials = serde_json::from_str(stored).unwrap();
+        let ours = OAuthCredentials::from_rmcp(&rmcp).unwrap();
+        let token = ours.token.clone().unwrap();
+        assert_eq!(token.access_token, "at");
+        assert_eq!(token.refresh_token.as_deref(), Some("rt"));
+        assert_eq!(token.expires_in, Some(3600));
+        assert_eq!(token.extra["id_token"], "x");
+        assert_eq!(ours.granted_scopes, ["read", "write"]);
+        let back = ours.to_rmcp().unwrap();
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            serde_json::to_value(&rmcp).unwrap()
+        );
+        let direct: OAuthCredentials = serde_json::from_str(stored).unwrap();
+        assert_eq!(direct, ours);
+        assert!(!format!("{ours:?}").contains("\"at\""));
     }
 
     #[tokio::test]

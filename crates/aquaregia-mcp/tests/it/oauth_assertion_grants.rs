@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aquaregia_mcp::{
     Connector, HttpOptions, IdentityProvider, McpConnection, McpError, MemoryTokenStore, OAuth,
-    TokenStore, TokenStoreError,
+    OAuthCredentials, TokenStore, TokenStoreError,
 };
 use axum::Router;
 use axum::extract::State;
@@ -26,7 +26,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use rmcp::transport::auth::StoredCredentials;
+
 use serde_json::{Value, json};
 
 const IDP_CLIENT: &str = "agent-at-idp";
@@ -405,7 +405,7 @@ struct CountingStore {
 
 #[async_trait::async_trait]
 impl TokenStore for CountingStore {
-    async fn load(&self, server: &str) -> Result<Option<StoredCredentials>, TokenStoreError> {
+    async fn load(&self, server: &str) -> Result<Option<OAuthCredentials>, TokenStoreError> {
         self.loads.fetch_add(1, Ordering::SeqCst);
         self.inner.load(server).await
     }
@@ -413,7 +413,7 @@ impl TokenStore for CountingStore {
     async fn save(
         &self,
         server: &str,
-        credentials: StoredCredentials,
+        credentials: OAuthCredentials,
     ) -> Result<(), TokenStoreError> {
         self.inner.save(server, credentials).await
     }

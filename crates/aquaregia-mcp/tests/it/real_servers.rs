@@ -135,6 +135,67 @@ async fn server_everything_over_stdio() {
     connection.close().await;
 }
 
+/// Prompts in this crate's own types: the listing names the arguments (required or not), and
+/// a rendered prompt is conversation messages, an embedded resource as its text in tags.
+#[tokio::test]
+async fn server_everything_prompts_list_and_render() {
+    let connection = mcp::connect_stdio(server_everything_stdio()).await.unwrap();
+    let prompts = tokio::time::timeout(BOUND, connection.list_prompts())
+        .await
+        .expect("no hang")
+        .unwrap();
+    let args = prompts
+        .iter()
+        .find(|prompt| prompt.name == "args-prompt")
+        .unwrap_or_else(|| panic!("{prompts:?}"));
+    assert_eq!(args.title.as_deref(), Some("Arguments Prompt"));
+    let arguments: Vec<(&str, bool)> = args
+        .arguments
+        .iter()
+        .map(|argument| (argument.name.as_str(), argument.required))
+        .collect();
+    assert_eq!(arguments, [("city", true), ("state", false)]);
+
+    let city = serde_json::Map::from_iter([("city".to_owned(), json!("Oslo"))]);
+    let rendered = connection.get_prompt("args-prompt", city).await.unwrap();
+    assert_eq!(rendered.messages.len(), 1);
+    assert_eq!(rendered.messages[0].role, aquaregia::Role::User);
+    assert_eq!(rendered.messages[0].text(), "What's weather in Oslo?");
+
+    let resource = serde_json::Map::from_iter([
+        ("resourceType".to_owned(), json!("Text")),
+        ("resourceId".to_owned(), json!("2")),
+    ]);
+    let rendered = connection
+        .get_prompt("resource-prompt", resource)
+        .await
+        .unwrap();
+    let texts: Vec<String> = rendered.messages.iter().map(|m| m.text()).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(
+        texts[1].starts_with("<resource uri=\"demo://resource/dynamic/text/2\">\nResource 2: "),
+        "{texts:?}"
+    );
+    assert!(texts[1].ends_with("\n</resource>"), "{texts:?}");
+
+    // A prompt the server does not have is the server's JSON-RPC error.
+    let missing = connection
+        .get_prompt("no-such-prompt", serde_json::Map::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            missing,
+            aquaregia_mcp::McpError::Protocol {
+                method: "prompts/get",
+                ..
+            }
+        ),
+        "{missing:?}"
+    );
+    connection.close().await;
+}
+
 /// A tool that only runs as a task (2025-11-25 task augmentation, SEP-1686): called with a
 /// `task` parameter, polled while its stages report their status, its report fetched with
 /// `tasks/result`.

@@ -53,6 +53,12 @@ async fn a_server_request_is_answered_by_the_model_after_approval() {
     let asked = asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0].server, "poet");
+    // The approval callback sees the request in aquaregia's types.
+    assert_eq!(asked[0].system_prompt.as_deref(), Some("You are a poet."));
+    assert_eq!(asked[0].messages.len(), 1);
+    assert_eq!(asked[0].messages[0].role, aquaregia::Role::User);
+    assert_eq!(asked[0].messages[0].text(), "Write a haiku about rust.");
+    assert_eq!(asked[0].max_tokens, 64);
     // The model saw the server's system prompt and message, within its token limit.
     let body = &model.bodies()[0];
     assert_eq!(body["model"], "mock-model");
