@@ -9,7 +9,7 @@ use std::time::Duration;
 use agent_client_protocol::v1::{ConnectionTo, Dispatch};
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use aquaregia::{AgentBuilder, OutputBudget, SessionStore};
-use aquaregia_mcp::ServerProcess;
+use aquaregia_mcp::{Connector, ServerProcess};
 use futures::future::BoxFuture;
 
 use crate::auth::ApiKeyAuth;
@@ -57,7 +57,7 @@ pub(crate) type Factory =
 /// ```
 pub struct AcpServer {
     factory: Arc<Factory>,
-    startup_timeout: Duration,
+    connector: Connector,
     disabled: Vec<String>,
     auth: Option<ApiKeyAuth>,
     models: Option<Arc<Models>>,
@@ -66,8 +66,6 @@ pub struct AcpServer {
     output_budget: Option<OutputBudget>,
     on_process: Option<ProcessHook>,
     sandbox: Option<Arc<Sandbox>>,
-    #[cfg(feature = "oauth")]
-    oauth: Option<aquaregia_mcp::OAuth>,
     login_hint: Option<LoginHint>,
     policy: Option<Arc<aquaregia::policy::PermissionPolicy>>,
 }
@@ -75,7 +73,7 @@ pub struct AcpServer {
 impl fmt::Debug for AcpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AcpServer")
-            .field("startup_timeout", &self.startup_timeout)
+            .field("connector", &self.connector)
             .field("disabled", &self.disabled)
             .field("output_budget", &self.output_budget)
             .field("on_process", &self.on_process.as_ref().map(|_| "<hook>"))
@@ -109,7 +107,7 @@ impl AcpServer {
     ) -> Self {
         Self {
             factory: Arc::new(factory),
-            startup_timeout: aquaregia_mcp::DEFAULT_CONNECT_TIMEOUT,
+            connector: Connector::new(),
             disabled: Vec::new(),
             auth: None,
             models: None,
@@ -118,8 +116,6 @@ impl AcpServer {
             output_budget: Some(DEFAULT_OUTPUT_BUDGET),
             on_process: None,
             sandbox: None,
-            #[cfg(feature = "oauth")]
-            oauth: None,
             login_hint: None,
             policy: None,
         }
@@ -140,16 +136,21 @@ impl AcpServer {
         self
     }
 
-    /// OAuth for the HTTP servers sessions are given (feature `oauth`): what
-    /// [`McpToolsetBuilder::oauth`](aquaregia_mcp::McpToolsetBuilder::oauth) does, for every
-    /// session. An agent the editor started has no terminal to send the user to a browser
-    /// from: give it the token store a login elsewhere filled, without a callback, so stored
+    /// The template every session's MCP servers are connected with (see
+    /// [`McpToolsetBuilder::connector`](aquaregia_mcp::McpToolsetBuilder::connector)): its
+    /// timeout is each server's startup limit (default 30 s; a server that misses it is
+    /// reported to the client, the others are still used), and its
+    /// [`oauth`](Connector::oauth) (feature `oauth`) authorizes HTTP servers. Each session adds
+    /// its own elicitation handler (questions go to the editor) and this server's
+    /// [`on_process`](Self::on_process) hook.
+    ///
+    /// An agent the editor started has no terminal to send the user to a browser from: give
+    /// its OAuth the token store a login elsewhere filled, without a callback, so stored
     /// tokens are used and refreshed, and a server that needs a new authorization is reported
     /// unavailable (with [`login_hint`](Self::login_hint)).
-    #[cfg(feature = "oauth")]
     #[must_use]
-    pub fn oauth(mut self, oauth: aquaregia_mcp::OAuth) -> Self {
-        self.oauth = Some(oauth);
+    pub fn connector(mut self, connector: Connector) -> Self {
+        self.connector = connector;
         self
     }
 
@@ -168,7 +169,7 @@ impl AcpServer {
     /// that must end them if this process is killed outright (SIGKILL) needs to know.
     ///
     /// ```
-    /// use aquaregia_mcp::ServerProcess;
+    /// use aquaregia_mcp::{Connector, ServerProcess};
     /// # fn demo(server: aquaregia_acp::AcpServer) -> aquaregia_acp::AcpServer {
     /// server.on_process(|event| match event {
     ///     ServerProcess::Started { pid } => eprintln!("server {pid} started"),
@@ -246,14 +247,6 @@ impl AcpServer {
         self
     }
 
-    /// How long each MCP server of a session gets to start (default 30 s). A server that
-    /// misses it is reported to the client; the others are still used.
-    #[must_use]
-    pub fn mcp_startup_timeout(mut self, timeout: Duration) -> Self {
-        self.startup_timeout = timeout;
-        self
-    }
-
     /// Hides tools whose exposed name (`<server>__<tool>`) matches one of these patterns
     /// (`*` and `?` wildcards), for every transport alike.
     #[must_use]
@@ -297,12 +290,10 @@ impl AcpServer {
         let mut state = State::new(
             self.factory,
             ConnectPlan {
-                startup_timeout: self.startup_timeout,
+                connector: self.connector,
                 disabled: self.disabled.into(),
                 on_process: self.on_process,
                 sandbox: self.sandbox,
-                #[cfg(feature = "oauth")]
-                oauth: self.oauth,
                 login_hint: self.login_hint,
             },
             self.auth,

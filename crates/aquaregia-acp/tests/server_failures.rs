@@ -107,7 +107,9 @@ async fn invalid_entries_are_reported_and_the_session_still_works() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_server_that_fails_or_hangs_at_startup_does_not_fail_the_session() {
     let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock).mcp_startup_timeout(Duration::from_secs(3)));
+    let client = RawClient::connect(
+        agent_for(&mock).connector(aquaregia_mcp::Connector::new().timeout(Duration::from_secs(3))),
+    );
     client.initialize().await;
     let marker = marker("failing-servers");
     let env = [("AQUAREGIA_TEST_MARKER", marker.as_str())];

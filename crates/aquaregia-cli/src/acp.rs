@@ -15,7 +15,7 @@ use crate::telemetry;
 use anyhow::Context;
 use aquaregia::{Client, FileSessionStore};
 use aquaregia_acp::{AcpServer, ApiKeyAuth, Sandbox};
-use aquaregia_mcp::{FileTokenStore, OAuth};
+use aquaregia_mcp::{Connector, FileTokenStore, OAuth};
 use clap::Args;
 
 /// The ACP SDK logs whole messages at TRACE: API keys from `authenticate`, headers and env
@@ -185,7 +185,16 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
                 .map_err(|error| error.to_string())
         })
     })
-    .mcp_startup_timeout(Duration::from_secs(args.mcp_startup_timeout))
+    // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
+    // used and refreshed; a server without one says how to log in.
+    .connector(
+        Connector::new()
+            .timeout(Duration::from_secs(args.mcp_startup_timeout))
+            .oauth(
+                OAuth::new("http://127.0.0.1/callback")
+                    .store(FileTokenStore::new(data_dir.clone())),
+            ),
+    )
     .disable_tools(args.disabled_tools)
     // A reaper ends the servers' process groups if this process is killed outright.
     .on_process(reaper::on_process);
@@ -202,9 +211,6 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
         }
     };
     server
-        // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
-        // used and refreshed; a server without one says how to log in.
-        .oauth(OAuth::new("http://127.0.0.1/callback").store(FileTokenStore::new(data_dir.clone())))
         .permission_policy(policy)
         .login_hint(|url| {
             format!(

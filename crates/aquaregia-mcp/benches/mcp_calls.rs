@@ -211,15 +211,15 @@ fn main() {
             let transport =
                 StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
             raw_session = Some(().serve(transport).await.expect("raw rmcp session"));
-            let options = if oauth {
-                oauth_options(&url, &token_dir).await
+            let (connector, options) = if oauth {
+                (oauth_connector(&url, &token_dir).await, HttpOptions::new())
             } else {
-                HttpOptions::new().bearer_token(TOKEN)
+                (
+                    mcp::Connector::new(),
+                    HttpOptions::new().bearer_token(TOKEN),
+                )
             };
-            mcp::Connector::new()
-                .http(url, options)
-                .await
-                .expect("connect")
+            connector.http(url, options).await.expect("connect")
         } else {
             let mut command = tokio::process::Command::new(&exe);
             command.arg("--serve");
@@ -354,7 +354,7 @@ fn main() {
 
 /// OAuth with the bench token in a file store under `dir`, as an earlier login left it.
 #[cfg(feature = "oauth")]
-async fn oauth_options(url: &str, dir: &std::path::Path) -> HttpOptions {
+async fn oauth_connector(url: &str, dir: &std::path::Path) -> mcp::Connector {
     use aquaregia_mcp::{FileTokenStore, OAuth, OAuthCredentials, OAuthToken, TokenStore};
 
     let store = FileTokenStore::new(dir);
@@ -363,11 +363,11 @@ async fn oauth_options(url: &str, dir: &std::path::Path) -> HttpOptions {
         .token(OAuthToken::bearer(TOKEN))
         .issuer(issuer);
     store.save(url, credentials).await.expect("store the token");
-    HttpOptions::new().oauth(OAuth::new("http://127.0.0.1/callback").store(store))
+    mcp::Connector::new().oauth(OAuth::new("http://127.0.0.1/callback").store(store))
 }
 
 #[cfg(not(feature = "oauth"))]
-async fn oauth_options(_url: &str, _dir: &std::path::Path) -> HttpOptions {
+async fn oauth_connector(_url: &str, _dir: &std::path::Path) -> mcp::Connector {
     panic!("MCP_CALLS_TRANSPORT=oauth needs --features oauth")
 }
 

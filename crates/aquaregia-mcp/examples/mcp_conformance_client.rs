@@ -40,9 +40,10 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default();
-    let options = HttpOptions::new().oauth(oauth(&scenario, &context)?);
+    let options = HttpOptions::new();
     // A client without a user: every form is accepted with its fields' defaults.
     let connection = Connector::new()
+        .oauth(oauth(&scenario, &context)?)
         .on_elicitation(|request| async move {
             match request {
                 ElicitationRequest::Form { schema, .. } => {

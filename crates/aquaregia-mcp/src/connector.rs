@@ -42,7 +42,7 @@ use super::{
 #[must_use]
 pub struct Connector {
     name: Option<String>,
-    timeout: Duration,
+    pub(crate) timeout: Duration,
     inherit_env: bool,
     max_restarts: u32,
     pub(super) handlers: input::Handlers,
@@ -198,12 +198,24 @@ impl Connector {
         self
     }
 
-    /// OAuth for HTTP servers whose [`HttpOptions`] set none and that are given no
-    /// `Authorization` header (feature `oauth`).
+    /// OAuth 2.1 for the HTTP and SSE servers connected with this connector (feature
+    /// `oauth`), used when a server asks for authorization and its [`HttpOptions`] carry no
+    /// credentials (a bearer token or an `Authorization` header). The one place OAuth is
+    /// set: an [`McpToolset`](crate::McpToolset) uses its
+    /// [`connector`](crate::McpToolsetBuilder::connector)'s.
     #[cfg(feature = "oauth")]
     pub fn oauth(mut self, oauth: OAuth) -> Self {
         self.oauth = Some(oauth);
         self
+    }
+
+    /// Whether connecting may wait for the user (an OAuth authorization callback is set).
+    pub(crate) fn authorizes_interactively(&self) -> bool {
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            return oauth.authorize.is_some();
+        }
+        false
     }
 
     /// Starts and connects a stdio server.
@@ -279,11 +291,6 @@ impl Connector {
     ) -> Result<McpConnection, McpError> {
         let url = url.into();
         let name = self.name.clone().unwrap_or_else(|| name_from_url(&url));
-        #[cfg(feature = "oauth")]
-        let options = match (&options.oauth, &self.oauth) {
-            (None, Some(oauth)) => options.oauth(oauth.clone()),
-            _ => options,
-        };
         let error = match self.streamable_http(&url, &name, &options).await {
             Ok(connection) => return Ok(connection),
             Err(error) => error,
@@ -336,11 +343,7 @@ impl Connector {
         options: &HttpOptions,
     ) -> Result<McpConnection, McpError> {
         #[cfg(feature = "oauth")]
-        if let Some(oauth) = options
-            .oauth
-            .as_ref()
-            .filter(|_| !options.has_credentials())
-        {
+        if let Some(oauth) = self.oauth.as_ref().filter(|_| !options.has_credentials()) {
             let session = oauth::Session {
                 url,
                 name,
@@ -380,11 +383,6 @@ impl Connector {
     ) -> Result<McpConnection, McpError> {
         let url = url.into();
         let name = self.name.clone().unwrap_or_else(|| name_from_url(&url));
-        #[cfg(feature = "oauth")]
-        let options = match (&options.oauth, &self.oauth) {
-            (None, Some(oauth)) => options.oauth(oauth.clone()),
-            _ => options,
-        };
         let session = sse::SseSession {
             url: &url,
             name: &name,
@@ -393,11 +391,7 @@ impl Connector {
             handlers: &self.handlers,
         };
         #[cfg(feature = "oauth")]
-        if let Some(oauth) = options
-            .oauth
-            .as_ref()
-            .filter(|_| !options.has_credentials())
-        {
+        if let Some(oauth) = self.oauth.as_ref().filter(|_| !options.has_credentials()) {
             return oauth::connect_sse_with_oauth(&session, oauth).await;
         }
         session.connect(None).await

@@ -1,4 +1,4 @@
-//! [`HttpOptions`]: headers, a bearer token, OAuth, a response size cap, the HTTP client.
+//! [`HttpOptions`]: headers, a bearer token, a response size cap, the HTTP client.
 
 use std::fmt;
 
@@ -9,7 +9,9 @@ use super::error::McpError;
 /// Default cap on one JSON response body or SSE event from an HTTP server.
 pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 << 20;
 
-/// Settings for HTTP servers: headers, a bearer token, a response size cap.
+/// Settings for one HTTP server: headers, a bearer token, a response size cap, the HTTP
+/// client. OAuth is the [`Connector`](crate::Connector)'s ([`Connector::oauth`](crate::Connector)),
+/// used when these options carry no credentials.
 ///
 /// ```
 /// use aquaregia_mcp::HttpOptions;
@@ -25,8 +27,6 @@ pub struct HttpOptions {
     pub(crate) bearer_token: Option<String>,
     pub(crate) max_response_bytes: usize,
     pub(crate) http_client: Option<reqwest::Client>,
-    #[cfg(feature = "oauth")]
-    pub(crate) oauth: Option<super::OAuth>,
 }
 
 impl Default for HttpOptions {
@@ -36,8 +36,6 @@ impl Default for HttpOptions {
             bearer_token: None,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             http_client: None,
-            #[cfg(feature = "oauth")]
-            oauth: None,
         }
     }
 }
@@ -59,8 +57,6 @@ impl fmt::Debug for HttpOptions {
             &self.bearer_token.as_ref().map(|_| "<redacted>"),
         )
         .field("max_response_bytes", &self.max_response_bytes);
-        #[cfg(feature = "oauth")]
-        f.field("oauth", &self.oauth);
         f.finish_non_exhaustive()
     }
 }
@@ -90,14 +86,6 @@ impl HttpOptions {
     /// The largest response body (or SSE event) accepted, in bytes (default 16 MiB).
     pub fn max_response_size(mut self, bytes: usize) -> Self {
         self.max_response_bytes = bytes;
-        self
-    }
-
-    /// Authorizes with OAuth 2.1 when the server asks (feature `oauth`; Streamable HTTP
-    /// only). Ignored when a bearer token or `Authorization` header is set.
-    #[cfg(feature = "oauth")]
-    pub fn oauth(mut self, oauth: super::OAuth) -> Self {
-        self.oauth = Some(oauth);
         self
     }
 

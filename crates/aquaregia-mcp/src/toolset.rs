@@ -4,18 +4,12 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use futures::future::{BoxFuture, join_all};
 
-use super::elicitation::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
-use super::input::Handlers;
 use super::listing::McpTool;
 use super::pins::{self, PinApproval, PinChange, PinFile, PinReview, ToolPin, WithheldTool};
-use super::sampling::{SamplingRequest, SamplingResponse};
-use super::{
-    Connector, DEFAULT_CONNECT_TIMEOUT, McpConnection, McpError, McpServerSpec, McpServerTimeouts,
-};
+use super::{Connector, McpConnection, McpError, McpServerSpec, McpServerTimeouts};
 use aquaregia::OutputBudget;
 use aquaregia::Tool;
 use aquaregia::policy::glob_match;
@@ -105,19 +99,16 @@ struct Inner {
 #[must_use]
 pub struct McpToolsetBuilder {
     servers: Vec<(String, Source)>,
-    timeout: Duration,
+    connector: Connector,
     strict: bool,
     always_prefix: bool,
     disabled: Vec<String>,
     budgets: Vec<(String, OutputBudget)>,
     timeouts: HashMap<String, McpServerTimeouts>,
-    handlers: Handlers,
     pins: Option<PinFile>,
     approval: Option<PinApproval>,
     commands: HashMap<String, Vec<String>>,
     trusted: HashSet<String>,
-    #[cfg(feature = "oauth")]
-    oauth: Option<super::OAuth>,
 }
 
 impl fmt::Debug for McpToolsetBuilder {
@@ -131,7 +122,7 @@ impl fmt::Debug for McpToolsetBuilder {
                     .map(|(name, _)| name)
                     .collect::<Vec<_>>(),
             )
-            .field("timeout", &self.timeout)
+            .field("connector", &self.connector)
             .field("strict", &self.strict)
             .field("always_prefix", &self.always_prefix)
             .field("disabled", &self.disabled)
@@ -213,9 +204,9 @@ impl McpToolsetBuilder {
         self
     }
 
-    /// A server connected by `connect` (a custom transport), which gets a [`Connector`] with
-    /// the server's name and the startup timeout. It runs in parallel with the others, within
-    /// the startup timeout.
+    /// A server connected by `connect` (a custom transport), which gets the
+    /// [`connector`](Self::connector) template with the server's name and startup timeout. It
+    /// runs in parallel with the others, within the startup timeout.
     pub fn connect_with<F, Fut>(mut self, name: impl Into<String>, connect: F) -> Self
     where
         F: FnOnce(Connector) -> Fut + Send + 'static,
@@ -226,15 +217,8 @@ impl McpToolsetBuilder {
         self
     }
 
-    /// How long each server gets to start and finish its handshake (default 30 s). Servers
-    /// connect in parallel, so this also bounds the whole [`connect`](Self::connect).
-    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Timeouts for the server called `name`, over [`startup_timeout`](Self::startup_timeout)
-    /// and the default call timeout (from a config file: [`McpServersConfig::timeouts`]).
+    /// Timeouts for the server called `name`, over the [`connector`](Self::connector)'s
+    /// timeout and the default call timeout (from a config file: [`McpServersConfig::timeouts`]).
     ///
     /// [`McpServersConfig::timeouts`]: super::McpServersConfig::timeouts
     pub fn server_timeouts(mut self, name: impl Into<String>, timeouts: McpServerTimeouts) -> Self {
@@ -242,35 +226,17 @@ impl McpToolsetBuilder {
         self
     }
 
-    /// Answers every server's questions to the user (see [`Connector::on_elicitation`]);
-    /// without it they are declined.
-    pub fn on_elicitation<F, Fut>(mut self, answer: F) -> Self
-    where
-        F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ElicitationResponse> + Send + 'static,
-    {
-        self.handlers.elicitation = Some(super::elicitation::handler(answer));
-        self
-    }
-
-    /// Told when a server's URL-mode question is done (see
-    /// [`Connector::on_elicitation_complete`]).
-    pub fn on_elicitation_complete<F>(mut self, hook: F) -> Self
-    where
-        F: Fn(ElicitationComplete) + Send + Sync + 'static,
-    {
-        self.handlers.elicitation_complete = Some(Arc::new(hook));
-        self
-    }
-
-    /// Answers every server's requests to sample the model (see [`Connector::on_sampling`]);
-    /// without it they are refused.
-    pub fn on_sampling<F, Fut>(mut self, answer: F) -> Self
-    where
-        F: Fn(SamplingRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = SamplingResponse> + Send + 'static,
-    {
-        self.handlers.sampling = Some(super::sampling::handler(answer));
+    /// The template every server is connected with: its [`timeout`](Connector::timeout)
+    /// (each server's startup limit, default 30 s; servers connect in parallel, so it also
+    /// bounds the whole [`connect`](Self::connect)), its handlers (elicitation, sampling), its
+    /// [`oauth`](Connector::oauth), environment inheritance, restarts and process hook. Each
+    /// server gets its own name (its entry's) and, when
+    /// [`server_timeouts`](Self::server_timeouts) sets one, its own startup limit.
+    ///
+    /// With an OAuth authorization callback, a server waiting for the user is not cut off by
+    /// the startup limit (each handshake still is): the callback bounds the wait.
+    pub fn connector(mut self, connector: Connector) -> Self {
+        self.connector = connector;
         self
     }
 
@@ -309,37 +275,16 @@ impl McpToolsetBuilder {
         self
     }
 
-    /// OAuth for the HTTP servers that are given no `Authorization` header (feature
-    /// `oauth`). With an authorization callback, a server waiting for the user is not cut
-    /// off by the startup timeout (each handshake still is): the callback bounds the wait.
-    #[cfg(feature = "oauth")]
-    pub fn oauth(mut self, oauth: super::OAuth) -> Self {
-        self.oauth = Some(oauth);
-        self
-    }
-
     /// Connects every server in parallel. A server that fails is in
     /// [`McpToolset::failures`]; in [`strict`](Self::strict) mode the first failure is
     /// returned instead (and the servers that did connect are closed). Dropping the future
     /// stops every attempt (started stdio servers are killed).
     pub async fn connect(self) -> Result<McpToolset, McpError> {
         let prefix = self.always_prefix || self.servers.len() > 1;
-        let timeout = self.timeout;
-        let mut connector = Connector::new().timeout(timeout);
-        connector.handlers = self.handlers;
-        let outer_timeout = Some(timeout);
-        #[cfg(feature = "oauth")]
-        // Asking the user takes as long as it takes.
-        let (connector, outer_timeout) = match self.oauth {
-            Some(oauth) => {
-                let interactive = oauth.authorize.is_some();
-                (
-                    connector.oauth(oauth),
-                    outer_timeout.filter(|_| !interactive),
-                )
-            }
-            None => (connector, outer_timeout),
-        };
+        let connector = self.connector;
+        let timeout = connector.timeout;
+        // Asking the user to authorize takes as long as it takes.
+        let outer_timeout = Some(timeout).filter(|_| !connector.authorizes_interactively());
         let timeouts = self.timeouts;
         let mut commands = self.commands;
         for (name, source) in &self.servers {
@@ -455,23 +400,20 @@ impl fmt::Debug for McpToolset {
 }
 
 impl McpToolset {
-    /// Settings: servers, startup timeout, strictness, prefixing, disabled tools.
+    /// Settings: servers, the connector template, strictness, prefixing, disabled tools.
     pub fn builder() -> McpToolsetBuilder {
         McpToolsetBuilder {
             servers: Vec::new(),
-            timeout: DEFAULT_CONNECT_TIMEOUT,
+            connector: Connector::new(),
             strict: false,
             always_prefix: false,
             disabled: Vec::new(),
             budgets: Vec::new(),
             timeouts: HashMap::new(),
-            handlers: Handlers::default(),
             pins: None,
             approval: None,
             commands: HashMap::new(),
             trusted: HashSet::new(),
-            #[cfg(feature = "oauth")]
-            oauth: None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! OAuth 2.1 for HTTP MCP servers, Streamable HTTP and legacy HTTP+SSE alike (feature
 //! `oauth`), on rmcp's `auth` module.
 //!
-//! Give [`HttpOptions::oauth`](super::HttpOptions::oauth) an [`OAuth`] and a server that
+//! Give [`Connector::oauth`](crate::Connector::oauth) an [`OAuth`] and a server that
 //! answers `401` with a `WWW-Authenticate: Bearer` challenge is authorized during the
 //! connect:
 //! - discovery: the challenge's `resource_metadata` (RFC 9728), else the path-based and root
@@ -38,7 +38,8 @@
 //!         Ok("http://127.0.0.1:8765/callback?code=...&state=...".to_owned())
 //!     });
 //! let linear = Connector::new()
-//!     .http("https://mcp.linear.app/mcp", HttpOptions::new().oauth(oauth))
+//!     .oauth(oauth)
+//!     .http("https://mcp.linear.app/mcp", HttpOptions::new())
 //!     .await?;
 //! # Ok(()) }
 //! ```

@@ -261,10 +261,8 @@ async fn mcp(
 /// Connects to the world's MCP server, authorizing with `oauth`.
 async fn connect(world: &World, oauth: OAuth) -> Result<McpConnection, McpError> {
     Connector::new()
-        .http(
-            &format!("{}/mcp", world.base),
-            HttpOptions::new().oauth(oauth),
-        )
+        .oauth(oauth)
+        .http(&format!("{}/mcp", world.base), HttpOptions::new())
         .await
 }
 

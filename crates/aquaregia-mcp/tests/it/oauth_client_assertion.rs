@@ -86,10 +86,8 @@ async fn a_key_that_cannot_sign_fails_before_any_token_request() {
     let pem = "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n";
     let oauth = OAuth::client_credentials_jwt("agent-7", pem, JwtAlgorithm::Es256);
     let error = Connector::new()
-        .http(
-            &format!("{}/mcp", server.base),
-            HttpOptions::new().oauth(oauth),
-        )
+        .oauth(oauth)
+        .http(&format!("{}/mcp", server.base), HttpOptions::new())
         .await
         .expect_err("an unusable key cannot authorize");
     let McpError::Authorization { message, .. } = &error else {
@@ -114,7 +112,7 @@ async fn a_refused_client_secret_grant_reports_the_token_endpoint_on_a_current_t
     let (server, task) = start().await;
     let oauth = OAuth::client_credentials("agent-7", "s3cret");
     let url = format!("{}/mcp", server.base);
-    let connect = Connector::new().http(&url, HttpOptions::new().oauth(oauth));
+    let connect = Connector::new().oauth(oauth).http(&url, HttpOptions::new());
     let error = tokio::time::timeout(std::time::Duration::from_secs(60), connect)
         .await
         .expect("the grant does not hang")

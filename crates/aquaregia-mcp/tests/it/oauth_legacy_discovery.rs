@@ -157,10 +157,8 @@ fn oauth() -> OAuth {
 async fn a_2025_03_26_server_is_authorized_at_its_origin() {
     let (server, task) = start(false).await;
     let connection = Connector::new()
-        .http(
-            &format!("{}/mcp", server.base),
-            HttpOptions::new().oauth(oauth()),
-        )
+        .oauth(oauth())
+        .http(&format!("{}/mcp", server.base), HttpOptions::new())
         .await
         .expect("authorized through the 2025-03-26 discovery");
     let tools = connection.tools().await.unwrap();
@@ -174,10 +172,8 @@ async fn a_2025_03_26_server_is_authorized_at_its_origin() {
 async fn with_protected_resource_metadata_the_issuer_is_still_checked() {
     let (server, task) = start(true).await;
     let error = Connector::new()
-        .http(
-            &format!("{}/mcp", server.base),
-            HttpOptions::new().oauth(oauth()),
-        )
+        .oauth(oauth())
+        .http(&format!("{}/mcp", server.base), HttpOptions::new())
         .await
         .expect_err("metadata naming another issuer is rejected");
     assert!(

@@ -304,7 +304,8 @@ async fn an_sse_server_behind_oauth_is_authorized_and_its_tokens_refreshed() {
     let store = Arc::new(MemoryTokenStore::new());
 
     let connection = Connector::new()
-        .sse(&url, HttpOptions::new().oauth(oauth(&store)))
+        .oauth(oauth(&store))
+        .sse(&url, HttpOptions::new())
         .await
         .expect("authorized on the GET's challenge");
     let tools = connection.tools().await.unwrap();
@@ -339,7 +340,8 @@ async fn an_sse_server_behind_oauth_is_authorized_and_its_tokens_refreshed() {
     tokio::time::sleep(Duration::from_millis(3100)).await;
     server.access_tokens.lock().unwrap().clear();
     let again = Connector::new()
-        .sse(&url, HttpOptions::new().oauth(oauth(&store)))
+        .oauth(oauth(&store))
+        .sse(&url, HttpOptions::new())
         .await
         .expect("the stored token is refreshed and used");
     assert_eq!(again.tools().await.unwrap().len(), 1);
@@ -371,10 +373,8 @@ async fn http_with_oauth_falls_back_to_a_protected_sse_server() {
     let (server, task) = start().await;
     let store = Arc::new(MemoryTokenStore::new());
     let connection = Connector::new()
-        .http(
-            &format!("{}/sse", server.base),
-            HttpOptions::new().oauth(oauth(&store)),
-        )
+        .oauth(oauth(&store))
+        .http(&format!("{}/sse", server.base), HttpOptions::new())
         .await
         .expect("the legacy fallback, authorized");
     assert_eq!(connection.tools().await.unwrap().len(), 1);
@@ -416,10 +416,8 @@ async fn http_with_oauth_falls_back_to_an_open_sse_server() {
     server.open.store(true, Ordering::SeqCst);
     let store = Arc::new(MemoryTokenStore::new());
     let connection = Connector::new()
-        .http(
-            &format!("{}/sse", server.base),
-            HttpOptions::new().oauth(oauth(&store)),
-        )
+        .oauth(oauth(&store))
+        .http(&format!("{}/sse", server.base), HttpOptions::new())
         .await
         .expect("the legacy fallback");
     assert_eq!(connection.tools().await.unwrap().len(), 1);
@@ -437,10 +435,8 @@ async fn a_message_refused_for_scope_mid_session_is_authorized_again() {
     let (server, task) = start().await;
     let store = Arc::new(MemoryTokenStore::new());
     let connection = Connector::new()
-        .sse(
-            &format!("{}/sse", server.base),
-            HttpOptions::new().oauth(oauth(&store)),
-        )
+        .oauth(oauth(&store))
+        .sse(&format!("{}/sse", server.base), HttpOptions::new())
         .await
         .expect("authorized on the GET's challenge");
     let tools = connection.tools().await.unwrap();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::common::chat_client;
 use aquaregia::{StopReason, ToolOutput};
-use aquaregia_mcp::{McpError, McpServerSpec, McpToolset, McpToolsetBuilder};
+use aquaregia_mcp::{Connector, McpError, McpServerSpec, McpToolset, McpToolsetBuilder};
 use aquaregia_test_support::mcp_servers::test_server::{BASE_TOOLS, TestServer};
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
 use rmcp::model::{
@@ -83,7 +83,7 @@ async fn strict_mode_fails_and_closes_the_rest() {
 async fn the_startup_timeout_bounds_the_whole_connect() {
     let a = TestServer::new();
     let builder = McpToolset::builder()
-        .startup_timeout(Duration::from_millis(300))
+        .connector(Connector::new().timeout(Duration::from_millis(300)))
         .connect_with("stuck", |_connector| std::future::pending());
     let started = std::time::Instant::now();
     let toolset = in_memory(builder, "a", &a).connect().await.unwrap();
