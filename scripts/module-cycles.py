@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""File-level import cycles of a Rust crate.
+"""File-level import cycles of a Rust crate, and optionally its layering.
 
-    scripts/module-cycles.py crates/aquaregia-mcp/src [--top-level]
+    scripts/module-cycles.py crates/aquaregia-mcp/src [--top-level] [--layers a,b,c...]
 
 Reads every `.rs` file under the crate's `src/`, finds the paths it uses (`use crate::...`,
-`use super::...`, `use self::...`, and the same paths written inline), resolves each to the
-file that defines the item (following `pub use` re-exports, so a parent module that only
-re-exports is not a dependency), and prints the strongly connected components with more
-than one file: each is an import cycle. `--top-level` folds every file into its top-level
-module (`agent/run.rs` -> `agent`) first, for the coarser picture. Exits 1 when there is a
-cycle.
+`use super::...`, `use self::...`, paths starting with a child module's name, and the same
+paths written inline), resolves each to the file that defines the item (following `pub use`
+re-exports, so a parent module that only re-exports is not a dependency), and prints the
+strongly connected components with more than one file: each is an import cycle.
+`--top-level` folds every file into its top-level module (`agent/run.rs` -> `agent`) first,
+for the coarser picture. `--layers error,transport,session,...` lists the top-level modules
+bottom up (`lib` for the crate root); a file that uses a module of a higher layer is
+reported. Exits 1 when there is a cycle or a layering violation.
 
 `mod` declarations are not dependencies, nor are `#[cfg(test)]` modules (everything after
 a line `#[cfg(test)]` that opens `mod ... {` is skipped). The parse is lexical (comments and
@@ -100,8 +102,14 @@ def expand_use(tree):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    top = "--top-level" in sys.argv
+    argv = sys.argv[1:]
+    layers = None
+    if "--layers" in argv:
+        k = argv.index("--layers")
+        layers = argv[k + 1].split(",")
+        del argv[k:k + 2]
+    args = [a for a in argv if not a.startswith("--")]
+    top = "--top-level" in argv
     if len(args) != 1:
         sys.exit(__doc__)
     src = args[0].rstrip("/")
@@ -116,6 +124,16 @@ def main():
                 rel = rel[:-1]
             files[tuple(rel)] = path
     code = {m: without_tests(strip(open(p).read())) for m, p in files.items()}
+    # Files that are only `#[cfg(test)] mod x;` of their parent are tests, not dependencies.
+    for module, text in list(code.items()):
+        for m in re.finditer(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", text):
+            child = module + (m.group(1),)
+            files.pop(child, None)
+            code.pop(child, None)
+    children = defaultdict(set)
+    for module in files:
+        if module:
+            children[module[:-1]].add(module[-1])
 
     # Re-exports: module -> {name: absolute path}
     reexports = defaultdict(dict)
@@ -123,17 +141,17 @@ def main():
     for module, text in code.items():
         for m in re.finditer(r"(pub(\([^)]*\))?\s+)?use\s+([^;]+);", text):
             for path in expand_use(m.group(3)):
-                absolute = absolutize(module, path)
+                absolute = absolutize(module, path, children[module])
                 if absolute is None:
                     continue
                 if m.group(1):
                     reexports[module][absolute[-1]] = absolute
                 else:
                     uses[module].append(absolute)
-        for m in re.finditer(r"(?<![\w:])((?:crate|super|self)(?:::\w+)+)", text):
+        for m in re.finditer(r"(?<![\w:])(\w+(?:::\w+)+)", text):
             if re.search(r"use\s+[^;]*$", text[: m.start()].rsplit(";", 1)[-1]):
                 continue  # part of a use statement, handled above
-            absolute = absolutize(module, m.group(1))
+            absolute = absolutize(module, m.group(1), children[module])
             if absolute is not None:
                 uses[module].append(absolute)
 
@@ -163,20 +181,41 @@ def main():
     nodes = sorted({m[:1] if top else m for m in files})
     cycles = [c for c in tarjan(nodes, edges) if len(c) > 1]
     name = lambda m: "/".join(m) or "lib"
+    failed = False
     if not cycles:
         print(f"{src}: no import cycle between {'top-level modules' if top else 'files'} ({len(nodes)})")
-        return
     for cycle in cycles:
+        failed = True
         members = sorted(cycle)
         print(f"cycle of {len(members)}: " + ", ".join(name(m) for m in members))
         for m in members:
             inside = sorted(name(t) for t in edges[m] if t in cycle)
             print(f"  {name(m)} -> {', '.join(inside)}")
-    sys.exit(1)
+    if layers is not None:
+        rank = {layer: i for i, layer in enumerate(layers)}
+        layer_of = lambda m: name(m[:1])
+        violations = 0
+        for a in sorted(edges):
+            for b in sorted(edges[a]):
+                la, lb = layer_of(a), layer_of(b)
+                if la not in rank or lb not in rank:
+                    print(f"not in --layers: {la if la not in rank else lb}")
+                    violations += 1
+                elif rank[lb] > rank[la]:
+                    print(f"layering: {name(a)} ({la}) uses {name(b)} ({lb})")
+                    violations += 1
+        if violations:
+            failed = True
+        else:
+            print(f"{src}: every file uses only its own layer and those below ({' < '.join(layers)})")
+    if failed:
+        sys.exit(1)
 
 
-def absolutize(module, path):
+def absolutize(module, path, children=()):
     parts = [p for p in path.split("::") if p]
+    if parts and parts[0] in children:
+        parts = ["self"] + parts
     if not parts or parts[0] not in ("crate", "super", "self"):
         return None
     base = list(module)

@@ -5,23 +5,34 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use rmcp::RoleClient;
 use rmcp::transport::IntoTransport;
-use rmcp::transport::streamable_http_client::{
-    StreamableHttpClient, StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
-};
 use tokio::process::Command;
 
-use super::elicitation::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
-use super::handshake::{Handshake, HandshakeError, HttpTarget, establish, is_unreachable};
+use crate::error::McpError;
 #[cfg(feature = "oauth")]
-use super::oauth::{self, OAuth};
-use super::sampling::{SamplingRequest, SamplingResponse};
-use super::stdio::ServerProcess;
-use super::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESTARTS, HttpOptions, McpConnection, McpError,
-    elicitation, http, input, lines, restart, sampling, sse, stdio, trace,
+use crate::oauth::{self, OAuth};
+use crate::server_requests::Handlers;
+use crate::server_requests::elicitation::{
+    self, ElicitationComplete, ElicitationRequest, ElicitationResponse,
 };
+use crate::server_requests::sampling::{self, SamplingRequest, SamplingResponse};
+use crate::session::connection::McpConnection;
+use crate::session::handshake::{Handshake, establish, is_unreachable};
+use crate::session::http::{SseSession, streamable_http};
+use crate::session::restart::{Restart, Start};
+use crate::transport::compat::http_post::RepairingClient;
+use crate::transport::compat::lines::StdioTransport;
+use crate::transport::http::SessionIdSlot;
+use crate::transport::http_options::HttpOptions;
+use crate::transport::process::{self, ProcessHook, ServerProcess};
+
+/// How many times a stdio server that died is started again, by default.
+pub const DEFAULT_MAX_RESTARTS: u32 = 5;
+
+/// How long a server gets to finish the handshake by default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Connection settings: the server's name and the connect timeout for every transport, and
 /// for stdio servers whether they inherit the whole environment.
@@ -45,8 +56,8 @@ pub struct Connector {
     pub(crate) timeout: Duration,
     inherit_env: bool,
     max_restarts: u32,
-    pub(super) handlers: input::Handlers,
-    on_process: Option<stdio::ProcessHook>,
+    handlers: Handlers,
+    on_process: Option<ProcessHook>,
     #[cfg(feature = "oauth")]
     oauth: Option<OAuth>,
 }
@@ -81,7 +92,7 @@ impl Default for Connector {
 
 impl Connector {
     /// No name (one is derived from the command or URL), a 30 s connect timeout, and stdio
-    /// servers limited to [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS)
+    /// servers limited to [`DEFAULT_INHERITED_ENV_VARS`](crate::DEFAULT_INHERITED_ENV_VARS)
     /// of this process's environment.
     pub fn new() -> Self {
         Self {
@@ -89,7 +100,7 @@ impl Connector {
             timeout: DEFAULT_CONNECT_TIMEOUT,
             inherit_env: false,
             max_restarts: DEFAULT_MAX_RESTARTS,
-            handlers: input::Handlers::default(),
+            handlers: Handlers::default(),
             on_process: None,
             #[cfg(feature = "oauth")]
             oauth: None,
@@ -109,7 +120,7 @@ impl Connector {
     }
 
     /// Whether a stdio server inherits this process's whole environment (`true`), or only
-    /// [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS) (`false`, the
+    /// [`DEFAULT_INHERITED_ENV_VARS`](crate::DEFAULT_INHERITED_ENV_VARS) (`false`, the
     /// default). Variables set on the server's `Command` are passed either way.
     ///
     /// The whole environment usually holds API keys and tokens (`OPENAI_API_KEY`,
@@ -165,7 +176,7 @@ impl Connector {
 
     /// Answers the server's requests to sample the model (MCP sampling,
     /// `sampling/createMessage`); the client then advertises the `sampling` capability.
-    /// Without it, such requests are refused. [`sample_with_model`](super::sample_with_model)
+    /// Without it, such requests are refused. [`sample_with_model`](crate::sample_with_model)
     /// answers with an aquaregia [`Client`](aquaregia::Client) and model behind an approval
     /// callback.
     pub fn on_sampling<F, Fut>(mut self, answer: F) -> Self
@@ -221,7 +232,7 @@ impl Connector {
     /// Starts and connects a stdio server.
     ///
     /// Unless [`inherit_env`](Self::inherit_env) is set, what `command` would inherit is
-    /// limited to [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS).
+    /// limited to [`DEFAULT_INHERITED_ENV_VARS`](crate::DEFAULT_INHERITED_ENV_VARS).
     /// Variables set on `command` (with [`Command::env`]) are kept, since whoever set them
     /// meant the server to have them, and variables removed from it stay removed. A `command`
     /// whose environment was cleared with [`Command::env_clear`] still receives the
@@ -240,20 +251,20 @@ impl Connector {
         });
         let mut retry = rebuild(command.as_std());
         if !self.inherit_env {
-            stdio::restrict_env(&mut command);
-            stdio::restrict_env(&mut retry);
+            process::restrict_env(&mut command);
+            process::restrict_env(&mut retry);
         }
-        let restart = (self.max_restarts > 0)
-            .then(|| restart::Restart::stdio(&self, &command, &name, self.max_restarts));
-        let (process, stdout, stdin) = stdio::spawn(command, &name, self.on_process.as_ref())?;
+        let restart = (self.max_restarts > 0).then(|| self.restart(&command, &name));
+        let requests = self.handlers.requests();
+        let (process, stdout, stdin) = process::spawn(command, &name, self.on_process.as_ref())?;
         let first = establish(
-            lines::StdioTransport::new(stdout, stdin),
+            StdioTransport::new(stdout, stdin),
             name.clone(),
             self.timeout,
             Some(process),
             Handshake::Auto,
             None,
-            self.handlers.clone(),
+            requests.clone(),
         )
         .await;
         let connection = match first {
@@ -262,15 +273,15 @@ impl Connector {
                 // The server misunderstood `server/discover`; start it again for `initialize`.
                 tracing::debug!(server = %name, error = %failed.error, "retrying with initialize");
                 let (process, stdout, stdin) =
-                    stdio::spawn(retry, &name, self.on_process.as_ref())?;
+                    process::spawn(retry, &name, self.on_process.as_ref())?;
                 establish(
-                    lines::StdioTransport::new(stdout, stdin),
+                    StdioTransport::new(stdout, stdin),
                     name,
                     self.timeout,
                     Some(process),
                     Handshake::Initialize,
                     None,
-                    self.handlers.clone(),
+                    requests,
                 )
                 .await
                 .map_err(|failed| failed.error)
@@ -291,7 +302,7 @@ impl Connector {
     ) -> Result<McpConnection, McpError> {
         let url = url.into();
         let name = self.name.clone().unwrap_or_else(|| name_from_url(&url));
-        let error = match self.streamable_http(&url, &name, &options).await {
+        let error = match self.connect_streamable_http(&url, &name, &options).await {
             Ok(connection) => return Ok(connection),
             Err(error) => error,
         };
@@ -334,9 +345,9 @@ impl Connector {
         }
     }
 
-    /// Connects over Streamable HTTP only, authorizing with OAuth when the options have it
-    /// and the server asks.
-    async fn streamable_http(
+    /// Connects over Streamable HTTP only, authorizing with OAuth when the connector has it,
+    /// the options carry no credentials and the server asks.
+    async fn connect_streamable_http(
         &self,
         url: &str,
         name: &str,
@@ -344,18 +355,20 @@ impl Connector {
     ) -> Result<McpConnection, McpError> {
         #[cfg(feature = "oauth")]
         if let Some(oauth) = self.oauth.as_ref().filter(|_| !options.has_credentials()) {
+            let requests = self.handlers.requests();
             let session = oauth::Session {
                 url,
                 name,
                 options,
                 timeout: self.timeout,
-                handlers: &self.handlers,
+                requests: &requests,
             };
             return oauth::connect_with_oauth(&session, oauth).await;
         }
-        let session_id = trace::SessionIdSlot::default();
-        let client = http::RepairingClient::new(options.client(), session_id.clone());
+        let session_id = SessionIdSlot::default();
+        let client = RepairingClient::new(options.client(), session_id.clone());
         let reconnects = client.reconnects();
+        let requests = self.handlers.requests();
         let session = streamable_http(
             client,
             session_id,
@@ -363,7 +376,7 @@ impl Connector {
             name,
             options,
             self.timeout,
-            &self.handlers,
+            &requests,
         );
         match session.await {
             Ok(connection) => {
@@ -374,8 +387,8 @@ impl Connector {
         }
     }
 
-    /// Connects to a legacy HTTP+SSE server (authorizing with OAuth when the options or the
-    /// connector have it and the server asks).
+    /// Connects to a legacy HTTP+SSE server (authorizing with OAuth when the connector has it,
+    /// the options carry no credentials and the server asks).
     pub async fn sse(
         self,
         url: impl Into<String>,
@@ -383,12 +396,13 @@ impl Connector {
     ) -> Result<McpConnection, McpError> {
         let url = url.into();
         let name = self.name.clone().unwrap_or_else(|| name_from_url(&url));
-        let session = sse::SseSession {
+        let requests = self.handlers.requests();
+        let session = SseSession {
             url: &url,
             name: &name,
             options: &options,
             timeout: self.timeout,
-            handlers: &self.handlers,
+            requests: &requests,
         };
         #[cfg(feature = "oauth")]
         if let Some(oauth) = self.oauth.as_ref().filter(|_| !options.has_credentials()) {
@@ -411,68 +425,34 @@ impl Connector {
             None,
             Handshake::Auto,
             None,
-            self.handlers,
+            self.handlers.requests(),
         )
         .await
         .map_err(|failed| failed.error)
     }
 }
 
-/// Connects over Streamable HTTP with `client`: the `server/discover` handshake, then
-/// `initialize` on a fresh transport when the server misunderstood it.
-pub(crate) async fn streamable_http<C>(
-    client: C,
-    session_id: trace::SessionIdSlot,
-    url: &str,
-    name: &str,
-    options: &HttpOptions,
-    timeout: Duration,
-    handlers: &input::Handlers,
-) -> Result<McpConnection, HandshakeError>
-where
-    C: StreamableHttpClient + Clone + Send + Sync + 'static,
-{
-    let headers = options.header_map().map_err(|error| HandshakeError {
-        error,
-        discover_confused: false,
-        challenge: None,
-    })?;
-    let target = HttpTarget {
-        url: url.to_owned(),
-        credentials: options.has_credentials(),
-        session: Some(session_id),
-    };
-    let attempt = |handshake| {
-        let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
-            .max_json_response_size(options.max_response_bytes)
-            .max_sse_event_size(options.max_response_bytes)
-            .reinit_on_expired_session(true)
-            .custom_headers(
-                headers
-                    .clone()
-                    .into_iter()
-                    .filter_map(|(name, value)| Some((name?, value)))
-                    .collect(),
-            );
-        let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
-        establish(
-            transport,
-            name.to_owned(),
-            timeout,
-            None,
-            handshake,
-            Some(target.clone()),
-            handlers.clone(),
-        )
-    };
-    match attempt(Handshake::Auto).await {
-        Err(failed) if failed.discover_confused => attempt(Handshake::Initialize).await,
-        result => result,
+impl Connector {
+    /// How a stdio server started from `command` is started again when it dies: with this
+    /// connector's settings, under `name`, without restarts of its own, at most
+    /// [`max_restarts`](Self::max_restarts) times.
+    fn restart(&self, command: &Command, name: &str) -> Restart<McpConnection> {
+        let template = std::sync::Mutex::new(rebuild(command.as_std()));
+        let connector = self.clone().max_restarts(0).name(name);
+        let start: Start<McpConnection> = Arc::new(move || -> BoxFuture<'static, _> {
+            let command = {
+                let template = template.lock().unwrap_or_else(|p| p.into_inner());
+                rebuild(template.as_std())
+            };
+            let connector = connector.clone();
+            Box::pin(async move { connector.stdio(command).await })
+        });
+        Restart::new(start, name, self.max_restarts)
     }
 }
 
 /// A copy of `command` (program, arguments, environment, directory) to start it again.
-pub(super) fn rebuild(command: &std::process::Command) -> Command {
+fn rebuild(command: &std::process::Command) -> Command {
     let mut copy = std::process::Command::new(command.get_program());
     copy.args(command.get_args());
     for (key, value) in command.get_envs() {

@@ -82,33 +82,18 @@
 //! types, except where it is an explicit escape hatch ([`McpConnection::peer`], custom
 //! transports for [`connect`]).
 
+// The layers, bottom up: each module uses only those above it in this list (checked by
+// `scripts/module-cycles.py --layers`).
 mod call;
 mod config;
-mod connection;
 mod connector;
-mod content;
-mod elicitation;
 mod error;
-mod fault;
-mod handshake;
-mod http;
-mod http_options;
-mod input;
-mod lines;
-mod listing;
-mod naming;
 #[cfg(feature = "oauth")]
 mod oauth;
-mod pins;
-mod progress;
-mod reconnect;
-mod restart;
-mod sampling;
-mod sse;
-mod stdio;
-mod task;
+mod server_requests;
+mod session;
 mod toolset;
-mod trace;
+mod transport;
 
 /// The rmcp version this crate is built on. Use this re-export (`aquaregia_mcp::rmcp`) rather
 /// than your own `rmcp` dependency for what [`McpConnection::peer`] exposes (resources,
@@ -116,34 +101,33 @@ mod trace;
 /// types.
 pub use rmcp;
 
-use std::time::Duration;
-
 use rmcp::RoleClient;
 use rmcp::transport::IntoTransport;
 use tokio::process::Command;
 
+pub use call::naming::prefixed_name;
+pub use call::prompts::{McpPrompt, McpPromptArgument, RenderedPrompt};
 pub use config::{ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig};
-pub use connection::{McpConnection, McpPrompt, McpPromptArgument, McpServerInfo, RenderedPrompt};
-pub use connector::Connector;
-pub use elicitation::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
+pub use connector::{Connector, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESTARTS};
 pub use error::{ErrorSource, McpError};
-pub use http_options::HttpOptions;
-pub use naming::prefixed_name;
 #[cfg(feature = "oauth")]
 pub use oauth::{
     AuthorizationPrompt, AuthorizeError, FileTokenStore, IdentityProvider, JwtAlgorithm,
     MemoryTokenStore, OAuth, OAuthCredentials, OAuthToken, TokenStore, TokenStoreError,
 };
-pub use pins::{PinChange, PinError, PinFile, PinReview, Pins, ServerPins, ToolPin, WithheldTool};
-pub use sampling::{SamplingReply, SamplingRequest, SamplingResponse, sample_with_model};
-pub use stdio::{DEFAULT_INHERITED_ENV_VARS, ServerProcess};
+pub use server_requests::elicitation::{
+    ElicitationComplete, ElicitationRequest, ElicitationResponse,
+};
+pub use server_requests::sampling::{
+    SamplingReply, SamplingRequest, SamplingResponse, sample_with_model,
+};
+pub use session::connection::{McpConnection, McpServerInfo};
+pub use toolset::pins::{
+    PinChange, PinError, PinFile, PinReview, Pins, ServerPins, ToolPin, WithheldTool,
+};
 pub use toolset::{McpToolset, McpToolsetBuilder};
-
-/// How many times a stdio server that died is started again, by default.
-pub const DEFAULT_MAX_RESTARTS: u32 = 5;
-
-/// How long a server gets to finish the handshake by default.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub use transport::http_options::HttpOptions;
+pub use transport::process::{DEFAULT_INHERITED_ENV_VARS, ServerProcess};
 
 /// Starts `command` as a stdio MCP server and connects to it.
 ///

@@ -1,5 +1,6 @@
 //! Server specs and the common `mcpServers` JSON config (Claude Desktop, Cursor and others).
 
+mod error;
 mod oauth_client;
 mod timeouts;
 
@@ -8,8 +9,12 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 use tokio::process::Command;
 
-use super::{Connector, HttpOptions, McpConnection, McpError};
+use crate::connector::Connector;
+use crate::error::McpError;
+use crate::session::connection::McpConnection;
+use crate::transport::http_options::HttpOptions;
 
+pub use error::ConfigError;
 pub use oauth_client::McpOAuthClient;
 pub use timeouts::McpServerTimeouts;
 
@@ -31,7 +36,7 @@ pub enum McpServerSpec {
         cwd: Option<PathBuf>,
         /// Whether the server inherits this process's whole environment, API keys included
         /// (`"inheritEnv": true` in a config file). By default it inherits only
-        /// [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS).
+        /// [`DEFAULT_INHERITED_ENV_VARS`](crate::DEFAULT_INHERITED_ENV_VARS).
         inherit_env: bool,
     },
     /// A Streamable HTTP server (falls back to legacy SSE when it does not speak it).
@@ -63,7 +68,7 @@ impl McpServerSpec {
     }
 
     /// Connects with `connector`'s name and timeout. The environment of a stdio server is
-    /// [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS) (the whole
+    /// [`DEFAULT_INHERITED_ENV_VARS`](crate::DEFAULT_INHERITED_ENV_VARS) (the whole
     /// environment if `inherit_env` is set here or on `connector`) with `env` set on top.
     pub async fn connect(&self, connector: Connector) -> Result<McpConnection, McpError> {
         match self {
@@ -181,39 +186,6 @@ pub struct McpServersConfig {
     pub trusted: Vec<String>,
 }
 
-/// Why a config file was rejected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The file is not valid JSON.
-    #[error("line {line}, column {column}: {message}")]
-    Syntax {
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// What the JSON parser said.
-        message: String,
-    },
-    /// The JSON is valid but an entry is not a server.
-    #[error("{0}")]
-    Invalid(String),
-    /// A server's entry uses `${VAR}` for a variable that is not set, without a default.
-    #[error(
-        "server `{server}`: `{field}` uses `${{{variable}}}`, which is not set \
-         (set it, or give a default: `${{{variable}:-default}}`)"
-    )]
-    UnsetVariable {
-        /// The server's name.
-        server: String,
-        /// Where the variable is used: `command`, `args[1]`, `env.API_KEY`, `url`,
-        /// `headers.Authorization`.
-        field: String,
-        /// The variable's name.
-        variable: String,
-    },
-}
-
 impl McpServersConfig {
     /// Parses the `mcpServers` format: `{"name": {"command", "args", "env", "cwd",
     /// "inheritEnv"?}}` for stdio servers, `{"url", "headers", "type"?}` for HTTP ones
@@ -224,7 +196,7 @@ impl McpServersConfig {
     /// ([`is_trusted`](Self::is_trusted)). Unknown keys are kept as warnings, not errors, so
     /// files written for other tools load.
     ///
-    /// A stdio server gets [`DEFAULT_INHERITED_ENV_VARS`](super::DEFAULT_INHERITED_ENV_VARS)
+    /// A stdio server gets [`DEFAULT_INHERITED_ENV_VARS`](crate::DEFAULT_INHERITED_ENV_VARS)
     /// from this process's environment plus its `env`; `"inheritEnv": true` passes it the
     /// whole environment instead, API keys included.
     ///

@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// The OAuth client registered with one server's authorization server beforehand (servers
 /// that do not let clients register themselves need one), the scopes to ask for, and the port
@@ -60,7 +60,7 @@ impl McpOAuthClient {
     /// `oauth` with this client's id, secret and scopes (the redirect URI, which
     /// [`callback_port`](Self::callback_port) decides, is the caller's).
     #[cfg(feature = "oauth")]
-    pub fn apply(&self, mut oauth: crate::OAuth) -> crate::OAuth {
+    pub fn apply(&self, mut oauth: crate::oauth::OAuth) -> crate::oauth::OAuth {
         if let Some(id) = &self.client_id {
             oauth = oauth.client_id(id);
         }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// How long one server gets: to start and finish its handshake, and per tool call.
 ///

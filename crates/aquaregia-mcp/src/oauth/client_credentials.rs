@@ -9,6 +9,7 @@ use rmcp::transport::auth::{
 };
 
 use super::OAuth;
+use crate::transport::compat::run_not_send;
 
 /// The algorithm of a client's signing key, for
 /// [`OAuth::client_credentials_jwt`](super::OAuth::client_credentials_jwt).
@@ -99,20 +100,17 @@ pub(super) fn config(
     }
 }
 
-/// Runs the grant; the tokens land in the manager's store.
-///
-/// rmcp's exchange future is not `Send` once its JWT support is compiled in (it keeps a
-/// non-`Send` form serializer across an await), so it runs on a blocking thread that drives
-/// it on this runtime, and the manager comes back when it is done.
+/// Runs the grant; the tokens land in the manager's store, and the manager comes back when
+/// it is done (the exchange runs off this task: see [`run_not_send`]).
 pub(super) async fn exchange(
     mut manager: AuthorizationManager,
     config: ClientCredentialsConfig,
 ) -> Result<AuthorizationManager, AuthError> {
     manager.configure_client_credentials(&config)?;
-    let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || {
-        runtime
-            .block_on(manager.exchange_client_credentials(&config))
+    run_not_send(move || async move {
+        manager
+            .exchange_client_credentials(&config)
+            .await
             .map(|_| manager)
     })
     .await

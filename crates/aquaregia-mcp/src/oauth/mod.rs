@@ -44,10 +44,10 @@
 //! # Ok(()) }
 //! ```
 
+mod authorize;
 mod client_credentials;
 mod enterprise;
 mod flow;
-mod legacy;
 mod sse;
 mod step_up;
 mod store;
@@ -189,7 +189,7 @@ impl OAuth {
     /// The authorization-code flow with `redirect_uri` (registered with the authorization
     /// server), tokens in memory, and no callback: stored tokens are used and refreshed, and
     /// a server that needs a new authorization fails the connect with
-    /// [`McpError::AuthRequired`](super::McpError::AuthRequired).
+    /// [`McpError::AuthRequired`](crate::McpError::AuthRequired).
     pub fn new(redirect_uri: impl Into<String>) -> Self {
         Self {
             redirect_uri: redirect_uri.into(),

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use rmcp::transport::auth::AuthorizationManager;
 
 use super::OAuth;
-use super::flow::{MAX_AUTHORIZATIONS, authorize, restored_manager};
-use crate::McpConnection;
+use super::authorize::{MAX_AUTHORIZATIONS, authorize, restored_manager};
 use crate::error::McpError;
-use crate::sse::{BearerSource, Renew, SseSession};
+use crate::session::connection::McpConnection;
+use crate::session::http::SseSession;
+use crate::transport::sse::{BearerSource, Renew};
 
 /// Connects to a legacy HTTP+SSE server, authorizing with `oauth` when it asks.
 pub(crate) async fn connect_sse_with_oauth(
@@ -120,7 +121,7 @@ fn challenge(resource_metadata: Option<&str>, scope: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::challenge;
-    use crate::http::parse_challenge;
+    use crate::transport::http::parse_challenge;
 
     #[test]
     fn rebuilt_challenges_parse_back() {

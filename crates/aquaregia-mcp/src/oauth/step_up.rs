@@ -17,8 +17,8 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 
 use super::OAuth;
-use super::flow::authorize;
-use crate::http::RepairingClient;
+use super::authorize::authorize;
+use crate::transport::compat::http_post::RepairingClient;
 
 /// How many times in a row one session may authorize again without a request getting
 /// through.

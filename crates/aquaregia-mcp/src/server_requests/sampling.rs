@@ -1,6 +1,6 @@
 //! Sampling: a server asking the client's model for a completion while it works on a call
 //! (`sampling/createMessage`), answered by the handler given to
-//! [`Connector::on_sampling`](super::Connector::on_sampling). [`sample_with_model`] makes such
+//! [`Connector::on_sampling`](crate::Connector::on_sampling). [`sample_with_model`] makes such
 //! a handler from an aquaregia [`Client`] and a model, behind an approval callback.
 // Sampling is deprecated by SEP-2577 (2026-07-28), and still what 2025-11-25 servers use.
 #![allow(deprecated)]

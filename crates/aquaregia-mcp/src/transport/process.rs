@@ -11,7 +11,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 
-use super::error::McpError;
+use crate::error::McpError;
 
 /// How much stderr is kept for error messages.
 const STDERR_TAIL_BYTES: usize = 8 * 1024;
@@ -78,7 +78,7 @@ pub(crate) fn restrict_env(command: &mut Command) {
     }
 }
 
-/// A stdio server's process, as [`Connector::on_process`](super::Connector::on_process)
+/// A stdio server's process, as [`Connector::on_process`](crate::Connector::on_process)
 /// reports it.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,25 +5,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::RoleClient;
-use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, ProtocolVersion,
-    RequestId, ServerJsonRpcMessage, ServerNotification, SubscriptionFilter,
-};
+use rmcp::model::{ErrorCode, ErrorData, ProtocolVersion, ServerNotification, SubscriptionFilter};
 use rmcp::service::{
-    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RxJsonRpcMessage,
-    ServiceError, TxJsonRpcMessage,
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, ServiceError,
 };
+use rmcp::transport::IntoTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
-use rmcp::transport::{IntoTransport, Transport};
 
-use super::connection::{Changes, Handler, McpConnection};
-use super::error::{ErrorSource, McpError};
-use super::fault::LocalFault;
-use super::http::parse_challenge;
-use super::input::{Handlers, ServerInput};
+use super::connection::{Changes, McpConnection};
+use super::handler::{Handler, ServerInput, ServerRequests};
 use super::progress::ProgressRoutes;
-use super::stdio::StdioProcess;
-use super::trace::{Endpoint, SessionIdSlot};
+use super::trace::Endpoint;
+use crate::error::{ErrorSource, McpError};
+use crate::transport::compat::fault::LocalFault;
+use crate::transport::compat::{Compat, NotificationTap};
+use crate::transport::http::{SessionIdSlot, parse_challenge};
+use crate::transport::process::StdioProcess;
 
 /// Which handshake to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,10 +58,9 @@ pub(crate) struct HandshakeError {
 
 /// Runs the MCP handshake over `transport` and starts watching for list changes.
 ///
-/// `timeout` bounds the whole handshake. rmcp's Auto lifecycle stops waiting for a
-/// `server/discover` answer after 10 s and sends `initialize`; a slow legacy server then
-/// answers both, and [`HandshakeGuard`] drops the stale discover answer so the `initialize`
-/// answer is read.
+/// `timeout` bounds the whole handshake. The transport is wrapped in [`Compat`], which
+/// drops the late answer to a `server/discover` rmcp gave up on, and hands progress and list
+/// changes to the session as they are read.
 pub(crate) async fn establish<T, E, A>(
     transport: T,
     name: String,
@@ -72,7 +68,7 @@ pub(crate) async fn establish<T, E, A>(
     process: Option<StdioProcess>,
     handshake: Handshake,
     http: Option<HttpTarget>,
-    handlers: Handlers,
+    requests: Arc<dyn ServerRequests>,
 ) -> Result<McpConnection, HandshakeError>
 where
     T: IntoTransport<RoleClient, E, A>,
@@ -85,7 +81,7 @@ where
         progress: progress.clone(),
         input: Arc::new(ServerInput {
             server: name.clone(),
-            handlers,
+            requests,
         }),
     };
     let lifecycle = match handshake {
@@ -95,7 +91,19 @@ where
         },
         Handshake::Initialize => ClientLifecycleMode::Initialize,
     };
-    let transport = HandshakeGuard::new(transport.into_transport(), progress, changes.clone());
+    let tap: NotificationTap = {
+        let changes = changes.clone();
+        Arc::new(move |notification| match notification {
+            ServerNotification::ProgressNotification(progress_notification) => {
+                progress.deliver(progress_notification.params.clone());
+            }
+            // Counted here, in reading order, not in rmcp's handler: a change sent just
+            // before a tool's answer is then seen by the agent's next step.
+            ServerNotification::ToolListChangedNotification(_) => changes.bump(),
+            _ => {}
+        })
+    };
+    let transport = Compat::new(transport.into_transport(), tap);
     let started = tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle));
     let mut challenge = None;
     let (error, discover_confused) = match started.await {
@@ -361,8 +369,8 @@ async fn listen(peer: &Peer<RoleClient>, name: &str) {
     };
     loop {
         match subscription.next().await {
-            // Counted by the transport as it is read (`HandshakeGuard`); the stream only
-            // has to stay open.
+            // Counted by the transport as it is read (`Compat`); the stream only has to
+            // stay open.
             Ok(Some(ServerNotification::ToolListChangedNotification(_))) => {
                 tracing::debug!(server = %name, "tools/list_changed (subscription)");
             }
@@ -373,95 +381,5 @@ async fn listen(peer: &Peer<RoleClient>, name: &str) {
                 break;
             }
         }
-    }
-}
-
-/// The transport under every session. It drops the answer to a `server/discover` that rmcp
-/// gave up on (it sent `initialize` instead), which would otherwise fail the `initialize`
-/// as an uncorrelated response. It also hands `notifications/progress` to the waiting call
-/// as they are read, so a call sees its progress before its answer (rmcp's handler runs
-/// notifications on tasks of their own, in no particular order), and counts
-/// `notifications/tools/list_changed` (on 2026-07-28 sessions, those of the
-/// `subscriptions/listen` stream) the same way.
-pub(crate) struct HandshakeGuard<T> {
-    inner: T,
-    progress: Arc<ProgressRoutes>,
-    changes: Arc<Changes>,
-    /// A `server/discover` not answered yet.
-    discover: Option<RequestId>,
-    /// A `server/discover` rmcp stopped waiting for.
-    abandoned: Option<RequestId>,
-}
-
-impl<T> HandshakeGuard<T> {
-    fn new(inner: T, progress: Arc<ProgressRoutes>, changes: Arc<Changes>) -> Self {
-        Self {
-            inner,
-            progress,
-            changes,
-            discover: None,
-            abandoned: None,
-        }
-    }
-}
-
-fn answered_id(message: &ServerJsonRpcMessage) -> Option<&RequestId> {
-    match message {
-        JsonRpcMessage::Response(response) => Some(&response.id),
-        JsonRpcMessage::Error(error) => error.id.as_ref(),
-        _ => None,
-    }
-}
-
-impl<T: Transport<RoleClient>> Transport<RoleClient> for HandshakeGuard<T> {
-    type Error = T::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        if let ClientJsonRpcMessage::Request(request) = &item {
-            match &request.request {
-                ClientRequest::DiscoverRequest(_) => self.discover = Some(request.id.clone()),
-                ClientRequest::InitializeRequest(_) => self.abandoned = self.discover.take(),
-                _ => {}
-            }
-        }
-        self.inner.send(item)
-    }
-
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        loop {
-            let message = self.inner.receive().await?;
-            if let JsonRpcMessage::Notification(notification) = &message {
-                match &notification.notification {
-                    ServerNotification::ProgressNotification(progress) => {
-                        self.progress.deliver(progress.params.clone());
-                    }
-                    // Counted here, in reading order, not in rmcp's handler, which runs on a
-                    // task of its own: a change sent just before a tool's answer is then seen
-                    // by the agent's next step.
-                    ServerNotification::ToolListChangedNotification(_) => self.changes.bump(),
-                    _ => {}
-                }
-            }
-            if self.discover.is_none() && self.abandoned.is_none() {
-                return Some(message);
-            }
-            let id = answered_id(&message);
-            if id.is_some() && id == self.abandoned.as_ref() {
-                tracing::debug!("dropping the late answer to an abandoned server/discover");
-                self.abandoned = None;
-                continue;
-            }
-            if id.is_some() && id == self.discover.as_ref() {
-                self.discover = None;
-            }
-            return Some(message);
-        }
-    }
-
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
     }
 }

@@ -1,39 +1,26 @@
-//! [`McpConnection`]: one running MCP client session, and the tools it hands out.
-
-mod prompts;
-
-pub use prompts::{McpPrompt, McpPromptArgument, RenderedPrompt};
+//! [`McpConnection`]: one running MCP client session, shared by its clones, and the settings
+//! of the tools made from it (the tools themselves are made in the call layer).
 
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::ErrorData;
-#[allow(deprecated)] // sampling: deprecated by SEP-2577, still used by 2025-11-25 servers
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    CustomNotification, ElicitRequestParams, ElicitResult, ElicitationCapability,
-    ExtensionCapabilities, FormElicitationCapability, Implementation, ProtocolVersion,
-    RequestMetaObject, SamplingCapability, TASKS_EXTENSION_ID, UrlElicitationCapability,
-};
-use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::RoleClient;
+use rmcp::model::RequestMetaObject;
+use rmcp::service::{Peer, RunningService, ServiceError};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::call::{CallContext, McpToolExecutor, ToolTarget};
-use super::elicitation;
-use super::error::McpError;
-use super::fault::LocalFault;
-use super::input::ServerInput;
-use super::listing::McpTool;
-use super::naming::{prefixed_name, sanitized_name};
+use super::handler::{Handler, ServerInput};
+use super::listing::{self, McpTool};
 use super::progress::ProgressRoutes;
-use super::reconnect::Reconnects;
-use super::restart::Restart;
-use super::stdio::StdioProcess;
-use super::trace::Endpoint;
+use super::restart::{Replaceable, Restart};
+use super::trace::{Endpoint, SpanServer};
+use crate::error::McpError;
+use crate::transport::compat::fault::LocalFault;
+use crate::transport::http::Reconnects;
+use crate::transport::process::StdioProcess;
 use aquaregia::{Tool, ToolDescriptor};
 
 /// Default limit on one tool call.
@@ -49,23 +36,23 @@ type ToolFilter = dyn Fn(&ToolDescriptor) -> bool + Send + Sync;
 /// whole process group); tools made from it then fail with [`McpError::Disconnected`].
 #[derive(Clone)]
 pub struct McpConnection {
-    shared: Arc<Shared>,
-    view: Arc<View>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) view: Arc<View>,
 }
 
 /// Converted tools: the listing generation, the tools, and the listing they came from.
-type Converted = (u64, Vec<Tool>, Arc<[McpTool]>);
+pub(crate) type Converted = (u64, Vec<Tool>, Arc<[McpTool]>);
 
 /// Settings of one [`McpConnection`] value, with the tools last made under them.
-struct View {
-    call_timeout: Option<Duration>,
-    prefix: Option<String>,
-    meta: Option<RequestMetaObject>,
-    filter: Option<Arc<ToolFilter>>,
+pub(crate) struct View {
+    pub(crate) call_timeout: Option<Duration>,
+    pub(crate) prefix: Option<String>,
+    pub(crate) meta: Option<RequestMetaObject>,
+    pub(crate) filter: Option<Arc<ToolFilter>>,
     /// Whether the tools' annotations are believed ([`Tool::hints_trusted`]).
-    trusted: bool,
+    pub(crate) trusted: bool,
     /// The converted tools, the listing generation they came from, and that listing.
-    converted: Mutex<Option<Converted>>,
+    pub(crate) converted: Mutex<Option<Converted>>,
 }
 
 impl View {
@@ -91,14 +78,14 @@ pub(crate) struct Shared {
     pub(crate) closed: CancellationToken,
     pub(crate) changes: Arc<Changes>,
     /// The last raw listing; the async lock also coalesces concurrent refreshes.
-    listing: tokio::sync::Mutex<Option<Listing>>,
+    listing: tokio::sync::Mutex<Option<listing::Listing>>,
     process: Mutex<Option<Arc<StdioProcess>>>,
     info: McpServerInfo,
     pub(crate) progress: Arc<ProgressRoutes>,
     /// Answers to what the server asks mid-call.
     pub(crate) input: Arc<ServerInput>,
     /// Set for stdio servers that are restarted when they die.
-    restart: OnceLock<Restart>,
+    restart: OnceLock<Restart<McpConnection>>,
     endpoint: Endpoint,
     /// Set for Streamable HTTP sessions, which the transport re-initialises.
     reconnects: OnceLock<Arc<Reconnects>>,
@@ -110,12 +97,6 @@ impl Drop for Shared {
         // `StdioProcess` kills its process group when dropped; the service's own drop guard
         // stops the rmcp task.
     }
-}
-
-#[derive(Clone)]
-struct Listing {
-    generation: u64,
-    tools: Arc<[McpTool]>,
 }
 
 /// Counts `tools/list_changed` notifications.
@@ -134,92 +115,8 @@ impl Changes {
         self.generation.send_modify(|generation| *generation += 1);
     }
 
-    fn current(&self) -> u64 {
+    pub(crate) fn current(&self) -> u64 {
         *self.generation.borrow()
-    }
-}
-
-/// rmcp's client handler: announces aquaregia and answers what the server asks.
-pub(crate) struct Handler {
-    pub(crate) server: String,
-    /// Filled by the session's transport (see `HandshakeGuard`), read by tool calls.
-    pub(crate) progress: Arc<ProgressRoutes>,
-    pub(crate) input: Arc<ServerInput>,
-}
-
-impl ClientHandler for Handler {
-    fn get_info(&self) -> ClientConfig {
-        // The 2026-07-28 tasks extension: the server may answer a call with a task.
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.extensions = Some(ExtensionCapabilities::from([(
-            TASKS_EXTENSION_ID.to_owned(),
-            Map::new(),
-        )]));
-        let mut info = ClientConfig::new(
-            capabilities,
-            Implementation::new("aquaregia", env!("CARGO_PKG_VERSION")),
-        );
-        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-        if self.input.handlers.elicitation.is_some() {
-            info.capabilities.elicitation = Some(
-                ElicitationCapability::new()
-                    .with_form(FormElicitationCapability::new())
-                    .with_url(UrlElicitationCapability::new()),
-            );
-        }
-        if self.input.handlers.sampling.is_some() {
-            info.capabilities.sampling = Some(SamplingCapability::default());
-        }
-        info
-    }
-
-    #[allow(deprecated)]
-    async fn create_message(
-        &self,
-        request: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        self.input.sample_request(request).await
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        Ok(self.input.elicit(request).await)
-    }
-
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        // Counted by the transport as it is read (`HandshakeGuard`), in order with answers.
-        tracing::debug!(server = %self.server, "tools/list_changed");
-        std::future::ready(())
-    }
-
-    fn on_custom_notification(
-        &self,
-        notification: CustomNotification,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        if notification.method == elicitation::COMPLETE_METHOD {
-            match elicitation::completion(&self.server, notification.params.as_ref()) {
-                Some(complete) => {
-                    tracing::debug!(server = %self.server, id = %complete.elicitation_id, "elicitation complete");
-                    if let Some(hook) = &self.input.handlers.elicitation_complete {
-                        hook(complete);
-                    }
-                }
-                None => {
-                    tracing::warn!(server = %self.server, "an elicitation/complete notification without an elicitationId");
-                }
-            }
-        } else {
-            tracing::debug!(server = %self.server, method = %notification.method, "ignoring a notification");
-        }
-        std::future::ready(())
     }
 }
 
@@ -310,92 +207,6 @@ impl fmt::Debug for McpConnection {
 }
 
 impl McpConnection {
-    /// The server's tools as [`Tool`]s, in the server's order.
-    ///
-    /// Served from a cache until the server announces a list change; refreshes are
-    /// coalesced, and an older listing never replaces a newer one. Tools are the same `Arc`s
-    /// while nothing changes, so agents can tell the tool set did not change.
-    pub async fn tools(&self) -> Result<Vec<Tool>, McpError> {
-        Ok(self.tools_and_listing().await?.0)
-    }
-
-    /// [`tools`](Self::tools) with the server's own description of them (the listing they
-    /// were made from).
-    pub(crate) async fn tools_and_listing(&self) -> Result<(Vec<Tool>, Arc<[McpTool]>), McpError> {
-        if self.shared.closed.is_cancelled() {
-            return Err(McpError::Disconnected);
-        }
-        let current = self.shared.changes.current();
-        if let Some((generation, tools, listing)) = &*lock(&self.view.converted)
-            && *generation >= current
-        {
-            return Ok((tools.clone(), listing.clone()));
-        }
-        let listing = self.shared.listing().await?;
-        let tools = self.convert(&listing.tools);
-        let mut converted = lock(&self.view.converted);
-        if converted
-            .as_ref()
-            .is_none_or(|(generation, _, _)| *generation <= listing.generation)
-        {
-            *converted = Some((listing.generation, tools.clone(), listing.tools.clone()));
-        }
-        Ok((tools, listing.tools))
-    }
-
-    /// The name the model sees for the server's tool `name` under this connection's prefix.
-    pub(crate) fn exposed_name(&self, name: &str) -> String {
-        match &self.view.prefix {
-            Some(prefix) => prefixed_name(prefix, name),
-            None => sanitized_name(name),
-        }
-    }
-
-    fn convert(&self, tools: &[McpTool]) -> Vec<Tool> {
-        let call = Arc::new(CallContext {
-            peer: self.shared.peer.clone(),
-            closed: self.shared.closed.clone(),
-            timeout: self.view.call_timeout,
-            meta: self.view.meta.clone(),
-            shared: Arc::downgrade(&self.shared),
-            progress: self.shared.progress.clone(),
-            input: self.shared.input.clone(),
-            augment_tasks: self.shared.info.protocol_version.as_str() < "2026-07-28",
-            reconnects: self.shared.reconnects().cloned(),
-        });
-        tools
-            .iter()
-            .filter_map(|tool| {
-                // MCP allows names (`a.b`, `a/b`) that models reject.
-                let name = self.exposed_name(&tool.name);
-                let descriptor = ToolDescriptor {
-                    name,
-                    description: tool.description.clone(),
-                    input_schema: tool.schema.clone(),
-                };
-                if let Some(keep) = &self.view.filter
-                    && !keep(&descriptor)
-                {
-                    return None;
-                }
-                let executor = Arc::new(McpToolExecutor {
-                    call: call.clone(),
-                    tool: ToolTarget {
-                        name: tool.name.clone(),
-                        tasks: tool.tasks,
-                        retry_safe: tool.annotations.read_only == Some(true)
-                            || tool.annotations.idempotent == Some(true),
-                    },
-                });
-                Some(
-                    Tool::new(descriptor, executor)
-                        .with_annotations(tool.annotations.clone())
-                        .with_trusted_hints(self.view.trusted),
-                )
-            })
-            .collect()
-    }
-
     /// Per-call inactivity limit for tools made from this connection (default 300 s; `None`
     /// for no limit): each `notifications/progress` for the call starts it again, so a long
     /// call that keeps reporting progress is not cut off. On expiry the call fails with
@@ -502,9 +313,13 @@ impl McpConnection {
 }
 
 impl Shared {
-    /// Where the server is, for spans.
-    pub(crate) fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
+    /// The server as the spans of its calls name it.
+    pub(crate) fn span_server(&self) -> SpanServer<'_> {
+        SpanServer {
+            endpoint: &self.endpoint,
+            protocol_version: &self.info.protocol_version,
+            name: &self.name,
+        }
     }
 
     /// The negotiated MCP protocol version.
@@ -512,7 +327,7 @@ impl Shared {
         &self.info.protocol_version
     }
 
-    pub(crate) fn set_restart(&self, restart: Restart) {
+    pub(crate) fn set_restart(&self, restart: Restart<McpConnection>) {
         let _ = self.restart.set(restart);
     }
 
@@ -538,12 +353,12 @@ impl Shared {
     }
 
     /// How a dead session is replaced, if it can be.
-    pub(crate) fn restart(&self) -> Option<&Restart> {
+    pub(crate) fn restart(&self) -> Option<&Restart<McpConnection>> {
         self.restart.get()
     }
 
     /// The current listing: cached unless a change came in since it was fetched.
-    async fn listing(&self) -> Result<Listing, McpError> {
+    pub(crate) async fn listing(&self) -> Result<listing::Listing, McpError> {
         let mut cached = tokio::select! {
             () = self.closed.cancelled() => return Err(McpError::Disconnected),
             guard = self.listing.lock() => guard,
@@ -556,11 +371,14 @@ impl Shared {
         }
         // Tagged with the generation seen before fetching: a change during the fetch makes
         // the next call fetch again.
+        let fetch = listing::fetch_tools(&self.peer, &self.name, |error, method| {
+            self.session_error(error, method)
+        });
         let tools = tokio::select! {
             () = self.closed.cancelled() => return Err(McpError::Disconnected),
-            tools = self.fetch_tools() => tools?,
+            tools = fetch => tools?,
         };
-        let listing = Listing {
+        let listing = listing::Listing {
             generation,
             tools: tools.into(),
         };
@@ -620,8 +438,18 @@ impl Shared {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Replaceable for McpConnection {
+    fn is_closed(&self) -> bool {
+        McpConnection::is_closed(self)
+    }
+
+    fn close(self) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(McpConnection::close(self))
+    }
 }

@@ -1,6 +1,10 @@
 //! Answers our transports make up for requests whose real answer could not be delivered
 //! (an unreadable line, an HTTP error status), so that only that request fails, at once,
-//! and the caller learns what happened as a typed [`McpError`].
+//! and the caller learns what happened as a typed [`McpError`]: a JSON-RPC error marked with
+//! our own key in its `data`, which the session reads back ([`LocalFault::from_error`]).
+//!
+//! Remove when rmcp's transports can fail one request with a typed error of their own (today
+//! a transport can only deliver a JSON-RPC message or end the session).
 
 use rmcp::model::JsonRpcVersion2_0;
 use rmcp::model::{
@@ -8,7 +12,7 @@ use rmcp::model::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::error::McpError;
+use crate::error::McpError;
 
 /// The key in `ErrorData::data` that marks an error as made up by aquaregia.
 const KEY: &str = "io.aquaregia/localFault";

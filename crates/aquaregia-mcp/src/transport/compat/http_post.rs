@@ -1,4 +1,11 @@
-//! HTTP transports: Streamable HTTP (rmcp) with a fallback to legacy HTTP+SSE.
+//! The Streamable HTTP POST repair: rmcp's Streamable HTTP client transport over a
+//! [`StreamableHttpClient`] of ours that keeps per-request failures per request.
+//!
+//! Remove when rmcp's `StreamableHttpClient` (its reqwest implementation) fails only the
+//! request an HTTP error status, an oversized JSON body or SSE event, or an id-less JSON-RPC
+//! error belongs to (today they end the session as transport errors), answers a legacy
+//! server's 4xx to `server/discover` as method-not-found, and keeps `tools/list` results
+//! whole (see [`super::execution`]).
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -20,15 +27,14 @@ use rmcp::transport::streamable_http_client::{
 use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
+use super::execution::keeping_execution;
 use super::fault::LocalFault;
-use super::listing::keeping_execution;
-use super::reconnect::Reconnects;
-use super::trace::SessionIdSlot;
+use crate::transport::http::{Reconnects, SessionIdSlot, parse_challenge};
 
 /// The Streamable HTTP client: rmcp's `POST` handling, with the HTTP status kept where
 /// rmcp would turn it into a session-ending transport error. For a request:
 /// - an error status fails only that request, with the status and the start of the body
-///   ([`McpError::Http`](super::McpError::Http)), or with the server's JSON-RPC error when the body is one;
+///   ([`McpError::Http`](crate::McpError::Http)), or with the server's JSON-RPC error when the body is one;
 /// - a response over the size limit fails only that request, with an error naming the limit;
 /// - a JSON-RPC error without an id is given the request's id, so the call fails at once;
 ///   on a session, from a server that answers an unknown session with 400 rather than 404,
@@ -370,67 +376,6 @@ async fn read_body(response: reqwest::Response, limit: usize) -> Body {
     body
 }
 
-/// The parameters of a `WWW-Authenticate: Bearer ...` challenge that say how to authorize.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Challenge {
-    pub(crate) resource_metadata: Option<String>,
-    pub(crate) scope: Option<String>,
-}
-
-/// Reads `resource_metadata` and `scope` from a challenge (RFC 6750 `auth-param`s, quoted or
-/// not).
-pub(crate) fn parse_challenge(header: &str) -> Challenge {
-    let mut challenge = Challenge::default();
-    let mut rest = header.trim();
-    // The scheme, then `name=value` pairs separated by commas.
-    if let Some((scheme, params)) = rest.split_once(char::is_whitespace)
-        && !scheme.contains('=')
-    {
-        rest = params;
-    }
-    while !rest.is_empty() {
-        rest = rest.trim_start_matches([',', ' ', '\t']);
-        let Some((name, after)) = rest.split_once('=') else {
-            break;
-        };
-        let name = name.trim().to_ascii_lowercase();
-        let after = after.trim_start();
-        let (value, remaining) = match after.strip_prefix('"') {
-            Some(quoted) => {
-                let mut value = String::new();
-                let mut chars = quoted.char_indices();
-                let mut end = quoted.len();
-                while let Some((index, c)) = chars.next() {
-                    match c {
-                        '\\' => {
-                            if let Some((_, escaped)) = chars.next() {
-                                value.push(escaped);
-                            }
-                        }
-                        '"' => {
-                            end = index + 1;
-                            break;
-                        }
-                        c => value.push(c),
-                    }
-                }
-                (value, &quoted[end..])
-            }
-            None => {
-                let end = after.find(',').unwrap_or(after.len());
-                (after[..end].trim().to_owned(), &after[end..])
-            }
-        };
-        match name.as_str() {
-            "resource_metadata" => challenge.resource_metadata = Some(value),
-            "scope" => challenge.scope = Some(value),
-            _ => {}
-        }
-        rest = remaining;
-    }
-    challenge
-}
-
 /// The JSON-RPC error that replaces a response over the size limit.
 fn too_large(id: RequestId, max_size: usize) -> ServerJsonRpcMessage {
     LocalFault::InvalidResponse {
@@ -572,32 +517,4 @@ fn keep_tools_execution(
             Ok(event)
         })
         .boxed()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn challenges_are_parsed() {
-        assert_eq!(
-            parse_challenge(
-                r#"Bearer error="invalid_token", resource_metadata="https://a.example/.well-known/oauth-protected-resource", scope="read write""#
-            ),
-            Challenge {
-                resource_metadata: Some(
-                    "https://a.example/.well-known/oauth-protected-resource".into()
-                ),
-                scope: Some("read write".into()),
-            }
-        );
-        assert_eq!(
-            parse_challenge(r#"Bearer scope=files, realm="a\"b""#),
-            Challenge {
-                resource_metadata: None,
-                scope: Some("files".into()),
-            }
-        );
-        assert_eq!(parse_challenge("Bearer"), Challenge::default());
-    }
 }

@@ -23,12 +23,9 @@ use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-mod session;
-
-pub(crate) use session::SseSession;
-
-use super::HttpOptions;
-use super::error::McpError;
+use crate::error::McpError;
+use crate::transport::http::parse_challenge;
+use crate::transport::http_options::HttpOptions;
 use aquaregia::http::reqwest_message;
 use aquaregia::http::sse::{SseDecoder, SseEvent};
 
@@ -124,7 +121,7 @@ impl SseTransport {
                 .headers()
                 .get(reqwest::header::WWW_AUTHENTICATE)
                 .and_then(|value| value.to_str().ok())
-                .map(super::http::parse_challenge);
+                .map(parse_challenge);
             if challenge.is_some() || !options.has_credentials() {
                 let challenge = challenge.unwrap_or_default();
                 return Err(McpError::AuthRequired {

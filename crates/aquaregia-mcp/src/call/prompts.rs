@@ -5,9 +5,9 @@ use aquaregia::{ContentBlock, ContentPart, Message, Role};
 use rmcp::model::{GetPromptRequestParams, GetPromptResponse, Prompt, PromptMessage};
 use serde_json::{Map, Value};
 
-use super::McpConnection;
-use crate::content::typed_block;
+use super::content::typed_block;
 use crate::error::McpError;
+use crate::session::connection::McpConnection;
 
 /// A prompt a server offers (`prompts/list`): a template of messages, with arguments to fill
 /// in, that front ends show as a slash command.

@@ -1,7 +1,7 @@
 //! Questions a server asks the user in the middle of a call (MCP elicitation, form and URL
 //! modes), answered by the handler given to [`Connector::on_elicitation`].
 //!
-//! [`Connector::on_elicitation`]: super::Connector::on_elicitation
+//! [`Connector::on_elicitation`]: crate::Connector::on_elicitation
 
 use std::sync::Arc;
 
@@ -64,19 +64,6 @@ pub struct ElicitationComplete {
 
 /// Told of [`ElicitationComplete`]s.
 pub(crate) type ElicitationCompleteHandler = Arc<dyn Fn(ElicitationComplete) + Send + Sync>;
-
-/// The method of MCP's URL elicitation completion notification (rmcp has no type for it and
-/// hands it over as a custom notification).
-pub(crate) const COMPLETE_METHOD: &str = "notifications/elicitation/complete";
-
-/// Reads a completion notification's params (`{"elicitationId": "..."}`).
-pub(crate) fn completion(server: &str, params: Option<&Value>) -> Option<ElicitationComplete> {
-    let id = params?.get("elicitationId")?.as_str()?;
-    Some(ElicitationComplete {
-        server: server.to_owned(),
-        elicitation_id: id.to_owned(),
-    })
-}
 
 /// Answers a server's questions; `Send + Sync`, called once per question.
 pub(crate) type ElicitationHandler =

@@ -1,11 +1,15 @@
-//! The stdio transport: newline-delimited JSON-RPC over a child's stdin and stdout.
+//! The stdio transport's line reader: newline-delimited JSON-RPC over a child's stdin and
+//! stdout, in place of rmcp's.
 //!
 //! Unlike rmcp's reader, which drops a line it cannot decode (over 16 MiB, not UTF-8, nested
 //! deeper than serde's recursion limit) and so leaves its request waiting for the call
 //! timeout, this one answers the request the line was for with an error saying what was wrong
 //! (the id is found by a shallow scan of the line). A line that cannot be matched to a
-//! request at all fails every pending request instead. `tools/list` answers are handed over
-//! raw, so fields rmcp's types drop (`execution`) reach the listing.
+//! request at all fails every pending request instead. `tools/list` answers keep what rmcp's
+//! types drop (see [`super::execution`]).
+//!
+//! Remove when rmcp's stdio (async read/write) transport fails the request whose answer line
+//! it cannot decode instead of dropping the line, and keeps `tools/list` results whole.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -22,8 +26,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::Mutex;
 
+use super::execution::keeping_execution;
 use super::fault::LocalFault;
-use super::listing::keeping_execution;
 
 /// The longest line accepted (rmcp's limit too).
 const MAX_LINE_BYTES: usize = 16 << 20;

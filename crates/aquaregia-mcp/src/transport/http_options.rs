@@ -4,7 +4,7 @@ use std::fmt;
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 
-use super::error::McpError;
+use crate::error::McpError;
 
 /// Default cap on one JSON response body or SSE event from an HTTP server.
 pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 << 20;

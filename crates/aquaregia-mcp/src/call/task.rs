@@ -13,40 +13,20 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use aquaregia::{ProgressReporter, ToolExecError, ToolOutput, ToolProgress};
 use rmcp::RoleClient;
 use rmcp::model::{
-    CancelTaskParams, CancelTaskRequest, ClientRequest, CustomRequest, GetTaskParams,
-    GetTaskRequest, InputRequests, ServerResult, UpdateTaskParams, UpdateTaskRequest,
+    CancelTaskParams, CancelTaskRequest, ClientRequest, GetTaskParams, GetTaskRequest,
+    InputRequests, ServerResult, UpdateTaskParams, UpdateTaskRequest,
 };
 use rmcp::service::{Peer, PeerRequestOptions};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::call::{CallContext, CallError, finish};
 use super::content::map_raw_result;
-use super::error::McpError;
-use aquaregia::{ProgressReporter, ToolExecError, ToolOutput, ToolProgress};
-
-/// How a tool says it runs (`execution.taskSupport`, 2025-11-25).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum TaskSupport {
-    /// Never as a task (the default).
-    #[default]
-    Forbidden,
-    /// Either way.
-    Optional,
-    /// Only as a task.
-    Required,
-}
-
-impl TaskSupport {
-    pub(crate) fn parse(value: Option<&str>) -> Self {
-        match value {
-            Some("required") => Self::Required,
-            Some("optional") => Self::Optional,
-            _ => Self::Forbidden,
-        }
-    }
-}
+use super::executor::{CallContext, CallError, finish};
+use crate::error::McpError;
+use crate::session::connection::DEFAULT_CALL_TIMEOUT;
+use crate::transport::compat::tasks_result;
 
 /// Polling between `FIRST_POLL` and `MAX_POLL`, growing by half each time the server
 /// suggests nothing.
@@ -68,7 +48,7 @@ pub(crate) struct TaskState {
 
 impl TaskState {
     /// The task in a `tools/call` answer, if the server made one.
-    pub(crate) fn created(result: &ServerResult) -> Option<Self> {
+    fn created(result: &ServerResult) -> Option<Self> {
         match result {
             ServerResult::CreateTaskResult(created) => {
                 Self::read(serde_json::to_value(&created.task).ok()?)
@@ -136,6 +116,12 @@ async fn cancel(peer: &Peer<RoleClient>, id: &str) {
 }
 
 impl CallContext {
+    /// The task a `tools/call` answer made, if it made one: follow it with
+    /// [`follow_task`](Self::follow_task).
+    pub(super) fn created_task(&self, result: &ServerResult) -> Option<TaskState> {
+        TaskState::created(result)
+    }
+
     /// Follows a task to its end and returns the call's output.
     pub(crate) async fn follow_task(
         &self,
@@ -254,14 +240,9 @@ impl CallContext {
             }
             .into());
         }
-        let request = ClientRequest::CustomRequest(CustomRequest::new(
-            "tasks/result",
-            Some(json!({"taskId": task.id})),
-        ));
+        let request = tasks_result(&task.id);
         // A task waiting on the user may take long, but not forever.
-        let wait = self
-            .timeout
-            .unwrap_or(super::connection::DEFAULT_CALL_TIMEOUT);
+        let wait = self.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let answer = self.task_request(request, wait, "tasks/result").await?;
         finish(answer)
     }

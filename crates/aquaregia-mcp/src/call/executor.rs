@@ -8,22 +8,25 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientNotification, ClientRequest, CustomRequest, RequestId, RequestMetaObject, ServerResult,
+    ClientNotification, ClientRequest, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
-use super::connection::Shared;
-use super::content::{map_raw_result, map_result};
-use super::error::McpError;
-use super::input::{MAX_INPUT_ROUNDS, ServerInput, state_only_pause};
-use super::progress::ProgressRoutes;
-use super::reconnect::{self, Reconnects, lost_in_reinit};
-use super::task::{TaskState, TaskSupport};
-use super::trace;
 use aquaregia::{ProgressReporter, ToolExecError, ToolExecutor, ToolOutput, ToolProgress};
+
+use super::content::{map_raw_result, map_result};
+use super::input::{MAX_INPUT_ROUNDS, state_only_pause};
+use crate::error::McpError;
+use crate::session::connection::Shared;
+use crate::session::handler::ServerInput;
+use crate::session::listing::TaskSupport;
+use crate::session::progress::ProgressRoutes;
+use crate::session::trace;
+use crate::transport::compat::{lost_in_reinit, task_augmented_call};
+use crate::transport::http::Reconnects;
 
 /// What every tool of one `tools()` call shares: the session's sink and the call settings.
 pub(crate) struct CallContext {
@@ -59,7 +62,11 @@ pub(crate) struct ToolTarget {
 #[aquaregia::async_trait]
 impl ToolExecutor for McpToolExecutor {
     async fn execute(&self, args: Value) -> Result<ToolOutput, ToolExecError> {
-        let span = trace::call_span(self.call.shared.upgrade().as_deref(), &self.tool.name);
+        // The session is only borrowed for the span: a tool never keeps it alive.
+        let span = {
+            let shared = self.call.shared.upgrade();
+            trace::call_span(shared.as_deref().map(Shared::span_server), &self.tool.name)
+        };
         let result = self
             .call
             .call(&self.tool, args)
@@ -130,7 +137,7 @@ impl CallContext {
                 }
                 other => other?,
             };
-            if let Some(task) = TaskState::created(&result) {
+            if let Some(task) = self.created_task(&result) {
                 return self.follow_task(name, task).await;
             }
             let asked = match result {
@@ -173,13 +180,9 @@ impl CallContext {
     fn request(&self, params: &CallToolRequestParams, tasks: TaskSupport) -> ClientRequest {
         if tasks != TaskSupport::Forbidden
             && self.augment_tasks
-            && let Ok(Value::Object(mut raw)) = serde_json::to_value(params)
+            && let Some(request) = task_augmented_call(params)
         {
-            raw.insert("task".to_owned(), Value::Object(Map::new()));
-            return ClientRequest::CustomRequest(CustomRequest::new(
-                "tools/call",
-                Some(Value::Object(raw)),
-            ));
+            return request;
         }
         ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()))
     }
@@ -192,7 +195,7 @@ impl CallContext {
         if let Some((reconnects, before)) = reconnects
             && reconnects.count() != before
         {
-            reconnect::report(format!(
+            report(format!(
                 "the session with MCP server `{}` expired and was re-established",
                 self.input.server
             ));
@@ -288,7 +291,7 @@ impl CallContext {
         }
         let (session, restarted) = restart.session().await?;
         if restarted {
-            reconnect::report(format!(
+            report(format!(
                 "MCP server `{}` stopped and was restarted",
                 self.input.server
             ));
@@ -357,5 +360,13 @@ impl Drop for CancelOnDrop<'_> {
                     .await;
             });
         }
+    }
+}
+
+/// Tells the running tool call, if any, that its server was reconnected (it reaches the agent
+/// as [`AgentEvent::ToolProgress`](aquaregia::AgentEvent::ToolProgress)).
+fn report(message: String) {
+    if let Some(reporter) = ProgressReporter::current() {
+        reporter.report(ToolProgress::new(0.0).message(message));
     }
 }

@@ -10,13 +10,15 @@
 //! protected-resource metadata in its challenge or at either well-known URL) and takes the
 //! metadata at its origin if the issuer it names is on that same origin. Servers that publish
 //! protected-resource metadata keep the full RFC 8414 check.
+//!
+//! Remove when rmcp's discovery falls back to the 2025-03-26 rules for such servers.
 
 use std::time::Duration;
 
 use rmcp::transport::auth::{AuthError, AuthorizationMetadata};
 use url::Url;
 
-use crate::http::parse_challenge;
+use crate::transport::http::parse_challenge;
 
 /// Bound on a metadata document read here.
 const MAX_METADATA_BYTES: usize = 64 * 1024;
@@ -25,14 +27,14 @@ const MAX_METADATA_BYTES: usize = 64 * 1024;
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Whether `error` is the issuer check rmcp applies to RFC 8414 metadata.
-pub(super) fn is_issuer_mismatch(error: &AuthError) -> bool {
+pub(crate) fn is_issuer_mismatch(error: &AuthError) -> bool {
     matches!(error, AuthError::AuthorizationServerMismatch { .. })
 }
 
 /// The 2025-03-26 metadata of the server at `server_url`: `None` when the server publishes
 /// protected-resource metadata (the current discovery applies), has no metadata at its
 /// origin, or names an issuer on another origin.
-pub(super) async fn legacy_metadata(
+pub(crate) async fn legacy_metadata(
     client: &reqwest::Client,
     server_url: &str,
     challenge: Option<&str>,

@@ -1,44 +1,42 @@
 //! Restarting a stdio server that died: the next tool call starts it again (a few tries,
-//! with backoff, logged) and runs on the new session.
+//! with backoff, logged) and runs on the new session. How to start it is the connector's
+//! business (a closure); this is the bookkeeping.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tokio::process::Command;
 
-use super::error::McpError;
-use super::{Connector, McpConnection};
+use crate::error::McpError;
 
 /// Tries per restart: the first at once, then after 200 ms and 800 ms.
 const TRIES: u32 = 3;
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 
-type Start = Arc<dyn Fn() -> BoxFuture<'static, Result<McpConnection, McpError>> + Send + Sync>;
+/// Starts a new session.
+pub(crate) type Start<C> = Arc<dyn Fn() -> BoxFuture<'static, Result<C, McpError>> + Send + Sync>;
+
+/// A session that can stand in for a dead one.
+pub(crate) trait Replaceable: Clone + Send + 'static {
+    /// Whether it has ended.
+    fn is_closed(&self) -> bool;
+    /// Ends it.
+    fn close(self) -> BoxFuture<'static, ()>;
+}
 
 /// How to start a server again, and the session that replaced the first one.
-pub(crate) struct Restart {
-    start: Start,
+pub(crate) struct Restart<C> {
+    start: Start<C>,
     /// Restarts left for the life of the connection.
     left: AtomicU32,
-    replacement: tokio::sync::Mutex<Option<McpConnection>>,
+    replacement: tokio::sync::Mutex<Option<C>>,
     name: String,
 }
 
-impl Restart {
-    /// Restarts `command` with `connector`'s settings, at most `max` times.
-    pub(crate) fn stdio(connector: &Connector, command: &Command, name: &str, max: u32) -> Self {
-        let template = Mutex::new(super::connector::rebuild(command.as_std()));
-        let connector = connector.clone().max_restarts(0).name(name);
-        let start: Start = Arc::new(move || {
-            let command = {
-                let template = template.lock().unwrap_or_else(|p| p.into_inner());
-                super::connector::rebuild(template.as_std())
-            };
-            let connector = connector.clone();
-            Box::pin(async move { connector.stdio(command).await })
-        });
+impl<C: Replaceable> Restart<C> {
+    /// Starts server `name` again with `start`, at most `max` times.
+    pub(crate) fn new(start: Start<C>, name: &str, max: u32) -> Self {
         Self {
             start,
             left: AtomicU32::new(max),
@@ -49,7 +47,7 @@ impl Restart {
 
     /// The live session that replaces the dead one: the current replacement, or a new one
     /// (then `true`).
-    pub(crate) async fn session(&self) -> Result<(McpConnection, bool), McpError> {
+    pub(crate) async fn session(&self) -> Result<(C, bool), McpError> {
         let mut replacement = self.replacement.lock().await;
         if let Some(connection) = replacement.as_ref()
             && !connection.is_closed()
@@ -57,7 +55,7 @@ impl Restart {
             return Ok((connection.clone(), false));
         }
         if let Some(dead) = replacement.take() {
-            Box::pin(dead.close()).await;
+            dead.close().await;
         }
         let claimed = self
             .left
@@ -96,7 +94,7 @@ impl Restart {
         let replacement = self.replacement.lock().await.take();
         if let Some(connection) = replacement {
             // A replacement has no restart of its own: this recursion is one level deep.
-            Box::pin(connection.close()).await;
+            connection.close().await;
         }
     }
 }

@@ -1,37 +1,13 @@
 //! The MCP client's `tools/call` spans (OpenTelemetry MCP semantic conventions) and, with the
 //! `otel` feature, the W3C trace context sent to the server in the request's `_meta`.
 
-use std::sync::{Arc, Mutex, PoisonError};
-
+use aquaregia::{TELEMETRY_TARGET, ToolExecError};
 use rmcp::model::{RequestId, RequestMetaObject};
 use tracing::Span;
 use tracing::field::Empty;
 
-use super::connection::Shared;
-use super::error::McpError;
-use aquaregia::TELEMETRY_TARGET;
-use aquaregia::ToolExecError;
-
-/// The Streamable HTTP session id (`Mcp-Session-Id`) a transport uses now, shared between
-/// the transport that learns it and the spans that report it.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SessionIdSlot(Arc<Mutex<Option<Arc<str>>>>);
-
-impl SessionIdSlot {
-    pub(crate) fn set(&self, id: &str) {
-        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if slot.as_deref() != Some(id) {
-            *slot = Some(Arc::from(id));
-        }
-    }
-
-    fn get(&self) -> Option<Arc<str>> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
+use crate::error::McpError;
+use crate::transport::http::SessionIdSlot;
 
 /// Where a session's server is, as the spans name it.
 #[derive(Debug, Clone, Default)]
@@ -63,9 +39,19 @@ impl Endpoint {
     }
 }
 
+/// What a span says of the server a call goes to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SpanServer<'a> {
+    pub(crate) endpoint: &'a Endpoint,
+    /// The negotiated protocol version.
+    pub(crate) protocol_version: &'a str,
+    /// The server's name.
+    pub(crate) name: &'a str,
+}
+
 /// The client span of one `tools/call` of `tool` (the server's name for it).
-pub(crate) fn call_span(shared: Option<&Shared>, tool: &str) -> Span {
-    let endpoint = shared.map(Shared::endpoint);
+pub(crate) fn call_span(server: Option<SpanServer<'_>>, tool: &str) -> Span {
+    let endpoint = server.map(|server| server.endpoint);
     let span = tracing::info_span!(
         target: TELEMETRY_TARGET,
         "tools/call",
@@ -79,12 +65,12 @@ pub(crate) fn call_span(shared: Option<&Shared>, tool: &str) -> Span {
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = tool,
         jsonrpc.request.id = Empty,
-        mcp.protocol.version = shared.map(|shared| shared.protocol_version()),
+        mcp.protocol.version = server.map(|server| server.protocol_version),
         mcp.session.id = Empty,
         network.transport = endpoint.and_then(|endpoint| endpoint.transport),
         server.address = endpoint.and_then(|endpoint| endpoint.address.as_deref()),
         server.port = endpoint.and_then(|endpoint| endpoint.port).map(i64::from),
-        aquaregia.mcp.server = shared.map(|shared| shared.name.as_str()),
+        aquaregia.mcp.server = server.map(|server| server.name),
     );
     if !span.is_disabled()
         && let Some(id) = endpoint

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::listing::McpTool;
+use crate::session::listing::McpTool;
 
 /// Why the pin file could not be read or written.
 #[non_exhaustive]

@@ -1,4 +1,7 @@
-//! [`McpToolset`]: several MCP servers connected in parallel, their tools as one list.
+//! [`McpToolset`]: several MCP servers connected in parallel, their tools as one list, pinned
+//! ([`pins`]).
+
+pub(crate) mod pins;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -7,13 +10,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::future::{BoxFuture, join_all};
 
-use super::listing::McpTool;
-use super::pins::{self, PinApproval, PinChange, PinFile, PinReview, ToolPin, WithheldTool};
-use super::{Connector, McpConnection, McpError, McpServerSpec, McpServerTimeouts};
-use aquaregia::OutputBudget;
-use aquaregia::Tool;
 use aquaregia::policy::glob_match;
-use aquaregia::{StepContext, StepOverrides};
+use aquaregia::{OutputBudget, StepContext, StepOverrides, Tool};
+
+use crate::config::{McpServerSpec, McpServerTimeouts};
+use crate::connector::Connector;
+use crate::error::McpError;
+use crate::session::connection::McpConnection;
+use crate::session::listing::McpTool;
+use pins::{PinApproval, PinChange, PinFile, PinReview, ToolPin, WithheldTool};
 
 type ConnectFuture = BoxFuture<'static, Result<McpConnection, McpError>>;
 type CustomConnect = Box<dyn FnOnce(Connector) -> ConnectFuture + Send>;
@@ -30,7 +35,7 @@ enum Source {
 /// Servers connect in parallel, each within the startup timeout; one that fails is reported
 /// in [`failures`](Self::failures) and the others are used (unless
 /// [`strict`](McpToolsetBuilder::strict)). With more than one server, tools are named
-/// `<server>__<tool>` (see [`prefixed_name`](super::prefixed_name)). Tools whose exposed name
+/// `<server>__<tool>` (see [`prefixed_name`](crate::prefixed_name)). Tools whose exposed name
 /// matches a [`disable_tools`](McpToolsetBuilder::disable_tools) glob are hidden. A name that
 /// is already taken (a server listing a tool twice, or two names equal once sanitised, like
 /// `a.b` and `a_b`) keeps the first tool; the others are skipped with a warning.
@@ -186,7 +191,7 @@ impl McpToolsetBuilder {
         self
     }
 
-    /// Several servers, e.g. [`McpServersConfig::servers`](super::McpServersConfig::servers).
+    /// Several servers, e.g. [`McpServersConfig::servers`](crate::McpServersConfig::servers).
     pub fn servers<I, N>(self, servers: I) -> Self
     where
         I: IntoIterator<Item = (N, McpServerSpec)>,
@@ -220,7 +225,7 @@ impl McpToolsetBuilder {
     /// Timeouts for the server called `name`, over the [`connector`](Self::connector)'s
     /// timeout and the default call timeout (from a config file: [`McpServersConfig::timeouts`]).
     ///
-    /// [`McpServersConfig::timeouts`]: super::McpServersConfig::timeouts
+    /// [`McpServersConfig::timeouts`]: crate::McpServersConfig::timeouts
     pub fn server_timeouts(mut self, name: impl Into<String>, timeouts: McpServerTimeouts) -> Self {
         self.timeouts.insert(name.into(), timeouts);
         self
