@@ -9,7 +9,7 @@ use std::sync::Arc;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{HttpHeader, McpServer};
-use aquaregia_mcp::{Connector, McpError, McpServerSpec, McpToolset, ServerProcess};
+use aquaregia_mcp::{Connector, McpError, McpServerSpec, McpToolset};
 use serde_json::Value;
 
 use crate::elicitation::Elicitation;
@@ -134,7 +134,7 @@ fn headers(headers: &[HttpHeader]) -> Vec<(String, String)> {
 }
 
 /// Told when a stdio server's process starts and ends.
-pub(crate) type ProcessHook = Arc<dyn Fn(ServerProcess) + Send + Sync>;
+pub(crate) use aquaregia_mcp::process::ProcessHook;
 
 /// Says how to authorize a server, given its URL.
 pub(crate) type LoginHint = Arc<dyn Fn(&str) -> String + Send + Sync>;

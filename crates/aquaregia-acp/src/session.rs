@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::commands::PromptCommand;
 use crate::editor::Editor;
+pub(crate) use aquaregia::sync::lock;
 
 /// The session modes offered to clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,12 +63,6 @@ impl Mode {
         };
         SessionMode::new(self.id(), name).description(description.to_owned())
     }
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Session state.

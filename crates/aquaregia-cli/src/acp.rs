@@ -6,7 +6,7 @@
 
 use std::io::BufRead;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::prompt_cache;
@@ -109,7 +109,7 @@ struct Clients {
 impl Clients {
     fn client(&self) -> Result<Client, aquaregia::Error> {
         let key = self.auth.required().and_then(|var| self.auth.api_key(var));
-        let mut built = self.built.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut built = aquaregia::sync::lock(&self.built);
         if let Some((built_key, client)) = built.as_ref()
             && *built_key == key
         {

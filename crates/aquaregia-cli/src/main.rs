@@ -13,7 +13,6 @@ mod config_cmd;
 mod console;
 mod conversation;
 mod elicit;
-mod jsonc;
 mod line_input;
 mod markdown;
 mod mcp_cmd;

@@ -27,6 +27,7 @@ use crate::transport::compat::lines::StdioTransport;
 use crate::transport::http::SessionIdSlot;
 use crate::transport::http_options::HttpOptions;
 use crate::transport::process::{self, ProcessHook, ServerProcess};
+use aquaregia::sync::lock;
 
 /// How many times a stdio server that died is started again, by default.
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
@@ -441,7 +442,7 @@ impl Connector {
         let connector = self.clone().max_restarts(0).name(name);
         let start: Start<McpConnection> = Arc::new(move || -> BoxFuture<'static, _> {
             let command = {
-                let template = template.lock().unwrap_or_else(|p| p.into_inner());
+                let template = lock(&template);
                 rebuild(template.as_std())
             };
             let connector = connector.clone();

@@ -107,7 +107,9 @@ use tokio::process::Command;
 
 pub use call::naming::prefixed_name;
 pub use call::prompts::{McpPrompt, McpPromptArgument, RenderedPrompt};
-pub use config::{ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig};
+pub use config::{
+    ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig, parse_jsonc,
+};
 pub use connector::{Connector, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESTARTS};
 pub use error::{ErrorSource, McpError};
 #[cfg(feature = "oauth")]
@@ -127,6 +129,7 @@ pub use toolset::pins::{
 };
 pub use toolset::{McpToolset, McpToolsetBuilder};
 pub use transport::http_options::HttpOptions;
+pub use transport::process;
 pub use transport::process::{DEFAULT_INHERITED_ENV_VARS, ServerProcess};
 
 /// Starts `command` as a stdio MCP server and connects to it.

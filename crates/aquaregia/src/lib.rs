@@ -113,6 +113,7 @@ mod provider;
 pub mod redact;
 mod session;
 mod structured;
+pub mod sync;
 mod telemetry;
 mod tool;
 pub mod workspace;

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, UntypedMessage};
+pub(super) use aquaregia::sync::lock;
 use rmcp::model::{RequestId, ServerJsonRpcMessage};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -85,12 +86,6 @@ pub(crate) struct McpOverAcp {
     pub(super) by_server: Mutex<HashMap<String, Vec<Route>>>,
     pub(super) by_connection: Mutex<HashMap<String, Route>>,
     transports: AtomicI64,
-}
-
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The 2026-07-28 metadata every stateless inner request carries.

@@ -1,6 +1,7 @@
 //! Server specs and the common `mcpServers` JSON config (Claude Desktop, Cursor and others).
 
 mod error;
+mod jsonc;
 mod oauth_client;
 mod timeouts;
 
@@ -15,6 +16,7 @@ use crate::session::connection::McpConnection;
 use crate::transport::http_options::HttpOptions;
 
 pub use error::ConfigError;
+pub use jsonc::parse_jsonc;
 pub use oauth_client::McpOAuthClient;
 pub use timeouts::McpServerTimeouts;
 
@@ -187,7 +189,8 @@ pub struct McpServersConfig {
 }
 
 impl McpServersConfig {
-    /// Parses the `mcpServers` format: `{"name": {"command", "args", "env", "cwd",
+    /// Parses the `mcpServers` format, written as JSON or JSONC (comments and trailing commas,
+    /// see [`parse_jsonc`]): `{"name": {"command", "args", "env", "cwd",
     /// "inheritEnv"?}}` for stdio servers, `{"url", "headers", "type"?}` for HTTP ones
     /// (`"type": "sse"` for legacy SSE) with `"oauth"` for a pre-registered OAuth client
     /// ([`oauth_client`](Self::oauth_client)), and `"timeout"` (per call) and
@@ -253,11 +256,20 @@ impl McpServersConfig {
         text: &str,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let root: Value = serde_json::from_str(text).map_err(|error| ConfigError::Syntax {
-            line: error.line(),
-            column: error.column(),
-            message: error.to_string(),
-        })?;
+        Self::from_value_with_env(parse_jsonc(text)?, lookup)
+    }
+
+    /// Like [`from_json`](Self::from_json), from a file already parsed (one whose other keys
+    /// the caller reads, say): unknown top-level keys are still warnings.
+    pub fn from_value(root: Value) -> Result<Self, ConfigError> {
+        Self::from_value_with_env(root, |name| std::env::var(name).ok())
+    }
+
+    /// Like [`from_value`](Self::from_value), with `${VAR}` looked up by `lookup`.
+    pub fn from_value_with_env(
+        root: Value,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
         let Value::Object(mut root) = root else {
             return Err(ConfigError::Invalid(
                 "the config must be a JSON object with an `mcpServers` object".into(),

@@ -12,6 +12,38 @@ fn malformed_json_reports_line_and_column() {
     );
 }
 
+/// Config files are often JSONC (VS Code, Cursor...): comments and trailing commas are
+/// accepted, and an error still points at the file's own line and column.
+#[test]
+fn jsonc_is_accepted() {
+    let text = r#"{
+  // the servers this project uses
+  "mcpServers": {
+    "fs": {"command": "npx", "args": ["-y", "server-fs", /* the root */ "/tmp",],},
+  },
+}"#;
+    let config = McpServersConfig::from_json(text).unwrap();
+    assert_eq!(
+        config.get("fs"),
+        Some(&McpServerSpec::stdio(
+            "npx",
+            vec!["-y".into(), "server-fs".into(), "/tmp".into()]
+        ))
+    );
+    let error = McpServersConfig::from_json("{ // c\n  \"mcpServers\": {,}\n}").unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ConfigError::Syntax {
+                line: 2,
+                column: 18,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
+
 #[test]
 fn entries_are_checked() {
     for bad in [

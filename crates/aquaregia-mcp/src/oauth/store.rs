@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use aquaregia::sync::lock;
 use rmcp::transport::auth::{
     AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
 };
@@ -376,9 +377,7 @@ impl MemoryTokenStore {
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, OAuthCredentials>> {
-        self.entries
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.entries)
     }
 }
 
@@ -433,9 +432,7 @@ impl ServerSlot {
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Option<Option<StoredCredentials>>> {
-        self.cache
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.cache)
     }
 }
 

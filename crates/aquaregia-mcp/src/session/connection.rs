@@ -21,6 +21,7 @@ use crate::error::McpError;
 use crate::transport::compat::fault::LocalFault;
 use crate::transport::http::Reconnects;
 use crate::transport::process::StdioProcess;
+pub(crate) use aquaregia::sync::lock;
 use aquaregia::{Tool, ToolDescriptor};
 
 /// Default limit on one tool call.
@@ -436,12 +437,6 @@ impl Shared {
             _ => McpError::Disconnected,
         }
     }
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Replaceable for McpConnection {

@@ -1,8 +1,9 @@
 //! `notifications/progress` routed to the tool call that asked for it.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
+use aquaregia::sync::lock;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use tokio::sync::Notify;
 
@@ -31,12 +32,6 @@ struct State {
 pub(crate) struct Inbox {
     queue: Mutex<VecDeque<ProgressNotificationParam>>,
     ready: Notify,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl ProgressRoutes {

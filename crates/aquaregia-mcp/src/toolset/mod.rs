@@ -6,7 +6,7 @@ pub(crate) mod pins;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use futures::future::{BoxFuture, join_all};
 
@@ -18,6 +18,7 @@ use crate::connector::Connector;
 use crate::error::McpError;
 use crate::session::connection::McpConnection;
 use crate::session::listing::McpTool;
+use aquaregia::sync::lock;
 use pins::{PinApproval, PinChange, PinFile, PinReview, ToolPin, WithheldTool};
 
 type ConnectFuture = BoxFuture<'static, Result<McpConnection, McpError>>;
@@ -722,10 +723,4 @@ impl McpToolset {
         )
         .await;
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -2,7 +2,9 @@
 //! re-established sessions, and reading a `WWW-Authenticate` challenge.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+
+use aquaregia::sync::lock;
 
 /// The Streamable HTTP session id (`Mcp-Session-Id`) a transport uses now, shared between
 /// the transport that learns it and the spans that report it.
@@ -11,17 +13,14 @@ pub(crate) struct SessionIdSlot(Arc<Mutex<Option<Arc<str>>>>);
 
 impl SessionIdSlot {
     pub(crate) fn set(&self, id: &str) {
-        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = lock(&self.0);
         if slot.as_deref() != Some(id) {
             *slot = Some(Arc::from(id));
         }
     }
 
     pub(crate) fn get(&self) -> Option<Arc<str>> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.0).clone()
     }
 }
 

@@ -6,5 +6,5 @@
 pub(crate) mod compat;
 pub(crate) mod http;
 pub(crate) mod http_options;
-pub(crate) mod process;
+pub mod process;
 pub(crate) mod sse;

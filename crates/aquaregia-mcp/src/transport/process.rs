@@ -1,17 +1,22 @@
-//! stdio servers: a child process in its own process group (a job object on Windows), its
-//! stderr drained into a bounded tail, the whole group terminated on close or drop.
+//! Processes that must not outlive this one: [`ProcessGroup`], a child leading a process
+//! group of its own (a job object on Windows), and [`signal_group`] for groups another
+//! process started. The one way the aquaregia crates start and end such processes: stdio MCP
+//! servers (their stderr drained into a bounded tail, the group terminated on close or drop),
+//! the ACP agent's local commands, the CLI's reaper.
 
 use std::ffi::OsString;
-use std::process::Stdio;
+use std::fmt;
+use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop};
 use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 
 use crate::error::McpError;
+use aquaregia::sync::lock;
 
 /// How much stderr is kept for error messages.
 const STDERR_TAIL_BYTES: usize = 8 * 1024;
@@ -97,12 +102,12 @@ pub enum ServerProcess {
 }
 
 /// Called with each [`ServerProcess`] event.
-pub(crate) type ProcessHook = Arc<dyn Fn(ServerProcess) + Send + Sync>;
+pub type ProcessHook = Arc<dyn Fn(ServerProcess) + Send + Sync>;
 
 /// A running stdio server process.
 pub(crate) struct StdioProcess {
     /// To the task that owns the child. Dropping the sender kills the process group.
-    signals: mpsc::UnboundedSender<Signal>,
+    signals: mpsc::UnboundedSender<GroupSignal>,
     exit: watch::Receiver<Option<String>>,
     stderr: StderrTail,
     /// `true` once the server's stderr reached its end.
@@ -115,7 +120,7 @@ pub(crate) struct StderrTail(Arc<Mutex<Vec<u8>>>);
 
 impl StderrTail {
     fn push(&self, bytes: &[u8]) {
-        let mut tail = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tail = lock(&self.0);
         tail.extend_from_slice(bytes);
         if tail.len() > STDERR_TAIL_BYTES {
             let cut = tail.len() - STDERR_TAIL_BYTES;
@@ -125,7 +130,7 @@ impl StderrTail {
 
     /// The last lines, trimmed, for an error message (empty when there was no output).
     pub(crate) fn text(&self) -> String {
-        let tail = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let tail = lock(&self.0);
         let text = String::from_utf8_lossy(&tail);
         let lines: Vec<&str> = text.trim_end().lines().collect();
         let start = lines.len().saturating_sub(20);
@@ -133,36 +138,96 @@ impl StderrTail {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Signal {
-    /// Ask the group to stop (SIGTERM; on Windows, where there is none, the job is terminated).
-    Term,
-    /// Kill the whole group or job.
+/// What to send a process group.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupSignal {
+    /// Ask it to stop (SIGTERM; on Windows, where there is none, the job is terminated).
+    Terminate,
+    /// Kill every process of it (SIGKILL; on Windows the job is terminated).
     Kill,
 }
 
-/// The spawned child. Dropping it kills whatever is left of its process group or job, so the
-/// group dies with the task that owns it even when a runtime shutting down drops that task.
-struct Group {
+/// A child process leading a process group of its own (a job object on Windows), so that
+/// ending the group ends whatever the child started too (`npx` then `node`, a shell's
+/// background job). Dropping it kills what is left of the group, even when a runtime
+/// shutting down drops the task that owns it; the hook given to [`spawn`](Self::spawn) hears
+/// [`ServerProcess::Started`] and, once the group is gone, [`ServerProcess::Ended`].
+pub struct ProcessGroup {
     child: Box<dyn ChildWrapper>,
     /// Told when the group is gone, with its id.
     hook: Option<(ProcessHook, u32)>,
 }
 
-impl Group {
-    fn new(child: Box<dyn ChildWrapper>, hook: Option<&ProcessHook>) -> Self {
-        let hook = hook.and_then(|hook| Some((hook.clone(), child.id()?)));
+impl fmt::Debug for ProcessGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcessGroup")
+            .field("pid", &self.child.id())
+            .field("hook", &self.hook.as_ref().map(|_| "<hook>"))
+            .finish()
+    }
+}
+
+impl ProcessGroup {
+    /// Starts `command` as the leader of a new process group (Unix) or in a new job object
+    /// (Windows), with the stdio `command` sets, telling `hook` it started.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> std::io::Result<()> {
+    /// use aquaregia_mcp::process::ProcessGroup;
+    /// let mut command = tokio::process::Command::new("sh");
+    /// command.args(["-c", "sleep 60 & echo started"]);
+    /// let mut group = ProcessGroup::spawn(command, None)?;
+    /// group.wait().await?;
+    /// drop(group); // the background `sleep` goes with it
+    /// # Ok(()) }
+    /// ```
+    pub fn spawn(command: Command, hook: Option<ProcessHook>) -> std::io::Result<Self> {
+        let mut wrapped = CommandWrap::from(command);
+        #[cfg(unix)]
+        wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+        #[cfg(windows)]
+        wrapped.wrap(process_wrap::tokio::JobObject);
+        wrapped.wrap(KillOnDrop);
+        let child = wrapped.spawn()?;
+        let hook = hook.and_then(|hook| Some((hook, child.id()?)));
         if let Some((hook, pid)) = &hook {
             hook(ServerProcess::Started { pid: *pid });
         }
-        Self { child, hook }
+        Ok(Self { child, hook })
     }
 
-    fn signal(&mut self, signal: Signal) {
+    /// The leader's process id, which on Unix is also the group's (`None` once reaped).
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// The leader's stdin, if it was piped and not taken yet.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin().take()
+    }
+
+    /// The leader's stdout, if it was piped and not taken yet.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout().take()
+    }
+
+    /// The leader's stderr, if it was piped and not taken yet.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr().take()
+    }
+
+    /// Waits for the leader to exit (the rest of the group may live on until this value is
+    /// dropped).
+    pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        self.child.wait().await
+    }
+
+    /// Sends `signal` to the whole group. A group that is already gone is not an error.
+    pub fn signal(&mut self, signal: GroupSignal) {
         #[cfg(unix)]
-        if let Signal::Term = signal {
-            // ESRCH just means the group is already gone.
-            let _ = self.child.signal(libc::SIGTERM);
+        if let GroupSignal::Terminate = signal {
+            let _ = self.child.signal(nix::sys::signal::Signal::SIGTERM as i32);
             return;
         }
         let _ = signal;
@@ -170,13 +235,55 @@ impl Group {
     }
 }
 
-impl Drop for Group {
+impl Drop for ProcessGroup {
     fn drop(&mut self) {
         // Synchronous: a signal to the group (Unix) or terminating the job (Windows).
         let _ = self.child.start_kill();
         if let Some((hook, pid)) = self.hook.take() {
             hook(ServerProcess::Ended { pid });
         }
+    }
+}
+
+/// Sends `signal` to the process group led by `pgid`, which another process started (the
+/// CLI's reaper ends the groups of a CLI that was killed outright). Returns whether the group
+/// was there. Unix only: elsewhere nothing is sent and the answer is `false`. Process group
+/// 0 or 1 (this process's own, init's) is never signalled.
+pub fn signal_group(pgid: u32, signal: GroupSignal) -> bool {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{Signal, killpg};
+        let Ok(pgid) = i32::try_from(pgid) else {
+            return false;
+        };
+        if pgid <= 1 {
+            return false;
+        }
+        let signal = match signal {
+            GroupSignal::Terminate => Signal::SIGTERM,
+            GroupSignal::Kill => Signal::SIGKILL,
+        };
+        killpg(nix::unistd::Pid::from_raw(pgid), signal).is_ok()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (pgid, signal);
+        false
+    }
+}
+
+/// Whether the process group led by `pgid` still has a process (Unix; `false` elsewhere).
+pub fn group_alive(pgid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::killpg;
+        i32::try_from(pgid)
+            .is_ok_and(|pgid| pgid > 1 && killpg(nix::unistd::Pid::from_raw(pgid), None).is_ok())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pgid;
+        false
     }
 }
 
@@ -196,13 +303,7 @@ pub(crate) fn spawn(
         .get_program()
         .to_string_lossy()
         .into_owned();
-    let mut wrapped = CommandWrap::from(command);
-    #[cfg(unix)]
-    wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-    #[cfg(windows)]
-    wrapped.wrap(process_wrap::tokio::JobObject);
-    wrapped.wrap(KillOnDrop);
-    let child = wrapped.spawn().map_err(|error| {
+    let mut child = ProcessGroup::spawn(command, hook.cloned()).map_err(|error| {
         let what = if error.kind() == std::io::ErrorKind::NotFound {
             "command not found".to_owned()
         } else {
@@ -210,12 +311,9 @@ pub(crate) fn spawn(
         };
         McpError::connect(name, format!("could not start `{program}`: {what}"))
     })?;
-    let mut child = Group::new(child, hook);
-    let (Some(stdin), Some(stdout), Some(mut stderr)) = (
-        child.child.stdin().take(),
-        child.child.stdout().take(),
-        child.child.stderr().take(),
-    ) else {
+    let (Some(stdin), Some(stdout), Some(mut stderr)) =
+        (child.take_stdin(), child.take_stdout(), child.take_stderr())
+    else {
         return Err(McpError::connect(
             name,
             "the child process has no piped stdio",
@@ -252,13 +350,13 @@ pub(crate) fn spawn(
         let mut owner_alive = true;
         let status = loop {
             tokio::select! {
-                status = child.child.wait() => break status,
+                status = child.wait() => break status,
                 signal = signal_rx.recv(), if owner_alive => match signal {
                     Some(signal) => child.signal(signal),
                     // The `StdioProcess` was dropped.
                     None => {
                         owner_alive = false;
-                        child.signal(Signal::Kill);
+                        child.signal(GroupSignal::Kill);
                     }
                 },
             }
@@ -340,11 +438,11 @@ impl StdioProcess {
         if self.wait_exit(EXIT_GRACE).await.is_some() {
             return;
         }
-        let _ = self.signals.send(Signal::Term);
+        let _ = self.signals.send(GroupSignal::Terminate);
         if self.wait_exit(EXIT_GRACE).await.is_some() {
             return;
         }
-        let _ = self.signals.send(Signal::Kill);
+        let _ = self.signals.send(GroupSignal::Kill);
         self.wait_exit(EXIT_GRACE).await;
     }
 }

@@ -1,9 +1,33 @@
 //! JSON with comments (`//`, `/* */`) and trailing commas, as VS Code and many MCP clients
-//! write their config files, turned into plain JSON with every line and column unchanged.
+//! write their config files, turned into plain JSON with every line and column unchanged, and
+//! parsed: [`parse_jsonc`].
+
+use serde_json::Value;
+
+use super::error::ConfigError;
+
+/// Parses JSON with comments (`//`, `/* */`) and trailing commas, as VS Code, Cursor and many
+/// MCP clients write their config files. A syntax error gives the line and column in `text`
+/// itself.
+///
+/// ```
+/// use aquaregia_mcp::{ConfigError, parse_jsonc};
+/// let value = parse_jsonc("{\"a\": [1, 2,], // two\n}").unwrap();
+/// assert_eq!(value, serde_json::json!({"a": [1, 2]}));
+/// let error = parse_jsonc("{\n  \"a\": [1,, 2]\n}").unwrap_err();
+/// assert!(matches!(error, ConfigError::Syntax { line: 2, column: 11, .. }));
+/// ```
+pub fn parse_jsonc(text: &str) -> Result<Value, ConfigError> {
+    serde_json::from_str(&to_json(text)).map_err(|error| ConfigError::Syntax {
+        line: error.line(),
+        column: error.column(),
+        message: error.to_string(),
+    })
+}
 
 /// `text` with comments and trailing commas replaced by spaces (newlines kept), so a JSON
 /// parser's line and column still point into the original file.
-pub(crate) fn to_json(text: &str) -> String {
+fn to_json(text: &str) -> String {
     let without_comments = blank_comments(text);
     blank_trailing_commas(&without_comments)
 }
