@@ -412,7 +412,9 @@ impl Connector {
         session.connect(None).await
     }
 
-    /// Connects over any rmcp transport.
+    /// Connects over any rmcp transport (see [`connect`](crate::connect)). The transport
+    /// traits are rmcp's, through the [`rmcp`](crate::rmcp) re-export: the one place, with
+    /// [`McpConnection::peer`], where this crate's API follows rmcp's versions.
     pub async fn transport<T, E, A>(self, transport: T) -> Result<McpConnection, McpError>
     where
         T: IntoTransport<RoleClient, E, A>,

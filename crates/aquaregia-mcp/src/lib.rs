@@ -157,7 +157,9 @@ pub async fn connect_sse(url: impl Into<String>) -> Result<McpConnection, McpErr
 }
 
 /// Connects over any rmcp transport: `(reader, writer)` pairs, `tokio::io::duplex` streams,
-/// `(Sink, Stream)` pairs of JSON-RPC messages, or a `Transport` implementation.
+/// `(Sink, Stream)` pairs of JSON-RPC messages, or a `Transport` implementation (rmcp's
+/// traits, through the [`rmcp`] re-export). Whatever the transport, the session is wrapped
+/// in the same compatibility layer as the built-in ones.
 pub async fn connect<T, E, A>(transport: T) -> Result<McpConnection, McpError>
 where
     T: IntoTransport<RoleClient, E, A>,
