@@ -130,7 +130,7 @@ pub fn example_binary(name: &str) -> PathBuf {
     assert!(
         binary.exists(),
         "{} is missing: run the tests through `cargo test` (with the features the example \
-         requires, e.g. --features mcp), which builds examples",
+         requires, e.g. `-p aquaregia-mcp --features oauth`), which builds examples",
         binary.display()
     );
     binary

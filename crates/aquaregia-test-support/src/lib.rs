@@ -11,7 +11,8 @@
 //! - [`real_model`]: a real model server (llama.cpp serving SmolLM2) on 127.0.0.1, shared by a
 //!   test binary;
 //! - [`oauth_server`]: an OAuth 2.1 authorization server and the MCP server it protects
-//!   (Streamable HTTP and legacy SSE), on 127.0.0.1.
+//!   (Streamable HTTP and legacy SSE), on 127.0.0.1;
+//! - `mcp_servers` (feature `mcp-servers`): in-process MCP servers on rmcp.
 
 // Fixtures: a failed setup should stop the test loudly, so unwrapping is the point here;
 // nothing here is public API, so no type needs `Debug`.
@@ -24,6 +25,8 @@
 
 pub mod acp_client;
 pub mod deps;
+#[cfg(feature = "mcp-servers")]
+pub mod mcp_servers;
 pub mod mock_model;
 pub mod oauth_server;
 pub mod processes;

@@ -5,9 +5,6 @@
 
 use crate::support;
 
-#[path = "../../../aquaregia/tests/support/input_required_server.rs"]
-mod input_required_server;
-
 use std::sync::Arc;
 
 use agent_client_protocol::schema::ProtocolVersion;
@@ -17,7 +14,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{SessionMessage, SessionSetup};
 use agent_client_protocol::{ByteStreams, Client, Dispatch};
-use input_required_server::InputRequiredServer;
+use aquaregia_test_support::mcp_servers::input_required_server::InputRequiredServer;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use aquaregia::mcp::PinFile;
+use aquaregia_mcp::PinFile;
 use aquaregia_test_support::mock_model::tool_names;
 use aquaregia_test_support::mock_model::{MockServer, Reply, content_text, tool_messages};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};

@@ -110,7 +110,7 @@ async fn a_server_that_fails_or_hangs_at_startup_does_not_fail_the_session() {
     let client = RawClient::connect(
         agent_for(&mock)
             .trust_server("good")
-            .mcp_startup_timeout(Duration::from_secs(3)),
+            .connector(aquaregia_mcp::Connector::new().timeout(Duration::from_secs(3))),
     );
     client.initialize().await;
     let marker = marker("failing-servers");

@@ -1,5 +1,5 @@
 //! Stdio servers run in the session's `cwd`, with the entry's `env` over the few variables
-//! they inherit (`aquaregia::mcp::DEFAULT_INHERITED_ENV_VARS`).
+//! they inherit (`aquaregia_mcp::DEFAULT_INHERITED_ENV_VARS`).
 
 use crate::support;
 

@@ -50,7 +50,7 @@ async fn agent_round_trip(provider: &str, streamed: bool) -> Result<(), String> 
     let server = RealModel::shared();
     let mut command = tokio::process::Command::new("node");
     command.args([dep("AQUAREGIA_SERVER_EVERYTHING"), "stdio".into()]);
-    let connection = aquaregia::mcp::connect_stdio(command)
+    let connection = aquaregia_mcp::connect_stdio(command)
         .await
         .map_err(|e| format!("server-everything: {e}"))?;
     let tools = connection.tools().await.map_err(|e| e.to_string())?;

@@ -1,8 +1,11 @@
-//! HTTP plumbing shared by every provider and the MCP HTTP transports: the client every request
-//! goes through (no credentials across origins), sending with retries and backoff, the one SSE
-//! decoder, and error descriptions.
+//! HTTP plumbing shared by every provider and by other crates' HTTP transports (the MCP
+//! client's): the client every request goes through (no credentials across origins), sending
+//! with retries and backoff, the one SSE decoder, and error descriptions.
+//!
+//! Public here: [`client_builder`], [`reqwest_message`] and the [`sse`] decoder, for crates
+//! that speak HTTP next to aquaregia and must follow the same rules.
 
-pub(crate) mod sse;
+pub mod sse;
 
 use std::time::Duration;
 
@@ -20,7 +23,12 @@ const MAX_REDIRECTS: usize = 10;
 /// (URLs may carry secrets in their query), and redirects followed only within the same origin,
 /// so credentials set as headers (API keys, bearer tokens, custom auth) never reach another
 /// host. A cross-origin redirect is returned to the caller as the 3xx response it is.
-pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+///
+/// ```
+/// let client = aquaregia::http::client_builder().build();
+/// assert!(client.is_ok());
+/// ```
+pub fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .referer(false)
         .redirect(reqwest::redirect::Policy::custom(|attempt| {
@@ -171,8 +179,8 @@ pub(crate) fn safe_url(url: &str) -> String {
 }
 
 /// What a reqwest error means, without the URL its own text repeats: the cause chain says
-/// what really failed.
-pub(crate) fn reqwest_message(error: &reqwest::Error) -> String {
+/// what really failed (`timed out` for a timeout).
+pub fn reqwest_message(error: &reqwest::Error) -> String {
     if error.is_timeout() {
         return "timed out".to_owned();
     }

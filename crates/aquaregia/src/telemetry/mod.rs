@@ -265,8 +265,6 @@ fn record_error(span: &Span, error: &Error) {
         Error::StructuredOutput { .. } => "structured_output_error",
         Error::ContextWindowExceeded { .. } => "context_window_exceeded",
         Error::Cancelled => "cancelled",
-        #[cfg(feature = "mcp")]
-        Error::Mcp(_) => "mcp_error",
         _ => "_OTHER",
     };
     span.record("error.type", kind);

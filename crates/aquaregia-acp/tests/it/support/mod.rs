@@ -35,7 +35,7 @@ pub fn agent_for(mock: &MockServer) -> AcpServer {
         .build()
         .expect("client builds");
     AcpServer::new(move |_session| client.agent("mock-model").max_steps(10))
-        .mcp_startup_timeout(Duration::from_secs(20))
+        .connector(aquaregia_mcp::Connector::new().timeout(Duration::from_secs(20)))
 }
 
 /// Serves `server` over an in-memory byte stream; returns the client's end and the task
