@@ -251,13 +251,9 @@ impl ApiKeyAuth {
             path: self.path.clone(),
             source,
         };
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(store)?;
-        }
         let body = serde_json::to_vec_pretty(keys).map_err(|e| store(e.into()))?;
-        let temporary = self.path.with_extension("json.tmp");
-        write_private(&temporary, &body).map_err(store)?;
-        std::fs::rename(&temporary, &self.path).map_err(store)
+        aquaregia::files::replace(&self.path, &body, aquaregia::files::Access::Private)
+            .map_err(store)
     }
 }
 
@@ -274,24 +270,4 @@ fn read_keys(path: &Path) -> BTreeMap<String, String> {
             BTreeMap::new()
         }
     }
-}
-
-/// Writes a file only its owner can read.
-fn write_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    file.write_all(body)?;
-    file.sync_all()
 }

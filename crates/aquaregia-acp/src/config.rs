@@ -9,7 +9,7 @@ use agent_client_protocol::v1::schema::{
 };
 use futures::future::BoxFuture;
 
-use crate::session::{Mode, Session, lock};
+use crate::session::{Mode, Session, describe, lock};
 
 /// The config option ids.
 pub(crate) const MODEL: &str = "model";
@@ -88,9 +88,9 @@ pub(crate) fn options(
         );
     }
     let modes: Vec<SessionConfigSelectOption> = Mode::ALL
-        .iter()
+        .into_iter()
         .map(|mode| {
-            let described = mode.describe();
+            let described = describe(mode);
             SessionConfigSelectOption::new(mode.id(), described.name)
                 .description(described.description)
         })

@@ -49,8 +49,10 @@ pub(crate) struct State {
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// What one tool result may put into the context (`None`: no limit).
     pub(crate) output_budget: Option<OutputBudget>,
-    /// The permission policy consulted before the session's mode.
-    pub(crate) policy: Option<Arc<aquaregia::policy::PermissionPolicy>>,
+    /// The one decision point for tool calls: the user's policy inside the session modes.
+    pub(crate) policy: Arc<aquaregia::policy::PermissionPolicy>,
+    /// Which MCP servers' hints are believed.
+    pub(crate) trust: Arc<crate::trust::Trust>,
 }
 
 pub(crate) fn invalid_params(reason: impl Into<String>) -> agent_client_protocol::Error {
@@ -91,7 +93,8 @@ impl State {
             acp: Arc::default(),
             initialized: AtomicBool::new(false),
             client_capabilities: Mutex::default(),
-            policy: None,
+            policy: Arc::new(aquaregia::policy::PermissionPolicy::new().with_session_modes()),
+            trust: Arc::default(),
         }
     }
 

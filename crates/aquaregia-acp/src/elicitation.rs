@@ -21,7 +21,7 @@ use agent_client_protocol::v1::schema::{
     PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, ToolCallId,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use aquaregia::mcp::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
+use aquaregia_mcp::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
 use serde_json::{Map, Value};
 
 use crate::permissions::CancelOnDrop;
@@ -204,7 +204,7 @@ impl Elicitation {
 
     /// `elicitation/create`.
     async fn create(&self, request: CreateElicitationRequest) -> Answer {
-        let sent = self.cx.send_request(request);
+        let sent = self.cx.send_request(updates::redacted(request));
         let mut guard = CancelOnDrop(Some(sent.cancellation_handle()));
         let reply = sent.block_task().await;
         guard.0 = None;
@@ -267,7 +267,7 @@ impl Elicitation {
                 option("decline", "Decline", PermissionOptionKind::RejectOnce),
             ],
         );
-        let sent = self.cx.send_request(request);
+        let sent = self.cx.send_request(updates::redacted(request));
         let mut guard = CancelOnDrop(Some(sent.cancellation_handle()));
         let reply = sent.block_task().await;
         guard.0 = None;

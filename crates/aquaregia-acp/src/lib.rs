@@ -4,7 +4,7 @@
 //! JSON-RPC on stdin/stdout, built on the official `agent-client-protocol` SDK.
 //!
 //! Each session connects the MCP servers the editor declares, of every transport, through
-//! [`aquaregia::mcp::McpConnection`]: stdio (run in the session's `cwd`, the entry's `env`
+//! [`aquaregia_mcp::McpConnection`]: stdio (run in the session's `cwd`, the entry's `env`
 //! over the inherited one), Streamable HTTP, legacy SSE, and `acp` servers that live in the
 //! editor and are reached through the ACP connection itself (MCP-over-ACP, both the
 //! stateless and the connect-based binding). Servers connect in parallel within a startup
@@ -12,10 +12,13 @@
 //!
 //! Prompts run an aquaregia [`Agent`](aquaregia::Agent) over the session history and its
 //! current tools (`<server>__<tool>`), streaming text, thoughts and tool calls as
-//! `session/update`s, asking `session/request_permission` before tool calls (mode `default`:
-//! all but read-only tools; `bypass_permissions`: none; "always" answers remembered), picking
-//! up `tools/list_changed` between steps, and honouring `session/cancel` with stop reason
-//! `cancelled`. `session/close`, end of input, SIGTERM and SIGHUP close every MCP server.
+//! `session/update`s (known secrets redacted), asking `session/request_permission` before tool
+//! calls as the [`PermissionPolicy`](aquaregia::policy::PermissionPolicy) with the session
+//! modes decides (mode `default`: all but read-only tools of trusted servers;
+//! `bypass_permissions`: none; "always" answers remembered as readable rules), picking up
+//! `tools/list_changed` between steps, and honouring `session/cancel` with stop reason
+//! `cancelled`. With [`AcpServer::pins`], servers' tools are pinned and a new or changed one
+//! is withheld until the user approves it. `session/close`, end of input, SIGTERM and SIGHUP close every MCP server.
 //!
 //! Optional parts: [`AcpServer::auth`] (API keys through ACP `authenticate`),
 //! [`AcpServer::models`] (a `model` config option next to the `mode` one),
@@ -65,6 +68,7 @@ mod session;
 mod stdio;
 mod store;
 mod terminal;
+mod trust;
 mod turn;
 mod updates;
 

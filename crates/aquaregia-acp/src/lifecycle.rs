@@ -20,14 +20,12 @@ use crate::dispatch::{State, invalid_params};
 use crate::editor::Editor;
 use crate::elicitation::Elicitation;
 use crate::servers::{self, connect_all};
-use crate::session::{Mode, Session, lock};
+use crate::session::{Mode, Session, describe, lock};
+use crate::trust::PinReviews;
 use crate::{commands, store, updates};
 
 fn modes(current: Mode) -> SessionModeState {
-    SessionModeState::new(
-        current.id(),
-        Mode::ALL.iter().map(|mode| mode.describe()).collect(),
-    )
+    SessionModeState::new(current.id(), Mode::ALL.into_iter().map(describe).collect())
 }
 
 impl State {
@@ -157,6 +155,15 @@ impl State {
             .open(id.to_owned(), cwd, servers, store::history(&stored), cx)
             .await;
         session.set_stored_turns(u64::try_from(stored.turns.len()).unwrap_or(u64::MAX));
+        if stored.skipped > 0 {
+            // Told at the next turn: what was lost is said, not silently dropped.
+            session.add_notice(format!(
+                "This session's file had {} damaged line(s) (a write cut short, say); they \
+                 were skipped and the {} intact turn(s) were loaded.\n",
+                stored.skipped,
+                stored.turns.len()
+            ));
+        }
         let mode = stored
             .meta
             .mode
@@ -198,13 +205,15 @@ impl State {
         };
         let capabilities = lock(&self.client_capabilities).clone();
         let elicitation = Elicitation::new(cx.clone(), id.clone(), &capabilities);
+        let reviews = PinReviews::new(cx.clone(), id.clone());
         let ((toolset, connect_failures), models) = futures::join!(
             connect_all(
                 &servers,
                 &cwd,
                 &self.plan,
                 (cx, &self.acp),
-                elicitation.clone()
+                elicitation.clone(),
+                (&self.trust, reviews.clone()),
             ),
             list_models
         );
@@ -226,6 +235,7 @@ impl State {
         });
         let session = Arc::new(Session::new(id.clone(), cwd, toolset, editor));
         elicitation.attach(&session);
+        reviews.attach(&session);
         // Told at the start of the first turn, where the client shows them (kept before the
         // client knows the session, so its first prompt finds them).
         for failure in &failures {

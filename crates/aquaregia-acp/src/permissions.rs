@@ -1,5 +1,7 @@
-//! Permission: the hooks that turn the agent's tool calls into `tool_call` updates and, when
-//! the session's mode asks for it, `session/request_permission`.
+//! Permission: the hooks that turn the agent's tool calls into `tool_call` updates, decide
+//! them with the [`PermissionPolicy`] (the session modes are its built-in rules, see
+//! [`PermissionPolicy::with_session_modes`]) and, when it says ask,
+//! `session/request_permission`.
 
 use std::sync::Arc;
 
@@ -10,25 +12,35 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionRequest, RequestPermissionResponse, ToolCallContent, ToolCallLocation,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
+use aquaregia::permission_rules::{PermissionRule, RuleEffect};
 use aquaregia::policy::{Decision, PermissionPolicy, PolicyRequest};
 use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision};
 
 use crate::editor;
-use aquaregia::permission_rules::{PermissionRule, RuleEffect};
-
-use crate::session::{Mode, Session, lock};
+use crate::session::{Session, lock};
+use crate::trust::Trust;
 use crate::updates;
 
 /// Turns the agent's tool calls into ACP: the `tool_call` update, the permission request when
-/// the mode asks for one, and `in_progress` once it runs.
+/// the policy asks for one, and `in_progress` once it runs.
 pub(crate) struct AcpHooks {
     pub(crate) cx: ConnectionTo<Client>,
     pub(crate) session: Arc<Session>,
-    /// Consulted before the mode: deny refuses, allow runs, ask leaves it to the mode.
-    pub(crate) policy: Option<Arc<PermissionPolicy>>,
+    /// The one decision point: the user's policy inside the session modes.
+    pub(crate) policy: Arc<PermissionPolicy>,
+    /// Which servers' hints are believed.
+    pub(crate) trust: Arc<Trust>,
 }
 
 const REJECTED: &str = "the user rejected this tool call";
+
+/// What a permission question offers besides "allow once" and "reject".
+struct Offer {
+    /// Readable "always" rules for the call.
+    always: bool,
+    /// Trusting this server's hints (an untrusted server's tool that says it is read-only).
+    trust_server: Option<String>,
+}
 
 #[aquaregia::async_trait]
 impl AgentHooks for AcpHooks {
@@ -62,42 +74,44 @@ impl AgentHooks for AcpHooks {
             &session.id,
             updates::tool_call(&call.id, &title, kind, &call.arguments, presented.clone()),
         );
-        let policy = self.policy.as_ref().map(|policy| {
-            let mut request =
-                PolicyRequest::new(session.id.to_string(), call, tool).front_end("acp");
-            if matches!(
-                call.name.as_str(),
-                editor::READ | editor::WRITE | editor::EDIT
-            ) {
-                // Where the path really leads, for policies that refuse writes outside.
-                request = request.inside_workspace(outside.is_none());
-            }
-            policy.decide(&request)
-        });
-        if let Some(Decision::Deny(reason)) = policy {
-            return ToolCallDecision::Deny(reason);
+        let server = session.toolset.server_of(&call.name);
+        // A server's hints count when it is trusted: its tools say so when the listing knew
+        // (the application or the pin file), the trust list when it was trusted since.
+        let trusted = tool.is_none_or(Tool::hints_trusted)
+            || server
+                .as_deref()
+                .is_some_and(|server| self.trust.trusts(server));
+        let mut request = PolicyRequest::new(session.id.to_string(), call, tool)
+            .front_end("acp")
+            .hints_trusted(trusted)
+            .mode(session.mode())
+            // Only the agent's own file edits, which the workspace boundary judges: an MCP
+            // tool whose name sounds like an edit can do anything its server lets it.
+            .edit(matches!(call.name.as_str(), editor::WRITE | editor::EDIT))
+            .remembered(self.remembered(call));
+        if let Some(server) = &server {
+            request = request.server(server.clone());
         }
-        let remembered = self.remembered(call);
-        // ACP sessions' servers come from the editor, which has no way yet to mark one trusted:
-        // their read-only hints are still believed here (the CLI believes them only for
-        // trusted servers).
-        let read_only = tool.is_some_and(|t| t.annotations().read_only == Some(true));
-        let allowed = match (session.mode(), remembered) {
-            // Only read-only tools are offered in plan mode; anything else is refused.
-            (Mode::Plan, _) if !read_only => false,
-            // Outside the workspace the user is asked each time, whatever the mode or policy.
-            _ if outside.is_some() => self.ask(call, &title, kind, presented, false).await,
-            // The policy's permits run without asking.
-            _ if policy == Some(Decision::Allow) => true,
-            (Mode::BypassPermissions | Mode::Plan, _) => true,
-            (_, Some(RuleEffect::Allow)) => true,
-            (_, Some(RuleEffect::Reject)) => false,
-            (_, None) if read_only || tool.is_none() => true,
-            (Mode::AcceptEdits, None) if kind == ToolKind::Edit => true,
-            (Mode::Default | Mode::AcceptEdits, None) => {
-                self.ask(call, &title, kind, presented, true).await
+        if matches!(
+            call.name.as_str(),
+            editor::READ | editor::WRITE | editor::EDIT
+        ) {
+            // Where the path really leads: outside asks whatever the mode, and a policy may
+            // refuse writes outside outright.
+            request = request.inside_workspace(outside.is_none());
+        }
+        let says_read_only = tool.is_some_and(|t| t.annotations().read_only == Some(true));
+        let allowed = match self.policy.decide(&request) {
+            Decision::Allow => true,
+            Decision::Deny(reason) => return ToolCallDecision::Deny(reason),
+            _ => {
+                let offer = Offer {
+                    // Outside the workspace is asked each time: no "always".
+                    always: outside.is_none(),
+                    trust_server: server.filter(|_| says_read_only && !trusted),
+                };
+                self.ask(call, &title, kind, presented, offer).await
             }
-            (_, Some(_)) => false,
         };
         if !allowed {
             return ToolCallDecision::Deny(REJECTED.into());
@@ -126,24 +140,78 @@ impl AcpHooks {
         }
     }
 
+    /// Trusts `server`'s hints from now on; trust that cannot be stored still holds until the
+    /// agent stops, and the user is told at the next turn.
+    fn trust_server(&self, server: &str) {
+        tracing::info!(session = %self.session.id, server, "server trusted by the user");
+        if let Err(error) = self.trust.trust(server) {
+            self.session.add_notice(format!(
+                "Could not store that MCP server `{server}` is trusted: {error}\n"
+            ));
+        }
+    }
+
     /// `session/request_permission`, showing what the call will do (the full command, the
-    /// diff, the resolved path); "always" answers (offered when `always`) are remembered as a
-    /// rule for the call (see [`PermissionRule::for_call`]) in the project's settings.
+    /// diff, the resolved path); "always" answers (offered when `offer.always`) are remembered
+    /// as a rule for the call (see [`PermissionRule::for_call`]) in the project's settings,
+    /// and trusting the server (offered for an untrusted server's read-only tool) is kept
+    /// with its pins.
     async fn ask(
         &self,
         call: &ToolCall,
         title: &str,
         kind: ToolKind,
         (content, locations): (Vec<ToolCallContent>, Vec<ToolCallLocation>),
-        always: bool,
+        offer: Offer,
     ) -> bool {
         let allow_rule = PermissionRule::for_call(&call.name, &call.arguments, RuleEffect::Allow);
         let reject_rule = PermissionRule::for_call(&call.name, &call.arguments, RuleEffect::Reject);
-        let allow_label = format!("Always allow {}", allow_rule.short());
-        let reject_label = format!("Always reject {}", reject_rule.short());
-        let option = |id: &'static str, name: &str, kind| {
-            PermissionOption::new(PermissionOptionId::new(id), name.to_owned(), kind)
+        let option = |id: &'static str, name: String, kind| {
+            PermissionOption::new(PermissionOptionId::new(id), name, kind)
         };
+        let mut options = vec![option(
+            "allow_once",
+            "Allow once".into(),
+            PermissionOptionKind::AllowOnce,
+        )];
+        if offer.always {
+            options.push(option(
+                "allow_always",
+                format!("Always allow {}", allow_rule.short()),
+                PermissionOptionKind::AllowAlways,
+            ));
+        }
+        if let Some(server) = &offer.trust_server {
+            options.push(option(
+                "trust_server",
+                format!(
+                    "Always allow read-only tools of MCP server `{server}` (trust its \
+                     readOnlyHint; {})",
+                    self.trust.kept_where()
+                ),
+                PermissionOptionKind::AllowAlways,
+            ));
+        }
+        options.push(option(
+            "reject_once",
+            "Reject".into(),
+            PermissionOptionKind::RejectOnce,
+        ));
+        if offer.always {
+            options.push(option(
+                "reject_always",
+                format!("Always reject {}", reject_rule.short()),
+                PermissionOptionKind::RejectAlways,
+            ));
+        }
+        let mut content = content;
+        if let Some(server) = &offer.trust_server {
+            // Why a tool that says it only reads is asked about.
+            content.push(ToolCallContent::from(updates::text_block(&format!(
+                "MCP server `{server}` says this tool only reads, but the server is not \
+                 trusted, so that is not taken on its word."
+            ))));
+        }
         let request = RequestPermissionRequest::new(
             self.session.id.clone(),
             ToolCallUpdate::new(
@@ -156,29 +224,9 @@ impl AcpHooks {
                     .locations(locations)
                     .raw_input(call.arguments.clone()),
             ),
-            if always {
-                vec![
-                    option("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
-                    option(
-                        "allow_always",
-                        &allow_label,
-                        PermissionOptionKind::AllowAlways,
-                    ),
-                    option("reject_once", "Reject", PermissionOptionKind::RejectOnce),
-                    option(
-                        "reject_always",
-                        &reject_label,
-                        PermissionOptionKind::RejectAlways,
-                    ),
-                ]
-            } else {
-                vec![
-                    option("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
-                    option("reject_once", "Reject", PermissionOptionKind::RejectOnce),
-                ]
-            },
+            options,
         );
-        let sent = self.cx.send_request(request);
+        let sent = self.cx.send_request(updates::redacted(request));
         // If the prompt is cancelled while we wait, this future is dropped: the guard tells the
         // client to stop asking.
         let mut guard = CancelOnDrop(Some(sent.cancellation_handle()));
@@ -195,16 +243,25 @@ impl AcpHooks {
                 None
             }
         };
-        let (allowed, remember) = match option {
-            Some("allow_once") => (true, None),
-            Some("allow_always") if always => (true, Some(allow_rule)),
-            Some("reject_always") if always => (false, Some(reject_rule)),
-            _ => (false, None),
-        };
-        if let Some(rule) = remember {
-            self.remember(rule);
+        match option {
+            Some("allow_once") => true,
+            Some("allow_always") if offer.always => {
+                self.remember(allow_rule);
+                true
+            }
+            Some("trust_server") => match &offer.trust_server {
+                Some(server) => {
+                    self.trust_server(server);
+                    true
+                }
+                None => false,
+            },
+            Some("reject_always") if offer.always => {
+                self.remember(reject_rule);
+                false
+            }
+            _ => false,
         }
-        allowed
     }
 }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::{ConnectionTo, Dispatch};
 use agent_client_protocol::{Agent, Client, ConnectTo};
-use aquaregia::mcp::ServerProcess;
 use aquaregia::{AgentBuilder, OutputBudget, SessionStore};
+use aquaregia_mcp::{Connector, PinFile, ServerProcess};
 use futures::future::BoxFuture;
 
 use crate::auth::ApiKeyAuth;
@@ -18,6 +18,7 @@ use crate::dispatch::State;
 use crate::sandbox::Sandbox;
 use crate::servers::{ConnectPlan, LoginHint, ProcessHook};
 use crate::stdio;
+use crate::trust::Trust;
 
 /// How long the end of serving waits for stdout to take what was sent.
 const STDOUT_DRAIN: Duration = Duration::from_secs(1);
@@ -57,7 +58,7 @@ pub(crate) type Factory =
 /// ```
 pub struct AcpServer {
     factory: Arc<Factory>,
-    startup_timeout: Duration,
+    connector: Connector,
     disabled: Vec<String>,
     auth: Option<ApiKeyAuth>,
     models: Option<Arc<Models>>,
@@ -66,20 +67,22 @@ pub struct AcpServer {
     output_budget: Option<OutputBudget>,
     on_process: Option<ProcessHook>,
     sandbox: Option<Arc<Sandbox>>,
-    #[cfg(feature = "oauth")]
-    oauth: Option<aquaregia::mcp::OAuth>,
     login_hint: Option<LoginHint>,
-    policy: Option<Arc<aquaregia::policy::PermissionPolicy>>,
+    policy: Option<aquaregia::policy::PermissionPolicy>,
+    pins: Option<PinFile>,
+    trusted: Vec<String>,
 }
 
 impl fmt::Debug for AcpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AcpServer")
-            .field("startup_timeout", &self.startup_timeout)
+            .field("connector", &self.connector)
             .field("disabled", &self.disabled)
             .field("output_budget", &self.output_budget)
             .field("on_process", &self.on_process.as_ref().map(|_| "<hook>"))
             .field("sandbox", &self.sandbox)
+            .field("pins", &self.pins)
+            .field("trusted", &self.trusted)
             .finish_non_exhaustive()
     }
 }
@@ -109,7 +112,7 @@ impl AcpServer {
     ) -> Self {
         Self {
             factory: Arc::new(factory),
-            startup_timeout: aquaregia::mcp::DEFAULT_CONNECT_TIMEOUT,
+            connector: Connector::new(),
             disabled: Vec::new(),
             auth: None,
             models: None,
@@ -118,38 +121,80 @@ impl AcpServer {
             output_budget: Some(DEFAULT_OUTPUT_BUDGET),
             on_process: None,
             sandbox: None,
-            #[cfg(feature = "oauth")]
-            oauth: None,
             login_hint: None,
             policy: None,
+            pins: None,
+            trusted: Vec::new(),
         }
     }
 
-    /// A permission policy consulted first for every tool call of every session (principal:
-    /// the session id, front end `"acp"`): [`Decision::Deny`] refuses the call with the
-    /// policy's reason, [`Decision::Allow`] runs it without asking (except that plan mode
-    /// still refuses anything not read-only, and a file outside the workspace still asks), and
-    /// [`Decision::Ask`] leaves it to the session's mode (which may ask the user).
+    /// A permission policy for every tool call of every session (principal: the session id,
+    /// front end `"acp"`, context `mode`: the session's mode). It is put inside the session
+    /// modes ([`PermissionPolicy::with_session_modes`]), the one decision point for every
+    /// call: [`Decision::Deny`] refuses the call with the policy's reason,
+    /// [`Decision::Allow`] runs it without asking (except that plan mode still refuses
+    /// anything not read-only, and a file outside the workspace still asks), and
+    /// [`Decision::Ask`] leaves it to the session's mode (which may ask the user). Without
+    /// one, the modes alone decide.
     ///
+    /// [`PermissionPolicy::with_session_modes`]: aquaregia::policy::PermissionPolicy::with_session_modes
     /// [`Decision::Deny`]: aquaregia::policy::Decision::Deny
     /// [`Decision::Allow`]: aquaregia::policy::Decision::Allow
     /// [`Decision::Ask`]: aquaregia::policy::Decision::Ask
     #[must_use]
     pub fn permission_policy(mut self, policy: aquaregia::policy::PermissionPolicy) -> Self {
-        self.policy = Some(Arc::new(policy));
+        self.policy = Some(policy);
         self
     }
 
-    /// OAuth for the HTTP servers sessions are given (feature `oauth`): what
-    /// [`McpToolsetBuilder::oauth`](aquaregia::mcp::McpToolsetBuilder::oauth) does, for every
-    /// session. An agent the editor started has no terminal to send the user to a browser
-    /// from: give it the token store a login elsewhere filled, without a callback, so stored
+    /// Pins the sessions' MCP tools in `file` (see
+    /// [`McpToolsetBuilder::pins`](aquaregia_mcp::McpToolsetBuilder::pins)), by the names
+    /// the editor gives its servers, and keeps there which servers the user trusts. The first
+    /// time a server is seen its tools are pinned as they are; later, a tool that is new or
+    /// changed since (its description, schema or annotations, or a stdio server's resolved
+    /// command) is withheld from the model until the user approves it: a
+    /// `session/request_permission` naming the server and showing the diff, asked when the
+    /// session's tools are listed for a prompt turn (at the start of its first turn, and
+    /// after the server says its tools changed). A server marked trusted in the file (the
+    /// CLI's `aquaregia mcp trust` writes the same file: [`PinFile::in_data_dir`]) has its
+    /// read-only hints believed, as has one the user trusts by answering a read-only tool's
+    /// question with its "always" option, which is then stored here.
+    ///
+    /// Without a pin file tools are not pinned, and trusting a server by an answer lasts
+    /// until the agent stops.
+    ///
+    /// [`PinFile::in_data_dir`]: aquaregia_mcp::PinFile::in_data_dir
+    #[must_use]
+    pub fn pins(mut self, file: PinFile) -> Self {
+        self.pins = Some(file);
+        self
+    }
+
+    /// Believes the annotations (`readOnlyHint`...) of the servers the editor names `name`,
+    /// in every session: their read-only tools run without a question. Servers not trusted
+    /// this way (or in the [`pins`](Self::pins), or by the user's answer) are asked about
+    /// like any tool, whatever their hints say.
+    #[must_use]
+    pub fn trust_server(mut self, name: impl Into<String>) -> Self {
+        self.trusted.push(name.into());
+        self
+    }
+
+    /// The template every session's MCP servers are connected with (see
+    /// [`McpToolsetBuilder::connector`](aquaregia_mcp::McpToolsetBuilder::connector)): its
+    /// timeout is each server's startup limit (default 30 s; a server that misses it is
+    /// reported to the client, the others are still used), and its
+    /// [`oauth`](Connector::oauth) (feature `oauth`) authorizes HTTP servers. Each session adds
+    /// its own elicitation handler (questions go to the editor) and this server's
+    /// [`on_process`](Self::on_process) hook.
+    ///
+    /// An agent the editor started has no terminal to send the user to a browser from: give
+    /// its OAuth the token store a login elsewhere filled, without a callback, so stored
     /// tokens are used and refreshed, and a server that needs a new authorization is reported
     /// unavailable (with [`login_hint`](Self::login_hint)).
-    #[cfg(feature = "oauth")]
     #[must_use]
-    pub fn oauth(mut self, oauth: aquaregia::mcp::OAuth) -> Self {
-        self.oauth = Some(oauth);
+    pub fn connector(mut self, connector: Connector) -> Self {
+        self.connector = connector;
         self
     }
 
@@ -163,12 +208,12 @@ impl AcpServer {
     }
 
     /// Tells `hook` when each session's stdio MCP server process starts and ends (see
-    /// [`Connector::on_process`](aquaregia::mcp::Connector::on_process)), and likewise each
+    /// [`Connector::on_process`](aquaregia_mcp::Connector::on_process)), and likewise each
     /// local `run_command` process (the leader of its own process group): what a supervisor
     /// that must end them if this process is killed outright (SIGKILL) needs to know.
     ///
     /// ```
-    /// use aquaregia::mcp::ServerProcess;
+    /// use aquaregia_mcp::ServerProcess;
     /// # fn demo(server: aquaregia_acp::AcpServer) -> aquaregia_acp::AcpServer {
     /// server.on_process(|event| match event {
     ///     ServerProcess::Started { pid } => eprintln!("server {pid} started"),
@@ -246,14 +291,6 @@ impl AcpServer {
         self
     }
 
-    /// How long each MCP server of a session gets to start (default 30 s). A server that
-    /// misses it is reported to the client; the others are still used.
-    #[must_use]
-    pub fn mcp_startup_timeout(mut self, timeout: Duration) -> Self {
-        self.startup_timeout = timeout;
-        self
-    }
-
     /// Hides tools whose exposed name (`<server>__<tool>`) matches one of these patterns
     /// (`*` and `?` wildcards), for every transport alike.
     #[must_use]
@@ -297,12 +334,10 @@ impl AcpServer {
         let mut state = State::new(
             self.factory,
             ConnectPlan {
-                startup_timeout: self.startup_timeout,
+                connector: self.connector,
                 disabled: self.disabled.into(),
                 on_process: self.on_process,
                 sandbox: self.sandbox,
-                #[cfg(feature = "oauth")]
-                oauth: self.oauth,
                 login_hint: self.login_hint,
             },
             self.auth,
@@ -311,7 +346,8 @@ impl AcpServer {
             self.store,
             self.output_budget,
         );
-        state.policy = self.policy;
+        state.policy = Arc::new(self.policy.unwrap_or_default().with_session_modes());
+        state.trust = Arc::new(Trust::new(self.pins, self.trusted));
         let state = Arc::new(state);
         let dispatch_state = state.clone();
         let connection = Agent

@@ -5,69 +5,33 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::SessionMode;
-use aquaregia::mcp::McpToolset;
 use aquaregia::permission_rules::PermissionRules;
 use aquaregia::{Message, Tool, ToolOutputStore};
+use aquaregia_mcp::McpToolset;
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::PromptCommand;
 use crate::editor::Editor;
+pub(crate) use aquaregia::sync::lock;
 
-/// The session modes offered to clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    /// Ask before tool calls, except tools annotated read-only.
-    Default,
-    /// Like `Default`, but file edits run without asking.
-    AcceptEdits,
-    /// Never ask.
-    BypassPermissions,
-    /// Read-only tools only.
-    Plan,
-}
+/// The session modes offered to clients: the policy's built-in session modes.
+pub(crate) use aquaregia::policy::PermissionMode as Mode;
 
-impl Mode {
-    pub(crate) const ALL: [Mode; 4] = [
-        Mode::Default,
-        Mode::AcceptEdits,
-        Mode::BypassPermissions,
-        Mode::Plan,
-    ];
-
-    pub(crate) fn id(self) -> &'static str {
-        match self {
-            Mode::Default => "default",
-            Mode::AcceptEdits => "accept_edits",
-            Mode::BypassPermissions => "bypass_permissions",
-            Mode::Plan => "plan",
-        }
-    }
-
-    pub(crate) fn parse(id: &str) -> Option<Mode> {
-        Self::ALL.into_iter().find(|mode| mode.id() == id)
-    }
-
-    pub(crate) fn describe(self) -> SessionMode {
-        let (name, description) = match self {
-            Mode::Default => ("Default", "Ask before running tools that are not read-only"),
-            Mode::AcceptEdits => (
-                "Accept edits",
-                "Edit files without asking; ask before other tools that are not read-only",
-            ),
-            Mode::BypassPermissions => ("Bypass permissions", "Run every tool without asking"),
-            Mode::Plan => (
-                "Plan",
-                "Read-only tools only: look and plan, change nothing",
-            ),
-        };
-        SessionMode::new(self.id(), name).description(description.to_owned())
-    }
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// How a mode is offered to clients.
+pub(crate) fn describe(mode: Mode) -> SessionMode {
+    let (name, description) = match mode {
+        Mode::AcceptEdits => (
+            "Accept edits",
+            "Edit files without asking; ask before other tools that are not read-only",
+        ),
+        Mode::BypassPermissions => ("Bypass permissions", "Run every tool without asking"),
+        Mode::Plan => (
+            "Plan",
+            "Read-only tools only: look and plan, change nothing",
+        ),
+        _ => ("Default", "Ask before running tools that are not read-only"),
+    };
+    SessionMode::new(mode.id(), name).description(description.to_owned())
 }
 
 /// Session state.
@@ -222,8 +186,17 @@ impl Session {
 
     /// Every MCP tool the session has now (in `plan` mode, the read-only ones). A server that
     /// went away is logged and skipped.
+    /// Listing may ask the user about new or changed tools: a cancelled prompt stops it (and
+    /// gets no tools).
     pub(crate) async fn mcp_tools(&self) -> Vec<Tool> {
-        let mut tools = self.toolset.available_tools().await;
+        let listing = self.toolset.available_tools();
+        let mut tools = match self.prompt_token() {
+            Some(token) => tokio::select! {
+                tools = listing => tools,
+                () = token.cancelled() => Vec::new(),
+            },
+            None => listing.await,
+        };
         if self.mode() == Mode::Plan {
             tools.retain(|tool| tool.annotations().read_only == Some(true));
         }

@@ -15,6 +15,7 @@ use agent_client_protocol::v1::schema::{
     PromptRequest, PromptResponse, StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
+use aquaregia::redact::{StreamRedactor, redact_known};
 use aquaregia::{Agent, AgentEvent, CompactionReport, Message, Role, StopReason};
 use futures::{FutureExt, StreamExt};
 use serde_json::json;
@@ -55,7 +56,8 @@ impl State {
         let _ = match outcome {
             Ok(stop) => responder.respond(PromptResponse::new(stop)),
             Err(message) => responder.respond_with_error(
-                agent_client_protocol::Error::internal_error().data(json!({"reason": message})),
+                agent_client_protocol::Error::internal_error()
+                    .data(json!({"reason": redact_known(&message)})),
             ),
         };
     }
@@ -89,13 +91,28 @@ impl State {
         let mut events = agent.stream(messages);
         let mut output = None;
         let mut compacted = false;
+        // Streamed text and thoughts go out redacted, the end of a piece that could begin a
+        // known secret held until the next piece (or anything else) comes.
+        let mut streams = HeldText::default();
         while let Some(event) = events.next().await {
+            if !matches!(
+                event,
+                Ok(AgentEvent::TextDelta(_) | AgentEvent::ReasoningDelta(_))
+            ) {
+                streams.flush(cx, &session.id);
+            }
             match event {
                 Ok(AgentEvent::TextDelta(text)) => {
-                    updates::send(cx, &session.id, updates::message(&text));
+                    let text = streams.text.push(&text);
+                    if !text.is_empty() {
+                        updates::send(cx, &session.id, updates::message(&text));
+                    }
                 }
                 Ok(AgentEvent::ReasoningDelta(text)) => {
-                    updates::send(cx, &session.id, updates::thought(&text));
+                    let text = streams.thought.push(&text);
+                    if !text.is_empty() {
+                        updates::send(cx, &session.id, updates::thought(&text));
+                    }
                 }
                 Ok(AgentEvent::ToolCallFinish { id, name, result }) => {
                     session.call_finished(&id);
@@ -128,6 +145,7 @@ impl State {
                 }
             }
         }
+        streams.flush(cx, &session.id);
         let output = output.ok_or_else(|| "the agent ended without an answer".to_owned())?;
         let stop = match output.stop_reason {
             _ if token.is_cancelled() => AcpStopReason::Cancelled,
@@ -201,6 +219,7 @@ impl State {
                 cx: cx.clone(),
                 session: session.clone(),
                 policy: self.policy.clone(),
+                trust: self.trust.clone(),
             })
             .cancellation_token(token.clone())
             .prepare_step(session.toolset.prepare_step())
@@ -226,6 +245,35 @@ impl State {
         }
         *lock(&session.history) = compacted;
         Ok(report)
+    }
+}
+
+/// A turn's streamed answer and thoughts, each redacted as it streams.
+struct HeldText {
+    text: StreamRedactor,
+    thought: StreamRedactor,
+}
+
+impl Default for HeldText {
+    fn default() -> Self {
+        Self {
+            text: StreamRedactor::known_only(),
+            thought: StreamRedactor::known_only(),
+        }
+    }
+}
+
+impl HeldText {
+    /// Sends what each stream holds back.
+    fn flush(&mut self, cx: &ConnectionTo<Client>, session_id: &str) {
+        let text = self.text.finish();
+        if !text.is_empty() {
+            updates::send(cx, session_id, updates::message(&text));
+        }
+        let thought = self.thought.finish();
+        if !thought.is_empty() {
+            updates::send(cx, session_id, updates::thought(&thought));
+        }
     }
 }
 

@@ -13,13 +13,60 @@ use serde_json::{Value, json};
 
 use crate::session::Mode;
 
-/// Sends one `session/update`. A closed connection is not an error worth stopping for.
+/// Sends one `session/update`, known secrets redacted (see [`redacted`]). A closed connection
+/// is not an error worth stopping for.
 pub(crate) fn send(cx: &ConnectionTo<Client>, session_id: &str, update: SessionUpdate) {
+    let update = match update {
+        // The frequent case, checked without a JSON round trip.
+        SessionUpdate::AgentMessageChunk(chunk) if is_text(&chunk) => {
+            SessionUpdate::AgentMessageChunk(redacted_text(chunk))
+        }
+        SessionUpdate::AgentThoughtChunk(chunk) if is_text(&chunk) => {
+            SessionUpdate::AgentThoughtChunk(redacted_text(chunk))
+        }
+        SessionUpdate::UserMessageChunk(chunk) if is_text(&chunk) => {
+            SessionUpdate::UserMessageChunk(redacted_text(chunk))
+        }
+        other => redacted(other),
+    };
     if let Err(error) =
         cx.send_notification(SessionNotification::new(session_id.to_owned(), update))
     {
         tracing::debug!(error = %error.message, "session/update not sent");
     }
+}
+
+fn is_text(chunk: &ContentChunk) -> bool {
+    matches!(chunk.content, acp::ContentBlock::Text(_))
+}
+
+/// A text chunk with its known secrets redacted.
+fn redacted_text(mut chunk: ContentChunk) -> ContentChunk {
+    if let acp::ContentBlock::Text(text) = &mut chunk.content
+        && let std::borrow::Cow::Owned(redacted) = aquaregia::redact::redact_known(&text.text)
+    {
+        text.text = redacted;
+    }
+    chunk
+}
+
+/// `message` with every secret this process knows (provider keys, configured header values,
+/// servers' secret `env`, OAuth tokens: see [`aquaregia::redact`]) replaced in each of its
+/// strings: what is shown to the user (updates, permission questions, errors) never carries
+/// one. Credential shapes that are not known secrets are left for the user to see. Requests
+/// that act (`fs/write_text_file`, `terminal/create`, MCP messages) are not redacted: their
+/// content is what the approved call does.
+pub(crate) fn redacted<T: serde::Serialize + serde::de::DeserializeOwned>(message: T) -> T {
+    let Ok(mut value) = serde_json::to_value(&message) else {
+        return message;
+    };
+    if !aquaregia::redact::redact_known_json(&mut value) {
+        return message;
+    }
+    serde_json::from_value(value).unwrap_or_else(|error| {
+        tracing::warn!(%error, "a redacted message does not read back; sent as it was");
+        message
+    })
 }
 
 /// `agent_message_chunk` with text.

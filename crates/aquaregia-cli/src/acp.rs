@@ -2,20 +2,23 @@
 //!
 //! stdout carries only JSON-RPC; logs go to stderr. Without the model's API key the agent
 //! still starts: it offers ACP auth methods and waits for `authenticate` (keys entered that
-//! way are stored 0600 in the data dir, `AQUAREGIA_DATA_DIR` overriding it).
+//! way are stored 0600 in the data dir, `AQUAREGIA_DATA_DIR` overriding it). The editor's MCP
+//! servers' tools are pinned in the data dir's `pins.json`, the file `aquaregia mcp trust`
+//! writes: a tool that changed since is withheld until approved, and only trusted servers'
+//! read-only hints are believed.
 
 use std::io::BufRead;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::prompt_cache;
 use crate::reaper;
 use crate::telemetry;
 use anyhow::Context;
-use aquaregia::mcp::{FileTokenStore, OAuth};
 use aquaregia::{Client, FileSessionStore};
 use aquaregia_acp::{AcpServer, ApiKeyAuth, Sandbox};
+use aquaregia_mcp::{Connector, FileTokenStore, OAuth, PinFile};
 use clap::Args;
 
 /// The ACP SDK logs whole messages at TRACE: API keys from `authenticate`, headers and env
@@ -67,6 +70,12 @@ pub(crate) struct AcpArgs {
     /// would decide for each call, without enforcing it.
     #[arg(long, value_name = "FILE.cedar")]
     pub(crate) policy_shadow: Option<std::path::PathBuf>,
+
+    /// Believe the annotations of the editor's MCP servers named NAME (repeatable): their
+    /// read-only tools run without asking. Other servers' read-only tools ask, offering to
+    /// trust the server; `aquaregia mcp trust` trusts one for good.
+    #[arg(long = "trust-server", value_name = "NAME")]
+    pub(crate) trusted_servers: Vec<String>,
 }
 
 /// The hidden subcommand that confines a local command and runs it
@@ -109,7 +118,7 @@ struct Clients {
 impl Clients {
     fn client(&self) -> Result<Client, aquaregia::Error> {
         let key = self.auth.required().and_then(|var| self.auth.api_key(var));
-        let mut built = self.built.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut built = aquaregia::sync::lock(&self.built);
         if let Some((built_key, client)) = built.as_ref()
             && *built_key == key
         {
@@ -185,10 +194,26 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
                 .map_err(|error| error.to_string())
         })
     })
-    .mcp_startup_timeout(Duration::from_secs(args.mcp_startup_timeout))
+    // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
+    // used and refreshed; a server without one says how to log in.
+    .connector(
+        Connector::new()
+            .timeout(Duration::from_secs(args.mcp_startup_timeout))
+            .oauth(
+                OAuth::new("http://127.0.0.1/callback")
+                    .store(FileTokenStore::new(data_dir.clone())),
+            ),
+    )
     .disable_tools(args.disabled_tools)
     // A reaper ends the servers' process groups if this process is killed outright.
-    .on_process(reaper::on_process);
+    .on_process(reaper::on_process)
+    // The editor's servers are pinned, and trusted, in the file `aquaregia mcp trust` and
+    // `untrust` write: trusting a server there trusts it here, and the other way round.
+    .pins(PinFile::new(data_dir.join("pins.json")));
+    let server = args
+        .trusted_servers
+        .into_iter()
+        .fold(server, AcpServer::trust_server);
     // Local commands are confined by this binary itself (`aquaregia __sandbox`).
     let server = match std::env::current_exe() {
         Ok(exe) => server.sandbox(
@@ -202,9 +227,6 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
         }
     };
     server
-        // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
-        // used and refreshed; a server without one says how to log in.
-        .oauth(OAuth::new("http://127.0.0.1/callback").store(FileTokenStore::new(data_dir.clone())))
         .permission_policy(policy)
         .login_hint(|url| {
             format!(

@@ -7,6 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use aquaregia::permission_rules::{PermissionRule, PermissionRules, RuleEffect};
+use aquaregia::redact::StreamRedactor;
 use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision, ToolExecError, ToolOutput};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio::sync::mpsc;
@@ -15,6 +16,7 @@ use crate::line_input::{LineInput, Read};
 use crate::markdown::MarkdownStream;
 use crate::output::{self, Styles};
 use crate::permissions::{Permissions, Verdict};
+use aquaregia::sync::lock;
 
 /// What the model is told when the user says no.
 const DECLINED: &str = "the user declined";
@@ -325,9 +327,12 @@ impl AgentHooks for Console {
 
 /// The answer on stdout: Markdown rendered as it streams on a terminal that takes colours
 /// (see [`markdown`](crate::markdown)), the raw text anywhere else (a pipe, a file,
-/// `NO_COLOR`), so scripts get exactly what the model wrote.
+/// `NO_COLOR`), so scripts get exactly what the model wrote, secrets redacted: the end of a
+/// piece that could begin a known secret waits for the next piece (see
+/// [`StreamRedactor`](aquaregia::redact::StreamRedactor)).
 pub(crate) struct AnswerText {
     state: Mutex<AnswerState>,
+    redactor: Mutex<StreamRedactor>,
 }
 
 enum AnswerState {
@@ -355,10 +360,16 @@ impl AnswerText {
         };
         Self {
             state: Mutex::new(state),
+            redactor: Mutex::new(StreamRedactor::new()),
         }
     }
 
     pub(crate) fn write(&self, text: &str) -> anyhow::Result<()> {
+        let text = lock(&self.redactor).push(text);
+        self.show(&text)
+    }
+
+    fn show(&self, text: &str) -> anyhow::Result<()> {
         if text.is_empty() {
             return Ok(());
         }
@@ -384,6 +395,9 @@ impl AnswerText {
     }
 
     fn close_line(&self, only_on_terminal: bool) -> anyhow::Result<()> {
+        // What was held back in case it began a secret is shown first.
+        let held = lock(&self.redactor).finish();
+        self.show(&held)?;
         match &mut *lock(&self.state) {
             AnswerState::Raw {
                 open_line,
@@ -451,10 +465,4 @@ fn progress_amount(progress: f64, total: Option<f64>) -> String {
         Some(total) if total > 0.0 => format!("{:.0}%", progress / total * 100.0),
         _ => format!("{progress}"),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

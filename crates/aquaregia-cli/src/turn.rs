@@ -2,11 +2,11 @@
 //! events streamed as text or JSON, and the JSON summaries of `--output json|stream-json`.
 
 use anyhow::Context;
-use aquaregia::mcp::McpToolset;
 use aquaregia::{
     Agent, AgentEvent, AgentOutput, CancellationToken, Client, Cost, Message, OutputBudget,
     PriceTable, StepResult, StopReason, Tool, ToolExecError, ToolOutput, Usage,
 };
+use aquaregia_mcp::McpToolset;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use crate::agent_args::{AgentArgs, OutputFormat};
 use crate::console::Console;
 use crate::output::{self, Styles};
 use crate::{prices, prompt_cache, telemetry};
+use aquaregia::redact::StreamRedactor;
 
 /// What one tool result may put into the model's context.
 const TOOL_OUTPUT_BUDGET_TOKENS: u64 = 25_000;
@@ -92,6 +93,9 @@ pub(crate) async fn run(
     // Reasoning goes to stderr, dimmed, and only to a person watching.
     let show_reasoning = show_reasoning && format == OutputFormat::Text && styles.enabled();
     let mut reasoning_open = false;
+    // Streamed text is redacted piece by piece, holding back what could begin a secret; what
+    // is held is shown before anything else is.
+    let (mut text_held, mut reasoning_held) = (StreamRedactor::new(), StreamRedactor::new());
     let mut events = agent.stream(messages);
     console.start_thinking();
     while let Some(event) = events.next().await {
@@ -110,15 +114,42 @@ pub(crate) async fn run(
             AgentEvent::StepFinish(_) => {}
             _ => console.stop_thinking(),
         }
-        if format == OutputFormat::StreamJson
-            && let Some(line) = event_json(&event)
-        {
-            output::write_stdout(&format!("{line}\n"))?;
+        if format == OutputFormat::StreamJson {
+            let lines = match &event {
+                AgentEvent::TextDelta(text) => {
+                    vec![json!({"type": "text", "text": text_held.push(text)})]
+                }
+                AgentEvent::ReasoningDelta(text) => {
+                    vec![json!({"type": "reasoning", "text": reasoning_held.push(text)})]
+                }
+                _ => [
+                    json!({"type": "text", "text": text_held.finish()}),
+                    json!({"type": "reasoning", "text": reasoning_held.finish()}),
+                ]
+                .into_iter()
+                .chain(event_json(&event))
+                .collect(),
+            };
+            for line in lines {
+                if line["text"] != "" {
+                    output::write_stdout(&format!("{line}\n"))?;
+                }
+            }
+        }
+        if show_reasoning && !matches!(event, AgentEvent::ReasoningDelta(_)) {
+            let held = reasoning_held.finish();
+            if !held.is_empty() {
+                eprint!("{}", styles.dim(&output::clean(&held)));
+                reasoning_open = !held.ends_with('\n');
+            }
         }
         match event {
             AgentEvent::ReasoningDelta(text) if show_reasoning => {
-                eprint!("{}", styles.dim(&output::clean(&text)));
-                reasoning_open = !text.ends_with('\n');
+                let text = reasoning_held.push(&text);
+                if !text.is_empty() {
+                    eprint!("{}", styles.dim(&output::clean(&text)));
+                    reasoning_open = !text.ends_with('\n');
+                }
             }
             AgentEvent::TextDelta(text) if format == OutputFormat::Text => {
                 if std::mem::take(&mut reasoning_open) {

@@ -40,10 +40,14 @@ pub enum Error {
     /// The request never got an HTTP answer (DNS, connect, TLS, reset...).
     #[error("transport error talking to {url}: {message}")]
     Transport {
-        /// The URL that was being requested.
+        /// The URL that was being requested, without user info, query or fragment.
         url: String,
-        /// What failed.
+        /// What failed: the cause chain in one line, redacted.
         message: String,
+        /// The HTTP client's own error (a `reqwest::Error` without its URL), to walk or
+        /// downcast; `None` when the failure did not come from the HTTP client.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A request or stream took longer than the configured timeout.
     #[error("timed out after {after:?}")]
@@ -95,27 +99,28 @@ pub enum Error {
         /// The last answer's text, as the model wrote it.
         raw: String,
     },
-    /// The request would not fit the model's context window even after compaction; it was
-    /// not sent.
-    #[error(
-        "the request needs about {estimated_tokens} tokens but at most {limit} fit the context \
-         window (minus the output reserved), even after compaction"
-    )]
+    /// The request does not fit the model's context window: either it would not fit even
+    /// after compaction and was not sent (`provider` is `None`), or the provider refused it as
+    /// too long (llama.cpp's `exceed_context_size_error`, OpenAI's `context_length_exceeded`,
+    /// Anthropic's "prompt is too long").
+    #[error("{}", context_window_message(*request_tokens, *limit, *provider))]
+    #[non_exhaustive]
     ContextWindowExceeded {
-        /// The estimated request tokens after compaction.
-        estimated_tokens: u64,
-        /// The context window minus the reserved output tokens.
-        limit: u64,
+        /// The request's tokens: estimated here after compaction, or counted by the provider
+        /// that refused it (`None` when it did not say).
+        request_tokens: Option<u64>,
+        /// The most that fit: the context window minus the output reserved when checked
+        /// here, or the provider's context size (`None` when it did not say).
+        limit: Option<u64>,
+        /// The provider that refused the request; `None` when it was not sent.
+        provider: Option<&'static str>,
     },
     /// The operation was cancelled through its cancellation token.
     #[error("cancelled")]
     Cancelled,
-    /// An MCP server failed (feature `mcp`): connecting, listing its tools, a session that
-    /// ended. Match the [`McpError`](crate::mcp::McpError) inside to act on it.
-    #[cfg(feature = "mcp")]
-    #[error(transparent)]
-    Mcp(#[from] crate::mcp::McpError),
-    /// An error from another layer (a user's `prepare_step`...).
+    /// An error from another layer: a user's `prepare_step`, a tool source such as an MCP
+    /// server (`aquaregia_mcp::McpError` converts into this variant). Downcast it to act on
+    /// it.
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -139,6 +144,28 @@ impl Error {
             }),
             _ => false,
         }
+    }
+}
+
+fn context_window_message(
+    request_tokens: Option<u64>,
+    limit: Option<u64>,
+    provider: Option<&'static str>,
+) -> String {
+    let size = match (request_tokens, limit) {
+        (Some(tokens), Some(limit)) => format!(": {tokens} tokens, at most {limit} fit"),
+        (Some(tokens), None) => format!(": {tokens} tokens"),
+        (None, Some(limit)) => format!(": at most {limit} tokens fit"),
+        (None, None) => String::new(),
+    };
+    match provider {
+        Some(provider) => {
+            format!("{provider} refused the request as too long for the context window{size}")
+        }
+        None => format!(
+            "the request does not fit the context window (minus the output reserved) even \
+             after compaction{size}"
+        ),
     }
 }
 

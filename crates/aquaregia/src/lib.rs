@@ -1,9 +1,10 @@
 //! # aquaregia
 //!
-//! An LLM agent SDK whose tools come from anywhere: Rust closures, any MCP server, or MCP
-//! servers an editor tunnels over ACP. One [`Client`] per provider, an [`Agent`] loop with
-//! hooks, an error policy and an async `prepare_step`, and [`Tool`]s that all look the same to
-//! the loop.
+//! An LLM agent SDK whose tools come from anywhere: Rust closures, any MCP server
+//! ([`aquaregia-mcp`](https://docs.rs/aquaregia-mcp)), or MCP servers an editor tunnels over
+//! ACP ([`aquaregia-acp`](https://docs.rs/aquaregia-acp)). One [`Client`] per provider, an
+//! [`Agent`] loop with hooks, an error policy and an async `prepare_step`, and [`Tool`]s that
+//! all look the same to the loop.
 //!
 //! ```no_run
 //! use aquaregia::{Client, tool};
@@ -61,12 +62,11 @@
 //!
 //! Runs emit `tracing` spans that follow the OpenTelemetry GenAI semantic conventions, with
 //! the target [`TELEMETRY_TARGET`]: `invoke_agent` per run, `chat {model}` per model call
-//! (provider, models, usage, finish reasons), `execute_tool {tool}` per tool call, and
-//! `tools/call {tool}` per MCP request (`mcp.method.name`, `mcp.protocol.version`, server
-//! address). With the `otel` feature, export them with `tracing-opentelemetry` and MCP
-//! servers receive the trace context (`traceparent`) in the request's `_meta`. Prompts,
-//! answers and tool arguments are recorded only when [`Telemetry::record_content`] is set
-//! ([`AgentBuilder::telemetry`]).
+//! (provider, models, usage, finish reasons) and `execute_tool {tool}` per tool call
+//! (`aquaregia-mcp` adds `tools/call {tool}` per MCP request, under the same target). Export
+//! them with `tracing-opentelemetry`; the `otel` feature adds the attributes plain `tracing`
+//! fields cannot carry (arrays). Prompts, answers and tool arguments are recorded only when
+//! [`Telemetry::record_content`] is set ([`AgentBuilder::telemetry`]).
 //!
 //! ```no_run
 //! // With opentelemetry_sdk, tracing-opentelemetry and tracing-subscriber:
@@ -89,13 +89,21 @@
 //!
 //! ## Cargo features
 //!
+//! With `default-features = false` and no TLS feature, only `http://` endpoints (a local model
+//! server, say) can be reached.
+//!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `mcp` | off | `aquaregia::mcp`: MCP servers' tools as [`Tool`]s (rmcp) |
-//! | `mcp-oauth` | off | OAuth 2.1 for HTTP and SSE MCP servers (`mcp::OAuth`, token stores, `private_key_jwt`; rmcp's `auth`) |
-//! | `otel` | off | OpenTelemetry: trace context to MCP servers, array attributes (`opentelemetry`, `tracing-opentelemetry`) |
-//! | `cedar` | off | Tool-call permission policies written in Cedar (`cedar-policy`) |
+//! | `rustls` | on | HTTPS through rustls with the aws-lc-rs provider and the platform verifier |
+//! | `rustls-no-provider` | off | HTTPS through rustls with a crypto provider you install (e.g. `ring`) |
+//! | `native-tls` | off | HTTPS through the platform's TLS library (OpenSSL, Secure Transport, SChannel) |
+//! | `jsonschema` | on | tool arguments and typed answers checked against their schemas |
+//! | `otel` | off | OpenTelemetry: array attributes on the spans (`opentelemetry`, `tracing-opentelemetry`) |
 //! | `test-utils` | off | `test_utils::ScriptedModel`: a scripted in-process model for agent tests (no dependencies) |
+//! | `cedar` | off | tool-call permission policies in Cedar ([`policy::PermissionPolicy::cedar`](policy::PermissionPolicy)) |
+//!
+//! MCP servers' tools come from the [`aquaregia-mcp`](https://docs.rs/aquaregia-mcp) crate, so
+//! this one does not depend on rmcp.
 //!
 //! ## Sessions
 //!
@@ -106,9 +114,8 @@ mod agent;
 mod client;
 mod context;
 mod error;
-mod http;
-#[cfg(feature = "mcp")]
-pub mod mcp;
+pub mod files;
+pub mod http;
 mod message;
 mod model;
 pub mod permission_rules;
@@ -117,8 +124,10 @@ mod pricing;
 mod prompt_cache;
 mod provider;
 pub mod redact;
+mod schema_check;
 mod session;
 mod structured;
+pub mod sync;
 mod telemetry;
 #[cfg(feature = "test-utils")]
 pub mod test_utils;
@@ -147,7 +156,7 @@ pub use pricing::{Cost, ModelPrice, PriceTable};
 pub use prompt_cache::PromptCaching;
 pub use session::{
     FileSessionStore, NewSession, SessionError, SessionId, SessionMeta, SessionPage, SessionQuery,
-    SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp,
+    SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp, TimestampParseError,
 };
 pub use structured::{GeneratedObject, OutputSchema, generate_object};
 pub use telemetry::{TELEMETRY_TARGET, Telemetry};

@@ -364,14 +364,7 @@ impl PermissionRules {
         };
         let mut text = serde_json::to_vec_pretty(&stored).map_err(io::Error::other)?;
         text.push(b'\n');
-        if let Some(dir) = file.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let temp = file.with_extension(format!("json.{}.tmp", std::process::id()));
-        std::fs::write(&temp, &text)?;
-        std::fs::rename(&temp, file).inspect_err(|_| {
-            let _ = std::fs::remove_file(&temp);
-        })
+        crate::files::replace(file, &text, crate::files::Access::Shared)
     }
 }
 
@@ -426,8 +419,8 @@ mod tests {
 
     #[test]
     fn stored_rules_survive_and_damage_is_reported() {
-        let dir = std::env::temp_dir().join(format!("aquaregia-rules-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("project");
         let (mut rules, warning) = PermissionRules::load(&dir);
         assert!(warning.is_none());
         rules
@@ -443,6 +436,5 @@ mod tests {
         let (damaged, warning) = PermissionRules::load(&dir);
         assert!(damaged.rules().is_empty());
         assert!(warning.unwrap().contains("damaged"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -11,7 +11,10 @@
 //!   provider keys by their prefix (`sk-...`, `AIza...`, `ghp_...`).
 //!
 //! Each match becomes [`REDACTED`]. Values shorter than [`MIN_SECRET_LEN`] bytes are not
-//! registered: they would be found in ordinary words.
+//! registered: they would be found in ordinary words. [`redact_known`] replaces the known
+//! values only. Text that arrives in pieces goes through a [`StreamRedactor`], which holds
+//! back the end of a piece that could begin a known secret until the next piece shows
+//! whether it does (a credential shape split between two pieces is not caught).
 //!
 //! The registry is process-wide: the SDK registers what it resolves itself; an application
 //! that gets secrets by other ways calls [`register`] too.
@@ -169,6 +172,126 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         }
     }
     out
+}
+
+/// `text` with every registered secret replaced by [`REDACTED`], and nothing else: for text
+/// shown to a user who may need to see credential-shaped text that is not a secret of theirs
+/// (an editor showing tool output). Borrows `text` when no known secret is in it.
+pub fn redact_known(text: &str) -> Cow<'_, str> {
+    let known = KNOWN.read().map(|known| Arc::clone(&known)).ok();
+    match known.as_ref().and_then(|known| known.matcher.as_ref()) {
+        Some(matcher) if matcher.is_match(text) => {
+            Cow::Owned(matcher.replace_all(text, &vec![REDACTED; matcher.patterns_len()]))
+        }
+        _ => Cow::Borrowed(text),
+    }
+}
+
+/// Every string in `value` (object keys kept) passed through [`redact_known`]; `true` when
+/// something was replaced.
+pub fn redact_known_json(value: &mut serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(text) => match redact_known(text) {
+            Cow::Owned(redacted) => {
+                *text = redacted;
+                true
+            }
+            Cow::Borrowed(_) => false,
+        },
+        serde_json::Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, item| redact_known_json(item) | changed),
+        serde_json::Value::Object(map) => map
+            .values_mut()
+            .fold(false, |changed, item| redact_known_json(item) | changed),
+        _ => false,
+    }
+}
+
+/// Redacts text that arrives in pieces (a model's answer, streamed), so that a registered
+/// secret split between two pieces is replaced too: [`push`](Self::push) returns what can be
+/// shown now, redacted, and holds back only the end of the text that could be the start of a
+/// registered secret (never more than the longest one, less one byte); [`finish`](Self::finish)
+/// returns what is held, at the end of the text or before something else is shown.
+///
+/// ```
+/// use aquaregia::redact::{StreamRedactor, register};
+///
+/// register("stream-doc-secret-0042");
+/// let mut stream = StreamRedactor::new();
+/// let mut shown = stream.push("the key is stream-doc-");
+/// assert_eq!(shown, "the key is ");
+/// shown += &stream.push("secret-0042, keep it");
+/// shown += &stream.finish();
+/// assert_eq!(shown, "the key is [REDACTED], keep it");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct StreamRedactor {
+    /// Text not shown yet: a tail that may begin a secret.
+    held: String,
+    /// Only registered secrets ([`redact_known`]), not credential shapes.
+    known_only: bool,
+}
+
+impl StreamRedactor {
+    /// Pieces redacted as [`redact`] does (registered secrets and credential shapes).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Pieces redacted as [`redact_known`] does (registered secrets only).
+    pub fn known_only() -> Self {
+        Self {
+            held: String::new(),
+            known_only: true,
+        }
+    }
+
+    /// The part of the text so far that can be shown, redacted; the rest is held.
+    pub fn push(&mut self, piece: &str) -> String {
+        self.held.push_str(piece);
+        let text = std::mem::take(&mut self.held);
+        let redacted = self.apply(&text).into_owned();
+        let keep = secret_prefix_len(&redacted);
+        let cut = redacted.len() - keep;
+        self.held = redacted[cut..].to_owned();
+        let mut shown = redacted;
+        shown.truncate(cut);
+        shown
+    }
+
+    /// Everything held, redacted: the text is complete (or something else is shown next).
+    pub fn finish(&mut self) -> String {
+        let held = std::mem::take(&mut self.held);
+        self.apply(&held).into_owned()
+    }
+
+    fn apply<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if self.known_only {
+            redact_known(text)
+        } else {
+            redact(text)
+        }
+    }
+}
+
+/// The length of the longest end of `text` that is the beginning (not the whole) of a
+/// registered secret.
+fn secret_prefix_len(text: &str) -> usize {
+    let Ok(known) = KNOWN.read().map(|known| Arc::clone(&known)) else {
+        return 0;
+    };
+    let mut longest = 0;
+    for value in &known.values {
+        let most = (value.len() - 1).min(text.len());
+        for len in (longest + 1..=most).rev() {
+            if value.is_char_boundary(len) && text.ends_with(&value[..len]) {
+                longest = len;
+                break;
+            }
+        }
+    }
+    longest
 }
 
 /// Every string in `value` (object keys kept) passed through [`redact`].
@@ -342,6 +465,32 @@ mod tests {
         for name in ["Content-Type", "PATH", "HOME", "NODE_ENV", "X-Team"] {
             assert!(!is_secret_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn a_secret_split_between_pieces_is_redacted_and_nothing_else_waits() {
+        register("split-secret-value-1234");
+        let mut stream = StreamRedactor::known_only();
+        // Held: only the end that could begin the secret.
+        assert_eq!(stream.push("key: spl"), "key: ");
+        assert_eq!(stream.push("it-secret-va"), "");
+        assert_eq!(stream.push("lue-1234 and more"), "[REDACTED] and more");
+        // Text that cannot begin a secret is shown at once.
+        assert_eq!(stream.push(" plain words."), " plain words.");
+        // An unfinished beginning is shown at the end, as it was.
+        assert_eq!(stream.push(" split-sec"), " ");
+        assert_eq!(stream.finish(), "split-sec");
+        assert_eq!(stream.finish(), "");
+        // Known-only leaves credential shapes; the full redactor does not.
+        let mut known = StreamRedactor::known_only();
+        assert_eq!(known.push("password=hunter22 "), "password=hunter22 ");
+        let mut full = StreamRedactor::new();
+        assert_eq!(full.push("password=hunter22 "), "password=[REDACTED] ");
+        // Non-ASCII text around a held tail stays whole.
+        let mut stream = StreamRedactor::new();
+        let shown =
+            stream.push("é split-secret-value-12") + &stream.push("34 ü") + &stream.finish();
+        assert_eq!(shown, "é [REDACTED] ü");
     }
 
     #[test]

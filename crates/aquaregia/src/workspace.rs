@@ -207,24 +207,25 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("aquaregia-workspace-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("project/src")).unwrap();
-        std::fs::write(dir.join("outside.txt"), "secret").unwrap();
+    /// A scratch directory with `project/src/` and a file `outside.txt` beside the project;
+    /// removed when dropped.
+    fn scratch() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("project/src")).unwrap();
+        std::fs::write(dir.path().join("outside.txt"), "secret").unwrap();
         dir
     }
 
     #[test]
     fn symlinks_are_judged_by_where_they_lead() {
-        let dir = scratch("links");
+        let scratch = scratch();
+        let dir = scratch.path();
         let project = dir.join("project");
         symlink(dir.join("outside.txt"), project.join("link.txt")).unwrap();
-        symlink(&dir, project.join("up")).unwrap();
+        symlink(dir, project.join("up")).unwrap();
         symlink("src", project.join("relative")).unwrap();
         let workspace = Workspace::new(&project);
-        let real = std::fs::canonicalize(&dir).unwrap();
+        let real = std::fs::canonicalize(dir).unwrap();
 
         let link = workspace.resolve("link.txt").unwrap();
         assert!(!link.is_inside());
@@ -249,17 +250,16 @@ mod tests {
                 .is_inside()
         );
         assert!(!workspace.resolve("missing/../../x").unwrap().is_inside());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_symlink_loop_is_an_error() {
-        let dir = scratch("loop");
+        let scratch = scratch();
+        let dir = scratch.path();
         let project = dir.join("project");
         symlink(project.join("b"), project.join("a")).unwrap();
         symlink(project.join("a"), project.join("b")).unwrap();
         assert!(Workspace::new(&project).resolve("a/file").is_err());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -275,7 +275,8 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn an_opened_file_that_leads_elsewhere_is_refused() {
-        let dir = scratch("open");
+        let scratch = scratch();
+        let dir = scratch.path();
         let project = dir.join("project");
         std::fs::write(project.join("file.txt"), "inside").unwrap();
         let workspace = Workspace::new(&project);
@@ -291,6 +292,5 @@ mod tests {
             error.to_string().contains("outside the workspace"),
             "{error}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

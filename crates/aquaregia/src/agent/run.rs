@@ -81,6 +81,7 @@ async fn drive_run(
         deferral,
         estimates: Estimates::default(),
         reader: ReaderOffer::default(),
+        cut_off_call: false,
     };
     let stop_reason = run.steps_loop().await?;
     let output = AgentOutput {
@@ -123,6 +124,8 @@ struct Run<'a> {
     deferral: Deferral,
     estimates: Estimates,
     reader: ReaderOffer,
+    /// Whether the last step's answer was cut off by the output limit inside a tool call.
+    cut_off_call: bool,
 }
 
 /// What one step's tool phase ended with.
@@ -317,10 +320,18 @@ impl Run<'_> {
                 _ => StopReason::Finished,
             });
         } else {
-            let phase = self.run_tools(&registry, calls, &mut step).await?;
+            // An answer cut off by the output limit stopped inside its last call, whose
+            // arguments may be incomplete (llama.cpp sends `{`) or cut yet valid JSON: it is
+            // not run, and the model is told so and asked again. Twice in a row, the run ends:
+            // the limit is too small for the call.
+            let cut_off = finish_reason == FinishReason::Length;
+            let phase = self.run_tools(&registry, calls, cut_off, &mut step).await?;
             if matches!(phase, ToolPhase::Cancelled) {
                 stop = Some(StopReason::Cancelled);
+            } else if cut_off && self.cut_off_call {
+                stop = Some(StopReason::Length);
             }
+            self.cut_off_call = cut_off;
         }
 
         if let Some(hooks) = &config.hooks {
@@ -362,19 +373,42 @@ impl Run<'_> {
     }
 
     /// Runs the calls (up to `max_tool_concurrency` at once), appends their results in call
-    /// order, and records them in `step`.
+    /// order, and records them in `step`. With `cut_off`, the last call is not run (see
+    /// [`CUT_OFF_CALL`]); a call identical to an earlier one of the same answer (name and
+    /// arguments: small models repeat themselves) is not run either and gets that one's
+    /// result, so every call id still has its result.
     async fn run_tools(
         &mut self,
         registry: &ToolRegistry,
         calls: Vec<ToolCall>,
+        cut_off: bool,
         step: &mut StepResult,
     ) -> Result<ToolPhase, Error> {
         let config = self.config;
         let events = self.events;
         let mut results: Vec<Option<Result<ToolOutput, ToolExecError>>> = vec![None; calls.len()];
+        let mut same_as: Vec<Option<usize>> = vec![None; calls.len()];
+        let last = calls.len().saturating_sub(1);
+        for (position, call) in calls.iter().enumerate() {
+            if cut_off && position == last {
+                results[position] = Some(Err(ToolExecError::InvalidArguments(
+                    CUT_OFF_CALL.to_owned(),
+                )));
+                continue;
+            }
+            same_as[position] = calls[..position].iter().position(|earlier| {
+                earlier.name == call.name && earlier.arguments == call.arguments
+            });
+        }
+        let to_run: Vec<usize> = (0..calls.len())
+            .filter(|&position| results[position].is_none() && same_as[position].is_none())
+            .collect();
+
         let mut cancelled = false;
-        if let [call] = calls.as_slice() {
+        if let [position] = to_run.as_slice() {
             // One call, the usual case: no queue of calls to set up.
+            let position = *position;
+            let call = &calls[position];
             let result = tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => None,
@@ -383,18 +417,18 @@ impl Run<'_> {
             match result {
                 Some(result) => {
                     fail_fast(config, call, &result)?;
-                    results[0] = Some(result);
+                    results[position] = Some(result);
                 }
                 None => cancelled = true,
             }
-        } else {
+        } else if !to_run.is_empty() {
             // Collected first: a lazily mapped iterator held across awaits trips the
             // compiler's `Send` inference for the whole run future.
-            let calls_in_flight: Vec<_> = calls
+            let calls_in_flight: Vec<_> = to_run
                 .iter()
-                .enumerate()
-                .map(|(position, call)| async move {
-                    (position, run_tool(config, registry, call, events).await)
+                .map(|&position| {
+                    let call = &calls[position];
+                    async move { (position, run_tool(config, registry, call, events).await) }
                 })
                 .collect();
             let mut pending =
@@ -416,16 +450,37 @@ impl Run<'_> {
                 }
             }
         }
+        if cut_off && let (Some(call), Some(Some(result))) = (calls.last(), results.last()) {
+            // Hosts see the call the model made, and that it ended without running.
+            emit(events, || AgentEvent::ToolCallStart {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            emit(events, || AgentEvent::ToolCallFinish {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                result: result.clone(),
+            });
+        }
+        for (position, original) in same_as.iter().enumerate() {
+            if let Some(original) = *original {
+                results[position] = results[original].clone();
+            }
+        }
 
         let mut parts = Vec::with_capacity(calls.len());
-        for (call, result) in calls.into_iter().zip(results) {
+        for ((call, result), duplicate) in calls.into_iter().zip(results).zip(same_as) {
             let result = result.unwrap_or_else(|| {
-                // Cancelled before it finished: say so, so the UI and the transcript agree.
-                emit(events, || AgentEvent::ToolCallFinish {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    result: Err(ToolExecError::Cancelled),
-                });
+                // Cancelled before it finished: say so, so the UI and the transcript agree
+                // (a duplicate never started).
+                if duplicate.is_none() {
+                    emit(events, || AgentEvent::ToolCallFinish {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        result: Err(ToolExecError::Cancelled),
+                    });
+                }
                 Err(ToolExecError::Cancelled)
             });
             let mut part = tool_result(&call, &result);
@@ -461,6 +516,10 @@ fn fail_fast(
         _ => Ok(()),
     }
 }
+
+/// What the model is told about a call its answer was cut off in (the output token limit).
+const CUT_OFF_CALL: &str = "the answer was cut off by the output token limit while writing \
+    this call, so it was not run; call the tool again with complete arguments";
 
 /// Errors that stop a [`ToolErrorPolicy::FailFast`] run; a denial is a decision, not a failure.
 fn is_failure(error: &ToolExecError) -> bool {

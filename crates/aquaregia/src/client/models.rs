@@ -42,7 +42,7 @@ impl Client {
         .map_err(|_| Error::Timeout {
             after: config.timeout,
         })?
-        .map_err(|error| http::transport_error(&url, &error))?;
+        .map_err(|error| http::transport_error(&url, error))?;
         let status = response.status().as_u16();
         let body = config.read_body(response).await?;
         if !(200..300).contains(&status) {

@@ -107,8 +107,9 @@ impl Compaction<'_> {
         report.after_tokens = current;
         if current > self.target {
             return Err(Error::ContextWindowExceeded {
-                estimated_tokens: current,
-                limit: self.target,
+                request_tokens: Some(current),
+                limit: Some(self.target),
+                provider: None,
             });
         }
         Ok(report)

@@ -2,7 +2,7 @@
 //! which tools a request carries.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -14,6 +14,7 @@ use crate::tool::{
 
 use super::store::READ_TOOL_OUTPUT;
 use super::tokens::estimate_descriptor_tokens;
+use crate::sync::lock;
 
 /// The most tools one request may carry: OpenAI rejects more than 128.
 pub const MAX_REQUEST_TOOLS: usize = 128;
@@ -434,12 +435,6 @@ impl ToolExecutor for SearchTools {
         };
         Ok(ToolOutput::Json(json!({"tools": listed, "note": note})))
     }
-}
-
-fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
-    shared
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

@@ -4,13 +4,14 @@
 use std::collections::VecDeque;
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
 use crate::tool::{Tool, ToolAnnotations, ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput};
 
 use super::budget::{ceil_char_boundary, floor_char_boundary};
+use crate::sync::lock;
 
 /// The name of the built-in tool that reads kept outputs.
 pub const READ_TOOL_OUTPUT: &str = "read_tool_output";
@@ -204,7 +205,7 @@ impl ToolOutputStore {
                             "could not read the output of `{id}`: {error}"
                         )));
                     }
-                    Err(error) => return Err(ToolExecError::Execution(error.to_string())),
+                    Err(error) => return Err(ToolExecError::failed(error)),
                 }
             }
         };
@@ -309,23 +310,14 @@ fn file_path(directory: &Path, id: &str) -> PathBuf {
     directory.join(name)
 }
 
-fn lock(memory: &Mutex<Memory>) -> MutexGuard<'_, Memory> {
-    memory
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[tokio::test]
     async fn a_directory_store_keeps_outputs_as_files_and_reads_them_back() {
-        let directory = std::env::temp_dir().join(format!(
-            "aquaregia-store-test-{}-{}",
-            std::process::id(),
-            fastrand::u64(..)
-        ));
+        let scratch = tempfile::tempdir().unwrap();
+        let directory = scratch.path().join("outputs");
         let store = ToolOutputStore::directory(&directory);
         store.put("call/1", "héllo world".into()).await;
         // Kept as `<hex of the id>.txt`, whatever the id's characters.
@@ -342,7 +334,6 @@ mod tests {
             "héllo world"
         );
         assert!(store.read("missing", 0, 1).await.is_err());
-        std::fs::remove_dir_all(&directory).unwrap();
     }
 
     #[tokio::test]

@@ -1,9 +1,12 @@
-//! HTTP plumbing shared by every provider and the MCP HTTP transports: the client every request
-//! goes through (no credentials across origins), sending with retries and backoff, the one SSE
-//! decoder, and error descriptions.
+//! HTTP plumbing shared by every provider and by other crates' HTTP transports (the MCP
+//! client's): the client every request goes through (no credentials across origins), sending
+//! with retries and backoff, the one SSE decoder, and error descriptions.
+//!
+//! Public here: [`client_builder`], [`reqwest_message`] and the [`sse`] decoder, for crates
+//! that speak HTTP next to aquaregia and must follow the same rules.
 
 mod plain;
-pub(crate) mod sse;
+pub mod sse;
 
 use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
@@ -29,7 +32,12 @@ const MAX_REDIRECTS: usize = 10;
 /// (URLs may carry secrets in their query), and redirects followed only within the same origin,
 /// so credentials set as headers (API keys, bearer tokens, custom auth) never reach another
 /// host. A cross-origin redirect is returned to the caller as the 3xx response it is.
-pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+///
+/// ```
+/// let client = aquaregia::http::client_builder().build();
+/// assert!(client.is_ok());
+/// ```
+pub fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .referer(false)
         .redirect(reqwest::redirect::Policy::custom(|attempt| {
@@ -124,7 +132,7 @@ impl HttpResponse {
                 response
                     .bytes()
                     .await
-                    .map_err(|error| transport_error(&url, &error))
+                    .map_err(|error| transport_error(&url, error))
             }
             Self::Plain(plain) => plain.bytes().await,
         }
@@ -138,7 +146,7 @@ impl HttpResponse {
                 Box::pin(
                     response
                         .bytes_stream()
-                        .map(move |chunk| chunk.map_err(|error| transport_error(&url, &error))),
+                        .map(move |chunk| chunk.map_err(|error| transport_error(&url, error))),
                 )
             }
             Self::Plain(plain) => Box::pin(plain.into_stream()),
@@ -237,7 +245,7 @@ impl HttpConfig {
                     .execute(request)
                     .await
                     .map(HttpResponse::Reqwest)
-                    .map_err(|error| transport_error(endpoint.url.as_str(), &error))
+                    .map_err(|error| transport_error(endpoint.url.as_str(), error))
             }
         }
     }
@@ -315,10 +323,11 @@ impl HttpConfig {
 
 /// [`Error::Transport`] for a request to `url` that got no HTTP answer. The URL loses its
 /// user info and its query (a key may travel there, `?key=`), and the message is redacted.
-pub(crate) fn transport_error(url: &str, error: &reqwest::Error) -> Error {
+pub(crate) fn transport_error(url: &str, error: reqwest::Error) -> Error {
     Error::Transport {
         url: safe_url(url),
-        message: crate::redact::redact(&reqwest_message(error)).into_owned(),
+        message: crate::redact::redact(&reqwest_message(&error)).into_owned(),
+        source: Some(Box::new(error.without_url())),
     }
 }
 
@@ -338,8 +347,8 @@ pub(crate) fn safe_url(url: &str) -> String {
 }
 
 /// What a reqwest error means, without the URL its own text repeats: the cause chain says
-/// what really failed.
-pub(crate) fn reqwest_message(error: &reqwest::Error) -> String {
+/// what really failed (`timed out` for a timeout).
+pub fn reqwest_message(error: &reqwest::Error) -> String {
     if error.is_timeout() {
         return "timed out".to_owned();
     }

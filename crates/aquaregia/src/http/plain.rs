@@ -91,7 +91,7 @@ impl PlainClient {
                 .client
                 .request(request)
                 .await
-                .map_err(|error| plain_error(&at, &error))?;
+                .map_err(|error| plain_error(&at, error))?;
             let next = (hops < MAX_REDIRECTS)
                 .then(|| same_origin_redirect(&at, &response))
                 .flatten();
@@ -113,6 +113,7 @@ impl PlainClient {
             target = next.as_str().parse().map_err(|_| Error::Transport {
                 url: safe_url(at.as_str()),
                 message: format!("unusable redirect to {}", safe_url(next.as_str())),
+                source: None,
             })?;
             at = next;
         }
@@ -138,7 +139,7 @@ impl PlainResponse {
             .collect()
             .await
             .map(http_body_util::Collected::to_bytes)
-            .map_err(|error| plain_error(&url, &error))
+            .map_err(|error| plain_error(&url, error))
     }
 
     /// The body as it arrives.
@@ -147,7 +148,7 @@ impl PlainResponse {
         BodyStream::new(self.response.into_body()).filter_map(move |frame| {
             let item = match frame {
                 Ok(frame) => frame.into_data().ok().map(Ok),
-                Err(error) => Some(Err(plain_error(&url, &error))),
+                Err(error) => Some(Err(plain_error(&url, error))),
             };
             std::future::ready(item)
         })
@@ -156,7 +157,7 @@ impl PlainResponse {
 
 /// [`Error::Transport`] for a request to `url` that got no (whole) HTTP answer: what failed,
 /// from the cause chain, as reqwest's errors are described.
-fn plain_error(url: &Url, error: &(dyn StdError + 'static)) -> Error {
+fn plain_error(url: &Url, error: impl StdError + Send + Sync + 'static) -> Error {
     let mut causes = Vec::new();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -171,5 +172,6 @@ fn plain_error(url: &Url, error: &(dyn StdError + 'static)) -> Error {
     Error::Transport {
         url: safe_url(url.as_str()),
         message: crate::redact::redact(&message).into_owned(),
+        source: Some(Box::new(error)),
     }
 }

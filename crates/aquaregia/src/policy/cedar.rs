@@ -27,7 +27,8 @@ const DECISION: &str = "decision";
 ///   (bools, each only when the tool sets it) and `title`;
 /// - context `args`, the call's arguments (JSON objects become records, arrays sets, whole
 ///   numbers longs; other numbers become their decimal text and `null` fields are left out),
-///   and `inside_workspace` (bool, only when the caller checked a file path).
+///   `inside_workspace` (bool, only when the caller checked a file path) and `mode` (the
+///   session's [`PermissionMode`](super::PermissionMode) id, only when it has one).
 ///
 /// The outcome:
 /// - a matching `forbid` → [`Decision::Deny`], with the policy's `@reason("...")` annotation
@@ -273,6 +274,9 @@ fn cedar_request(request: &PolicyRequest) -> Result<(Request, Entities), String>
             "inside_workspace".to_owned(),
             RestrictedExpression::new_bool(inside),
         ));
+    }
+    if let Some(mode) = request.mode {
+        context.push(("mode".to_owned(), string(mode.id())));
     }
     let context = Context::from_pairs(context).map_err(|e| e.to_string())?;
     let entities = Entities::from_entities([principal_entity, resource_entity], None)

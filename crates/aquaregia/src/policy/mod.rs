@@ -6,8 +6,10 @@
 //! fallback, [`Decision::Ask`] unless set otherwise. The built-in rules reproduce the CLI's
 //! flags (`--deny` globs, `--allow` globs, `--yes`, read-only tools run without asking);
 //! user rules can be written in [Cedar](https://www.cedarpolicy.com) (feature `cedar`, see
-//! [`CedarPolicy`]). Shadow policies are evaluated and logged (target
-//! [`POLICY_TARGET`]) but never change a decision.
+//! [`CedarPolicy`]). The session modes of an editor agent ([`PermissionMode`]: `default`,
+//! `accept_edits`, `bypass_permissions`, `plan`) and the project's remembered "always" answers
+//! are built-in rules too ([`PermissionPolicy::with_session_modes`]). Shadow policies are
+//! evaluated and logged (target [`POLICY_TARGET`]) but never change a decision.
 //!
 //! [`PolicyHooks`] puts a policy into an agent as [`AgentHooks`](crate::AgentHooks).
 //!
@@ -36,6 +38,7 @@ pub use cedar::{CedarPolicy, PolicyError};
 pub use hooks::{AskHandler, PolicyHooks};
 
 use crate::message::ToolCall;
+use crate::permission_rules::RuleEffect;
 use crate::tool::{Tool, ToolAnnotations};
 
 /// The `tracing` target of the policy's log lines (shadow decisions, Cedar evaluation errors).
@@ -63,12 +66,58 @@ impl fmt::Display for Decision {
     }
 }
 
+/// How much of a session runs without asking: the modes an editor agent offers, decided by
+/// [`PermissionPolicy::with_session_modes`].
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PermissionMode {
+    /// Ask before tool calls, except read-only tools whose hints are trusted.
+    Default,
+    /// Like `Default`, but file edits inside the workspace run without asking.
+    AcceptEdits,
+    /// Run every tool without asking (a file outside the workspace still asks).
+    BypassPermissions,
+    /// Read-only tools only: anything else is refused, nothing is changed.
+    Plan,
+}
+
+impl PermissionMode {
+    /// Every mode, in the order they are offered.
+    pub const ALL: [PermissionMode; 4] = [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::BypassPermissions,
+        PermissionMode::Plan,
+    ];
+
+    /// The mode's id: `default`, `accept_edits`, `bypass_permissions` or `plan`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::AcceptEdits => "accept_edits",
+            Self::BypassPermissions => "bypass_permissions",
+            Self::Plan => "plan",
+        }
+    }
+
+    /// The mode with this [`id`](Self::id), if there is one.
+    pub fn parse(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|mode| mode.id() == id)
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
 /// One tool call, as a policy sees it.
 ///
 /// In Cedar terms: the principal is `Session::"<principal>"` (with attribute `front_end`), the
 /// action is `Action::"call"`, the resource is `Tool::"<tool>"` (with attributes `name`,
 /// `server` when known, `annotations` and `hints_trusted`), and the context holds `args` and,
-/// when the caller filled it, `inside_workspace`.
+/// when the caller filled them, `inside_workspace` and `mode`.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyRequest {
@@ -94,6 +143,15 @@ pub struct PolicyRequest {
     /// For file tools: whether the resolved path is inside the workspace (`None`: not a file
     /// operation, or not checked by the caller).
     pub inside_workspace: Option<bool>,
+    /// The session's mode (`None`: the front end has no modes; the session-mode rules then
+    /// pass).
+    pub mode: Option<PermissionMode>,
+    /// Whether the front end counts the call as a file edit (what
+    /// [`PermissionMode::AcceptEdits`] runs without asking).
+    pub edit: bool,
+    /// What the project's remembered "always" answers say about the call (`None`: none
+    /// matches, or the front end keeps none).
+    pub remembered: Option<RuleEffect>,
 }
 
 impl PolicyRequest {
@@ -111,6 +169,9 @@ impl PolicyRequest {
             exists: tool.is_some(),
             arguments: call.arguments.clone(),
             inside_workspace: None,
+            mode: None,
+            edit: false,
+            remembered: None,
         }
     }
 
@@ -142,6 +203,27 @@ impl PolicyRequest {
         self
     }
 
+    /// Sets the session's mode.
+    #[must_use]
+    pub fn mode(mut self, mode: PermissionMode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Sets whether the call is a file edit.
+    #[must_use]
+    pub fn edit(mut self, edit: bool) -> Self {
+        self.edit = edit;
+        self
+    }
+
+    /// Sets what the project's remembered answers say about the call.
+    #[must_use]
+    pub fn remembered(mut self, effect: Option<RuleEffect>) -> Self {
+        self.remembered = effect;
+        self
+    }
+
     /// The built-in read-only rule: the tool says it is read-only and that can be believed.
     pub fn is_trusted_read_only(&self) -> bool {
         self.annotations.read_only == Some(true) && self.hints_trusted
@@ -160,6 +242,7 @@ enum Rule {
     #[cfg(feature = "cedar")]
     Cedar(Arc<CedarPolicy>),
     Custom(Arc<CustomRule>),
+    SessionModes(Arc<PermissionPolicy>),
 }
 
 impl fmt::Debug for Rule {
@@ -172,6 +255,7 @@ impl fmt::Debug for Rule {
             #[cfg(feature = "cedar")]
             Self::Cedar(policy) => f.debug_tuple("Cedar").field(policy).finish(),
             Self::Custom(_) => f.write_str("Custom"),
+            Self::SessionModes(inner) => f.debug_tuple("SessionModes").field(inner).finish(),
         }
     }
 }
@@ -192,8 +276,67 @@ impl Rule {
             #[cfg(feature = "cedar")]
             Self::Cedar(policy) => policy.decide(request),
             Self::Custom(rule) => rule(request),
+            Self::SessionModes(inner) => Some(session_modes(inner, request)),
         }
     }
+}
+
+/// Why a call that is not read-only is refused in plan mode (not the user's doing).
+pub const PLAN_MODE_REFUSAL: &str =
+    "not run: the session is in plan mode, where only read-only tools run and nothing is changed";
+
+/// Why a call a remembered "always reject" rule matches is refused.
+pub const REMEMBERED_REJECTION: &str = "the user rejected this tool call";
+
+/// The session modes around the rules of `inner`, in this order (the first that decides
+/// wins):
+/// 1. `inner` denies: refused with its reason;
+/// 2. plan mode, and the tool does not say it is read-only: refused ([`PLAN_MODE_REFUSAL`]);
+/// 3. a file outside the workspace: asked, whatever the mode or `inner`;
+/// 4. `inner` allows: run;
+/// 5. bypass mode, or plan mode with a trusted read-only tool: run;
+/// 6. a remembered answer: run or refused ([`REMEMBERED_REJECTION`]);
+/// 7. a read-only tool whose hints are trusted, or a tool that does not exist (its call
+///    fails as such): run;
+/// 8. accept-edits mode and a file edit: run;
+/// 9. anything else: asked.
+///
+/// Without a mode in the request, `inner` alone decides.
+fn session_modes(inner: &PermissionPolicy, request: &PolicyRequest) -> Decision {
+    let decided = inner.decide_quietly(request);
+    let Some(mode) = request.mode else {
+        return decided;
+    };
+    if let Decision::Deny(_) = decided {
+        return decided;
+    }
+    let says_read_only = request.annotations.read_only == Some(true);
+    if mode == PermissionMode::Plan && !says_read_only {
+        return Decision::Deny(PLAN_MODE_REFUSAL.into());
+    }
+    if request.inside_workspace == Some(false) {
+        return Decision::Ask;
+    }
+    if decided == Decision::Allow {
+        return Decision::Allow;
+    }
+    match mode {
+        PermissionMode::BypassPermissions => return Decision::Allow,
+        PermissionMode::Plan if request.is_trusted_read_only() => return Decision::Allow,
+        _ => {}
+    }
+    match request.remembered {
+        Some(RuleEffect::Allow) => return Decision::Allow,
+        Some(RuleEffect::Reject) => return Decision::Deny(REMEMBERED_REJECTION.into()),
+        _ => {}
+    }
+    if request.is_trusted_read_only() || !request.exists {
+        return Decision::Allow;
+    }
+    if mode == PermissionMode::AcceptEdits && request.edit {
+        return Decision::Allow;
+    }
+    Decision::Ask
 }
 
 /// An ordered list of rules; the first that decides wins (see the [module docs](self)).
@@ -316,14 +459,51 @@ impl PermissionPolicy {
         self
     }
 
+    /// This policy inside the session modes: the one decision point of an editor agent whose
+    /// sessions have a [`PermissionMode`] (set with [`PolicyRequest::mode`]). This policy's
+    /// denials win over everything; plan mode then refuses what is not read-only; a file
+    /// outside the workspace then asks even where this policy or the mode would allow it;
+    /// this policy's permits then run; then the mode, the project's remembered answers
+    /// ([`PolicyRequest::remembered`]), trusted read-only tools and accept-edits decide, in
+    /// that order, and the rest asks. A request without a mode gets this policy's decision.
+    /// Shadow policies keep being logged, against the final decision.
+    ///
+    /// ```
+    /// use aquaregia::policy::{Decision, PermissionMode, PermissionPolicy, PolicyRequest};
+    /// use aquaregia::ToolCall;
+    /// use serde_json::json;
+    ///
+    /// let policy = PermissionPolicy::new().deny(["rm_*"]).with_session_modes();
+    /// let call = ToolCall { id: "1".into(), name: "write_file".into(), arguments: json!({}) };
+    /// let plan = PolicyRequest::new("s", &call, None).mode(PermissionMode::Plan);
+    /// assert!(matches!(policy.decide(&plan), Decision::Deny(_)));
+    /// let bypass = PolicyRequest::new("s", &call, None).mode(PermissionMode::BypassPermissions);
+    /// assert_eq!(policy.decide(&bypass), Decision::Allow);
+    /// let outside = bypass.inside_workspace(false);
+    /// assert_eq!(policy.decide(&outside), Decision::Ask);
+    /// ```
+    #[must_use]
+    pub fn with_session_modes(mut self) -> Self {
+        let shadow = std::mem::take(&mut self.shadow);
+        Self {
+            rules: vec![Rule::SessionModes(Arc::new(self))],
+            fallback: Decision::Ask,
+            shadow,
+        }
+    }
+
+    /// The first rule's decision, else the fallback; no shadow logging.
+    fn decide_quietly(&self, request: &PolicyRequest) -> Decision {
+        self.rules
+            .iter()
+            .find_map(|rule| rule.decide(request))
+            .unwrap_or_else(|| self.fallback.clone())
+    }
+
     /// The decision for one request: the first rule that decides, else the fallback. Shadow
     /// policies are evaluated and logged after it.
     pub fn decide(&self, request: &PolicyRequest) -> Decision {
-        let decision = self
-            .rules
-            .iter()
-            .find_map(|rule| rule.decide(request))
-            .unwrap_or_else(|| self.fallback.clone());
+        let decision = self.decide_quietly(request);
         for shadow in &self.shadow {
             let would = shadow.decide(request).unwrap_or(Decision::Ask);
             if would == decision {
@@ -366,27 +546,210 @@ pub struct StandardRules {
     pub shadow: Vec<CedarPolicy>,
 }
 
-/// `*` matches any run of characters, `?` one character; everything else matches itself (the
-/// same globs as `mcp::glob_match`, which needs the `mcp` feature).
-fn glob_match(pattern: &str, name: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let name: Vec<char> = name.chars().collect();
-    let (mut p, mut n) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while n < name.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == name[n]) {
-            p += 1;
-            n += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
-            star = Some((p, n));
-            p += 1;
-        } else if let Some((sp, sn)) = star {
-            p = sp + 1;
-            n = sn + 1;
-            star = Some((sp, sn + 1));
-        } else {
-            return false;
+/// The globs tool rules are written in (policies, `--disable-tool`, MCP toolsets' disabled
+/// tools): `*` matches any run of characters, `?` one character, anything else itself.
+///
+/// ```
+/// use aquaregia::policy::glob_match;
+/// assert!(glob_match("fs__*", "fs__read_file"));
+/// assert!(glob_match("e?ho", "echo"));
+/// assert!(!glob_match("echo", "echo2"));
+/// ```
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let (pattern, text): (Vec<char>, Vec<char>) =
+        (pattern.chars().collect(), text.chars().collect());
+    let (mut p, mut t) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match (pattern.get(p), text.get(t)) {
+            (Some(&c), Some(&x)) if c == '?' || (c != '*' && c == x) => {
+                p += 1;
+                t += 1;
+            }
+            (Some('*'), _) => {
+                backtrack = Some((p, t));
+                p += 1;
+            }
+            _ => match backtrack {
+                Some((star, matched)) => {
+                    p = star + 1;
+                    t = matched + 1;
+                    backtrack = Some((star, matched + 1));
+                }
+                None => return false,
+            },
         }
     }
-    pattern[p..].iter().all(|&c| c == '*')
+    pattern
+        .get(p..)
+        .unwrap_or_default()
+        .iter()
+        .all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod glob_tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("fs__*", "fs__read_file"));
+        assert!(glob_match("*write*", "fs__write_file"));
+        assert!(glob_match("echo", "echo"));
+        assert!(glob_match("e?ho", "echo"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(!glob_match("fs__*", "git__status"));
+        assert!(!glob_match("echo", "echo2"));
+        assert!(!glob_match("a*b", "a"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool;
+    use serde_json::json;
+
+    fn request(mode: PermissionMode, tool: Option<&Tool>, trusted: bool) -> PolicyRequest {
+        let call = ToolCall {
+            id: "1".into(),
+            name: "t".into(),
+            arguments: json!({}),
+        };
+        PolicyRequest::new("s", &call, tool)
+            .mode(mode)
+            .hints_trusted(trusted)
+    }
+
+    fn read_only() -> Tool {
+        let mut annotations = ToolAnnotations::new();
+        annotations.read_only = Some(true);
+        tool("t")
+            .annotations(annotations)
+            .execute_raw(|_| async { Ok("") })
+    }
+
+    #[test]
+    fn session_modes_decide_as_the_acp_modes_did() {
+        use PermissionMode::{AcceptEdits, BypassPermissions, Default, Plan};
+        let modes = PermissionPolicy::new().with_session_modes();
+        let plain = tool("t").execute_raw(|_| async { Ok("") });
+        let ro = read_only();
+        let deny = |d: Decision| matches!(d, Decision::Deny(_));
+
+        // Read-only tools: run when trusted, asked when not (plan included).
+        for mode in PermissionMode::ALL {
+            assert_eq!(
+                modes.decide(&request(mode, Some(&ro), true)),
+                Decision::Allow,
+                "{mode}"
+            );
+        }
+        assert_eq!(
+            modes.decide(&request(Default, Some(&ro), false)),
+            Decision::Ask
+        );
+        assert_eq!(
+            modes.decide(&request(Plan, Some(&ro), false)),
+            Decision::Ask
+        );
+        assert_eq!(
+            modes.decide(&request(BypassPermissions, Some(&ro), false)),
+            Decision::Allow
+        );
+
+        // Plan refuses anything else, not in the user's name.
+        let refused = modes.decide(&request(Plan, Some(&plain), true));
+        assert_eq!(refused, Decision::Deny(PLAN_MODE_REFUSAL.into()));
+        assert!(!PLAN_MODE_REFUSAL.contains("rejected"));
+        assert!(deny(modes.decide(&request(Plan, None, true))));
+
+        // Default asks; accept-edits runs edits only; bypass runs everything.
+        assert_eq!(
+            modes.decide(&request(Default, Some(&plain), true)),
+            Decision::Ask
+        );
+        assert_eq!(
+            modes.decide(&request(AcceptEdits, Some(&plain), true)),
+            Decision::Ask
+        );
+        assert_eq!(
+            modes.decide(&request(AcceptEdits, Some(&plain), true).edit(true)),
+            Decision::Allow
+        );
+        assert_eq!(
+            modes.decide(&request(Default, Some(&plain), true).edit(true)),
+            Decision::Ask
+        );
+        assert_eq!(
+            modes.decide(&request(BypassPermissions, Some(&plain), true)),
+            Decision::Allow
+        );
+        // A tool that does not exist is let through, to fail as unknown.
+        assert_eq!(modes.decide(&request(Default, None, true)), Decision::Allow);
+
+        // Remembered answers: after bypass, before the read-only rule.
+        let remembered = |mode, effect| {
+            modes.decide(&request(mode, Some(&plain), true).remembered(Some(effect)))
+        };
+        assert_eq!(remembered(Default, RuleEffect::Allow), Decision::Allow);
+        assert_eq!(
+            remembered(Default, RuleEffect::Reject),
+            Decision::Deny(REMEMBERED_REJECTION.into())
+        );
+        assert_eq!(
+            remembered(BypassPermissions, RuleEffect::Reject),
+            Decision::Allow
+        );
+
+        // Outside the workspace asks in every mode but plan (which refuses writes first).
+        for mode in [Default, AcceptEdits, BypassPermissions] {
+            let outside = request(mode, Some(&ro), true).inside_workspace(false);
+            assert_eq!(modes.decide(&outside), Decision::Ask, "{mode}");
+            let edit = request(mode, Some(&plain), true)
+                .edit(true)
+                .inside_workspace(false)
+                .remembered(Some(RuleEffect::Allow));
+            assert_eq!(modes.decide(&edit), Decision::Ask, "{mode}");
+        }
+        let outside = request(Plan, Some(&ro), true).inside_workspace(false);
+        assert_eq!(modes.decide(&outside), Decision::Ask);
+    }
+
+    #[test]
+    fn the_users_rules_deny_first_and_allow_after_the_guards() {
+        use PermissionMode::{BypassPermissions, Default, Plan};
+        let policy = PermissionPolicy::new().deny(["t"]).with_session_modes();
+        let plain = tool("t").execute_raw(|_| async { Ok("") });
+        assert_eq!(
+            policy.decide(&request(BypassPermissions, Some(&plain), true)),
+            Decision::Deny("blocked by the deny rule `t`".into())
+        );
+        let denied_outside = request(Default, Some(&plain), true).inside_workspace(false);
+        assert!(matches!(policy.decide(&denied_outside), Decision::Deny(_)));
+
+        let allowing = PermissionPolicy::new().allow(["t"]).with_session_modes();
+        assert_eq!(
+            allowing.decide(&request(Default, Some(&plain), true)),
+            Decision::Allow
+        );
+        assert_eq!(
+            allowing.decide(&request(Plan, Some(&plain), true)),
+            Decision::Deny(PLAN_MODE_REFUSAL.into())
+        );
+        let outside = request(Default, Some(&plain), true).inside_workspace(false);
+        assert_eq!(allowing.decide(&outside), Decision::Ask);
+
+        // Without a mode, the user's policy alone.
+        let call = ToolCall {
+            id: "1".into(),
+            name: "other".into(),
+            arguments: json!({}),
+        };
+        assert_eq!(
+            allowing.decide(&PolicyRequest::new("s", &call, None)),
+            Decision::Ask
+        );
+    }
 }

@@ -15,7 +15,9 @@ use crate::error::Error;
 use crate::http::sse::SseDecoder;
 use crate::http::{HttpConfig, HttpResponse};
 use crate::message::ContentPart;
-use crate::model::{ModelRequest, ModelResponse, ModelStream, StreamEvent};
+use crate::model::{
+    FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent, ToolChoice,
+};
 use crate::structured::OutputSchema;
 
 /// One model call, waiting for the whole answer.
@@ -26,13 +28,150 @@ pub(crate) async fn generate<P: WireApi>(
 ) -> Result<ModelResponse, Error> {
     let body = encode_request::<P>(request, false, cache)?;
     let url = http.endpoint(&P::path(&request.model, false))?;
-    let response = http.post_json(&url, body, read_error::<P>).await?;
+    let response = http
+        .post_json(&url, body, read_error::<P>)
+        .await
+        .map_err(context_overflow)?;
     let bytes = http.read_body(response).await?;
     let mut response = P::parse_response(&bytes)?;
     if let Some(schema) = output_tool_schema::<P>(request) {
         output_call_as_text(schema, &mut response);
     }
+    AnswerChecks::new(request).apply(P::NAME, &mut response);
     Ok(response)
+}
+
+/// What compatible servers get wrong without saying so, checked on every answer:
+/// - a reply that used exactly `max_output_tokens` but claims it ended normally was cut off
+///   (llama.cpp's Responses API still says `completed`), so it finishes with
+///   [`FinishReason::Length`];
+/// - a named or required `tool_choice` the answer ignored (llama.cpp treats a named one as
+///   `auto`) is logged as a warning naming it.
+struct AnswerChecks {
+    model: String,
+    max_output_tokens: Option<u32>,
+    /// `None` when the choice is not checked (no tools, or a structured answer's tool).
+    tool_choice: Option<ToolChoice>,
+}
+
+impl AnswerChecks {
+    fn new(request: &ModelRequest) -> Self {
+        let checked = !request.tools.is_empty() && request.output_schema.is_none();
+        Self {
+            model: request.model.clone(),
+            max_output_tokens: request.max_output_tokens,
+            tool_choice: checked.then(|| request.tool_choice.clone()),
+        }
+    }
+
+    fn apply(&self, provider: &'static str, response: &mut ModelResponse) {
+        let at_limit = self
+            .max_output_tokens
+            .is_some_and(|max| max > 0 && u64::from(max) == response.usage.output_tokens);
+        if at_limit
+            && matches!(
+                response.finish_reason,
+                FinishReason::Stop | FinishReason::ToolCalls
+            )
+        {
+            tracing::debug!(
+                provider,
+                output_tokens = response.usage.output_tokens,
+                "the answer used all of max_output_tokens; taking it as cut off"
+            );
+            response.finish_reason = FinishReason::Length;
+        }
+        let mut calls = response.message.tool_calls();
+        match &self.tool_choice {
+            Some(ToolChoice::Tool(name)) if !calls.any(|call| &call.name == name) => {
+                tracing::warn!(
+                    provider,
+                    model = %self.model,
+                    tool = %name,
+                    "tool_choice named `{name}` but the answer did not call it: the server may \
+                     not support a named tool_choice (llama.cpp treats it as `auto`)"
+                );
+            }
+            Some(ToolChoice::Required) if calls.next().is_none() => tracing::warn!(
+                provider,
+                model = %self.model,
+                "tool_choice required a tool call but the answer made none: the server may not \
+                 support `required`"
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// A provider's refusal of a request too long for the model's context window, as
+/// [`Error::ContextWindowExceeded`] with the numbers it gave:
+/// - llama.cpp: HTTP 400, `type: "exceed_context_size_error"`, `n_prompt_tokens`, `n_ctx`;
+/// - OpenAI: `code: "context_length_exceeded"`, "This model's maximum context length is N
+///   tokens. However, your messages resulted in M tokens..." (the Responses API's message
+///   has no numbers);
+/// - Anthropic: `invalid_request_error`, "prompt is too long: M tokens > N maximum".
+///
+/// Every other error is returned as it was.
+pub(crate) fn context_overflow(error: Error) -> Error {
+    let Error::Provider {
+        provider,
+        status,
+        ref message,
+        ref code,
+        ref body,
+        ..
+    } = error
+    else {
+        return error;
+    };
+    if !matches!(status, 400 | 413) {
+        return error;
+    }
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let detail = parsed
+        .as_ref()
+        .map(|value| value.get("error").unwrap_or(value));
+    let number = |key: &str| {
+        detail
+            .and_then(|d| d.get(key))
+            .and_then(serde_json::Value::as_u64)
+    };
+    let (request_tokens, limit) = match code.as_deref() {
+        Some("exceed_context_size_error") => (number("n_prompt_tokens"), number("n_ctx")),
+        Some("context_length_exceeded") => openai_overflow_numbers(message),
+        _ if message.starts_with("prompt is too long") => anthropic_overflow_numbers(message),
+        _ => return error,
+    };
+    Error::ContextWindowExceeded {
+        request_tokens,
+        limit,
+        provider: Some(provider),
+    }
+}
+
+/// "This model's maximum context length is 128000 tokens. However, your messages resulted in
+/// 130532 tokens..." as `(Some(130532), Some(128000))`.
+fn openai_overflow_numbers(message: &str) -> (Option<u64>, Option<u64>) {
+    let limit = number_after(message, "maximum context length is ");
+    let request = number_after(message, "resulted in ");
+    (request, limit)
+}
+
+/// "prompt is too long: 208950 tokens > 200000 maximum" as `(Some(208950), Some(200000))`.
+fn anthropic_overflow_numbers(message: &str) -> (Option<u64>, Option<u64>) {
+    (
+        number_after(message, "prompt is too long: "),
+        number_after(message, "tokens > "),
+    )
+}
+
+/// The whole number right after `prefix` in `text`.
+fn number_after(text: &str, prefix: &str) -> Option<u64> {
+    let (_, rest) = text.split_once(prefix)?;
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
 }
 
 /// The schema of the structured-answer tool, when `request` uses one on this wire API.
@@ -40,14 +179,16 @@ fn output_tool_schema<P: WireApi>(request: &ModelRequest) -> Option<&OutputSchem
     request.output_schema.as_ref().filter(|_| P::OUTPUT_AS_TOOL)
 }
 
-/// Applies [`output_call_as_text`] to the stream's final response.
+/// Applies [`output_call_as_text`] and [`AnswerChecks`] to the stream's final response.
 fn with_output_text<P: WireApi>(request: &ModelRequest, stream: ModelStream) -> ModelStream {
-    let Some(schema) = output_tool_schema::<P>(request).cloned() else {
-        return stream;
-    };
+    let schema = output_tool_schema::<P>(request).cloned();
+    let checks = AnswerChecks::new(request);
     Box::pin(stream.map(move |event| match event {
         Ok(StreamEvent::Finish(mut response)) => {
-            output_call_as_text(&schema, &mut response);
+            if let Some(schema) = &schema {
+                output_call_as_text(schema, &mut response);
+            }
+            checks.apply(P::NAME, &mut response);
             Ok(StreamEvent::Finish(response))
         }
         other => other,
@@ -62,7 +203,10 @@ pub(crate) async fn stream<P: WireApi>(
 ) -> Result<ModelStream, Error> {
     let body = encode_request::<P>(request, true, cache)?;
     let url = http.endpoint(&P::path(&request.model, true))?;
-    let response = http.post_json(&url, body, read_error::<P>).await?;
+    let response = http
+        .post_json(&url, body, read_error::<P>)
+        .await
+        .map_err(context_overflow)?;
     let is_json = response
         .headers()
         .get(CONTENT_TYPE)
@@ -80,6 +224,7 @@ pub(crate) async fn stream<P: WireApi>(
     if let Some(schema) = output_tool_schema::<P>(request) {
         output_call_as_text(schema, &mut response);
     }
+    AnswerChecks::new(request).apply(P::NAME, &mut response);
     let mut events = Vec::new();
     for part in &response.message.content {
         match part {

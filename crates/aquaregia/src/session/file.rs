@@ -9,7 +9,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -105,7 +105,7 @@ impl FileSessionStore {
     {
         let store = self.clone();
         tokio::task::spawn_blocking(move || {
-            let mut state = store.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = crate::sync::lock(&store.state);
             op(&store, &mut state)
         })
         .await
@@ -164,19 +164,11 @@ impl FileSessionStore {
 
     fn write_meta_cache(&self, meta: &SessionMeta) -> Result<(), SessionError> {
         let path = self.meta_path(&meta.id);
-        let tmp = self.dir.join(format!(".{}{META_SUFFIX}.tmp", meta.id));
         let body = serde_json::to_vec(meta).map_err(|error| SessionError::Corrupt {
             path: path.clone(),
             message: format!("cannot encode metadata: {error}"),
         })?;
-        let mut options = OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        options
-            .open(&tmp)
-            .and_then(|mut file| file.write_all(&body).and_then(|()| file.sync_data()))
-            .and_then(|()| fs::rename(&tmp, &path))
+        crate::files::replace(&path, &body, crate::files::Access::Private)
             .map_err(|source| io(&path, source))
     }
 

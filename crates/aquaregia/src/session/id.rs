@@ -1,4 +1,4 @@
-//! Session ids: generated uuid-like, validated so they are safe as file names.
+//! Session ids: generated as UUID v4, validated so they are safe as file names.
 
 use std::fmt;
 use std::str::FromStr;
@@ -23,17 +23,9 @@ const MAX_ID_LEN: usize = 128;
 pub struct SessionId(String);
 
 impl SessionId {
-    /// A fresh random id in the UUID v4 layout (`8-4-4-4-12` hex digits).
+    /// A fresh random id: a UUID v4 in its hyphenated form (`8-4-4-4-12` hex digits).
     pub fn generate() -> Self {
-        let bits = fastrand::u128(..);
-        // Version 4, RFC 4122 variant.
-        let bits = (bits & !(0xf << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
-        let hex = format!("{bits:032x}");
-        let (a, rest) = hex.split_at(8);
-        let (b, rest) = rest.split_at(4);
-        let (c, rest) = rest.split_at(4);
-        let (d, e) = rest.split_at(4);
-        Self(format!("{a}-{b}-{c}-{d}-{e}"))
+        Self(uuid::Uuid::new_v4().hyphenated().to_string())
     }
 
     /// Checks and wraps an id.

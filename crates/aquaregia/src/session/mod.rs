@@ -20,9 +20,9 @@ use serde_json::{Map, Value};
 use crate::message::{Message, Role};
 use crate::model::Usage;
 
+pub use self::time::{Timestamp, TimestampParseError};
 pub use file::FileSessionStore;
 pub use id::SessionId;
-pub use time::Timestamp;
 
 /// Longest title derived from a first prompt, in characters.
 const TITLE_MAX_CHARS: usize = 80;

@@ -1,7 +1,11 @@
-//! Wall-clock timestamps for session metadata, without a date-time dependency.
+//! Wall-clock timestamps for session metadata, in RFC 3339 through the `time` crate.
 
 use std::fmt;
+use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ::time::OffsetDateTime;
+use ::time::format_description::well_known::Rfc3339;
 
 use serde::{Deserialize, Serialize};
 
@@ -53,31 +57,44 @@ impl From<SystemTime> for Timestamp {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let millis = self.0 % 1000;
-        let secs = self.0 / 1000;
-        let (hour, minute, second) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
-        let (year, month, day) = civil_from_days(secs / 86_400);
-        write!(
-            f,
-            "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z"
-        )
+        // Always three fraction digits in UTC, so the text sorts as the time does.
+        let nanos = i128::from(self.0) * 1_000_000;
+        match OffsetDateTime::from_unix_timestamp_nanos(nanos) {
+            Ok(time) => write!(
+                f,
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                time.year(),
+                u8::from(time.month()),
+                time.day(),
+                time.hour(),
+                time.minute(),
+                time.second(),
+                time.millisecond()
+            ),
+            // Past year 9999: no RFC 3339 form; the raw count still says when.
+            Err(_) => write!(f, "@{}ms", self.0),
+        }
     }
 }
 
-/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
-/// (Howard Hinnant's `civil_from_days`, for non-negative day counts).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+/// Why a text is not an RFC 3339 timestamp (or is one before the Unix epoch).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not an RFC 3339 timestamp at or after 1970-01-01T00:00:00Z: {0}")]
+pub struct TimestampParseError(String);
+
+impl FromStr for Timestamp {
+    type Err = TimestampParseError;
+
+    /// Parses RFC 3339 with any offset (`2026-12-01T10:27:38.123+01:00`); precision past the
+    /// millisecond is dropped.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let time = OffsetDateTime::parse(text, &Rfc3339)
+            .map_err(|error| TimestampParseError(format!("`{text}`: {error}")))?;
+        let millis = time.unix_timestamp_nanos() / 1_000_000;
+        u64::try_from(millis)
+            .map(Self)
+            .map_err(|_| TimestampParseError(format!("`{text}` is before the Unix epoch")))
+    }
 }
 
 #[cfg(test)]
@@ -94,5 +111,21 @@ mod tests {
             Timestamp::from_millis(1_796_117_258_123).to_string(),
             "2026-12-01T09:27:38.123Z"
         );
+        assert_eq!(
+            Timestamp::from_millis(1_796_117_258_000).to_string(),
+            "2026-12-01T09:27:38.000Z"
+        );
+    }
+
+    #[test]
+    fn parses_what_it_prints_and_other_offsets() {
+        let time = Timestamp::from_millis(1_796_117_258_123);
+        assert_eq!(time.to_string().parse::<Timestamp>(), Ok(time));
+        assert_eq!(
+            "2026-12-01T10:27:38.123456+01:00".parse::<Timestamp>(),
+            Ok(time)
+        );
+        assert!("1969-12-31T23:59:59Z".parse::<Timestamp>().is_err());
+        assert!("yesterday".parse::<Timestamp>().is_err());
     }
 }

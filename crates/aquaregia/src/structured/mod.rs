@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::message::Message;
+use crate::schema_check::SchemaCheck;
 
 pub use generate::{GeneratedObject, generate_object};
 
@@ -171,20 +172,9 @@ impl OutputSchema {
         if self.strict.is_some() {
             strict::remove_added_nulls(&mut value, &self.schema, &self.schema);
         }
-        match jsonschema::validator_for(&self.schema) {
+        match SchemaCheck::compile(&self.schema) {
             Ok(validator) => {
-                let problems: Vec<String> = validator
-                    .iter_errors(&value)
-                    .take(5)
-                    .map(|error| {
-                        let path = error.instance_path().to_string();
-                        if path.is_empty() {
-                            error.to_string()
-                        } else {
-                            format!("{path}: {error}")
-                        }
-                    })
-                    .collect();
+                let problems = validator.problems(&value, 5);
                 if !problems.is_empty() {
                     return Err(format!(
                         "the answer does not match the schema: {}",

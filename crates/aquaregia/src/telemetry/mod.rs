@@ -270,8 +270,6 @@ fn record_error(span: &Span, error: &Error) {
         Error::StructuredOutput { .. } => "structured_output_error",
         Error::ContextWindowExceeded { .. } => "context_window_exceeded",
         Error::Cancelled => "cancelled",
-        #[cfg(feature = "mcp")]
-        Error::Mcp(_) => "mcp_error",
         _ => "_OTHER",
     };
     span.record("error.type", kind);
@@ -319,7 +317,7 @@ pub(crate) fn record_tool(span: &Span, result: &Result<ToolOutput, ToolExecError
         }
         Err(error) => {
             let kind = match error {
-                ToolExecError::Execution(_) => "tool_error",
+                ToolExecError::Execution(_) | ToolExecError::Failed(_) => "tool_error",
                 ToolExecError::InvalidArguments(_) => "invalid_arguments",
                 ToolExecError::Timeout => "timeout",
                 ToolExecError::UnknownTool(_) => "unknown_tool",

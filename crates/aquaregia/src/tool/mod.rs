@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::context::OutputBudget;
 use crate::error::Error;
+use crate::schema_check::SchemaCheck;
 
 pub use builder::{ToolBuilder, TypedToolBuilder, tool};
 pub use output::{ContentBlock, IntoToolOutput, Json, ToolOutput};
@@ -82,12 +83,21 @@ impl ToolAnnotations {
 }
 
 /// Why a tool call failed.
+///
+/// The `Display` text is what the model is told. Two errors are equal when they are the same
+/// variant with the same text ([`Failed`](Self::Failed) compares its error's text).
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ToolExecError {
     /// The tool ran and reported a failure.
     #[error("{0}")]
     Execution(String),
+    /// The tool failed with an error of its own, kept whole: its text is what the model is
+    /// told; downcast it to act on a particular error, and
+    /// [`source`](std::error::Error::source) goes on with its causes. See
+    /// [`ToolExecError::failed`].
+    #[error(transparent)]
+    Failed(Arc<dyn std::error::Error + Send + Sync>),
     /// The arguments did not match the tool's schema (or could not be decoded).
     #[error("invalid arguments: {0}")]
     InvalidArguments(String),
@@ -105,6 +115,54 @@ pub enum ToolExecError {
     Cancelled,
 }
 
+impl ToolExecError {
+    /// A failure carrying `error` as its source ([`ToolExecError::Failed`]).
+    ///
+    /// ```
+    /// use aquaregia::ToolExecError;
+    /// let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+    /// let error = ToolExecError::failed(io);
+    /// assert_eq!(error.to_string(), "no such file");
+    /// ```
+    pub fn failed(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::Failed(Arc::from(error.into()))
+    }
+
+    /// The tool's own error as a `T`, when this is [`Failed`](Self::Failed) with one.
+    ///
+    /// ```
+    /// use aquaregia::ToolExecError;
+    /// let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+    /// let error = ToolExecError::failed(io);
+    /// let io = error.downcast_ref::<std::io::Error>().expect("an io::Error");
+    /// assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    /// ```
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        match self {
+            Self::Failed(error) => error.downcast_ref::<T>(),
+            _ => None,
+        }
+    }
+}
+
+impl PartialEq for ToolExecError {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Execution(a), Self::Execution(b))
+            | (Self::InvalidArguments(a), Self::InvalidArguments(b))
+            | (Self::UnknownTool(a), Self::UnknownTool(b))
+            | (Self::Denied(a), Self::Denied(b)) => a == b,
+            (Self::Failed(a), Self::Failed(b)) => {
+                Arc::ptr_eq(a, b) || a.to_string() == b.to_string()
+            }
+            (Self::Timeout, Self::Timeout) | (Self::Cancelled, Self::Cancelled) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for ToolExecError {}
+
 impl From<String> for ToolExecError {
     fn from(message: String) -> Self {
         Self::Execution(message)
@@ -119,13 +177,13 @@ impl From<&str> for ToolExecError {
 
 impl From<std::io::Error> for ToolExecError {
     fn from(error: std::io::Error) -> Self {
-        Self::Execution(error.to_string())
+        Self::failed(error)
     }
 }
 
 impl From<serde_json::Error> for ToolExecError {
     fn from(error: serde_json::Error) -> Self {
-        Self::Execution(error.to_string())
+        Self::failed(error)
     }
 }
 
@@ -134,7 +192,7 @@ impl From<Error> for ToolExecError {
         match error {
             Error::Tool { source, .. } => source,
             Error::Cancelled => Self::Cancelled,
-            other => Self::Execution(other.to_string()),
+            other => Self::failed(other),
         }
     }
 }
@@ -177,7 +235,7 @@ struct ToolInner {
     /// [`Tool::hints_trusted`]).
     hints_trusted: bool,
     /// Compiled once, on first use; `None` when the schema cannot be compiled.
-    validator: OnceLock<Option<jsonschema::Validator>>,
+    validator: OnceLock<Option<SchemaCheck>>,
 }
 
 impl Tool {
@@ -212,7 +270,7 @@ impl Tool {
             self.inner.executor.clone(),
         )
         .budget(self.inner.output_budget)
-        .trusting_hints(self.inner.hints_trusted)
+        .with_trusted_hints(self.inner.hints_trusted)
     }
 
     /// This tool with its own limit on what one result may put into the context (an MCP
@@ -254,7 +312,7 @@ impl Tool {
             self.inner.executor.clone(),
         )
         .budget(self.inner.output_budget)
-        .trusting_hints(self.inner.hints_trusted)
+        .with_trusted_hints(self.inner.hints_trusted)
     }
 
     /// The name, description and schema the model sees.
@@ -280,17 +338,19 @@ impl Tool {
     /// Whether [`annotations`](Self::annotations) may be believed, e.g. to run a
     /// `read_only` tool without asking: true for tools written in Rust (with [`tool`] or
     /// [`Tool::new`]: the developer set the hints), and for an MCP server's tools only when
-    /// the server is trusted (`"trust": true` in its config, or
-    /// [`McpToolsetBuilder::trust`](crate::mcp::McpToolsetBuilder::trust) /
-    /// [`McpConnection::with_trusted_hints`](crate::mcp::McpConnection::with_trusted_hints)).
+    /// the server is trusted (`"trust": true` in its config, or `aquaregia-mcp`'s
+    /// `McpToolsetBuilder::trust` / `McpConnection::with_trusted_hints`).
     /// A server that is not trusted can claim anything, so a permission check should treat
     /// its tools as if they had no annotations.
     pub fn hints_trusted(&self) -> bool {
         self.inner.hints_trusted
     }
 
-    /// This tool with its hints trusted or not (MCP tools of servers the user did not trust).
-    pub(crate) fn trusting_hints(self, trusted: bool) -> Self {
+    /// This tool with its [`annotations`](Self::annotations) believed or not (see
+    /// [`hints_trusted`](Self::hints_trusted)): a tool source whose hints nobody vouches for,
+    /// such as an MCP server the user did not trust, hands its tools out with `false`.
+    #[must_use]
+    pub fn with_trusted_hints(self, trusted: bool) -> Self {
         if self.inner.hints_trusted == trusted {
             return self;
         }
@@ -314,7 +374,7 @@ impl Tool {
     /// Checks `args` against the input schema (compiled once per tool and cached).
     pub fn validate(&self, args: &Value) -> Result<(), ToolExecError> {
         let validator = self.inner.validator.get_or_init(|| {
-            match jsonschema::validator_for(&self.inner.descriptor.input_schema) {
+            match SchemaCheck::compile(&self.inner.descriptor.input_schema) {
                 Ok(validator) => Some(validator),
                 Err(error) => {
                     tracing::warn!(
@@ -329,21 +389,10 @@ impl Tool {
         let Some(validator) = validator else {
             return Ok(());
         };
-        if validator.is_valid(args) {
+        let problems = validator.problems(args, 5);
+        if problems.is_empty() {
             return Ok(());
         }
-        let problems: Vec<String> = validator
-            .iter_errors(args)
-            .take(5)
-            .map(|error| {
-                let path = error.instance_path().to_string();
-                if path.is_empty() {
-                    error.to_string()
-                } else {
-                    format!("{path}: {error}")
-                }
-            })
-            .collect();
         Err(ToolExecError::InvalidArguments(problems.join("; ")))
     }
 

@@ -18,14 +18,15 @@ use crate::model::{ModelRequest, ModelResponse, ToolChoice};
 use crate::tool::ToolDescriptor;
 use response::Decoder;
 
-/// OpenAI's Responses API.
+/// OpenAI's Responses API, or a compatible server at `OPENAI_BASE_URL` (llama.cpp, vLLM...;
+/// the key is then optional, as for Chat Completions).
 pub(crate) static OPENAI: ProviderInfo = ProviderInfo {
     id: "openai",
     kind: ProviderKind::OpenAiResponses,
     api_key_vars: &["OPENAI_API_KEY"],
     base_url_vars: &["OPENAI_BASE_URL"],
     default_base_url: OPENAI_BASE_URL,
-    key: KeyPolicy::Required,
+    key: KeyPolicy::UnlessBaseUrl,
     normalize_base_url: base_url_as_is,
     auth_header: bearer_auth,
     static_headers: &[],

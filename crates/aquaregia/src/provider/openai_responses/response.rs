@@ -1,6 +1,6 @@
 //! Responses API answers: the wire types, whole answers and the stream decoder.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -46,6 +46,7 @@ enum OutputItem {
         encrypted_content: Option<String>,
     },
     Message {
+        id: Option<String>,
         #[serde(default)]
         content: Vec<MessageContent>,
     },
@@ -152,7 +153,7 @@ impl ResponseBody {
                         encrypted_content,
                     }));
                 }
-                OutputItem::Message { content } => {
+                OutputItem::Message { content, .. } => {
                     for part in content {
                         match part {
                             MessageContent::OutputText { text } => builder.push_text(&text),
@@ -217,47 +218,54 @@ enum Event {
     Started { response: ResponseHeader },
     #[serde(rename = "response.output_item.added")]
     ItemAdded {
-        output_index: usize,
+        output_index: Option<usize>,
+        item_id: Option<String>,
         item: OutputItem,
     },
     #[serde(rename = "response.output_item.done")]
     ItemDone {
-        output_index: usize,
+        output_index: Option<usize>,
+        item_id: Option<String>,
         item: OutputItem,
     },
     #[serde(rename = "response.reasoning_summary_part.added")]
     SummaryPartAdded {
-        output_index: usize,
+        output_index: Option<usize>,
+        item_id: Option<String>,
         #[serde(default)]
         summary_index: usize,
     },
     #[serde(rename = "response.reasoning_summary_text.delta")]
     SummaryDelta {
-        output_index: usize,
+        output_index: Option<usize>,
+        item_id: Option<String>,
         #[serde(default)]
         delta: String,
     },
     #[serde(rename = "response.reasoning_text.delta")]
     ReasoningDelta {
-        output_index: usize,
+        output_index: Option<usize>,
+        item_id: Option<String>,
         #[serde(default)]
         delta: String,
     },
     #[serde(rename = "response.output_text.delta")]
     TextDelta {
-        output_index: usize,
+        output_index: Option<usize>,
+        item_id: Option<String>,
         #[serde(default)]
         delta: String,
     },
     #[serde(rename = "response.refusal.delta")]
     RefusalDelta {
-        output_index: usize,
+        output_index: Option<usize>,
+        item_id: Option<String>,
         #[serde(default)]
         delta: String,
     },
     #[serde(rename = "response.function_call_arguments.delta")]
     ArgumentsDelta {
-        output_index: usize,
+        output_index: Option<usize>,
         item_id: Option<String>,
         #[serde(default)]
         delta: String,
@@ -285,11 +293,18 @@ struct FailedResponse {
 
 /// Streaming state. Output items by `output_index`, built from deltas and replaced by each
 /// `output_item.done`; used only when the terminal event carries no `output`.
+///
+/// Compatible servers (llama.cpp) send no `output_index`: their events name the item by
+/// `item_id` alone, so items are also found by id, and numbered in order of arrival.
 #[derive(Default)]
 pub(crate) struct Decoder {
     id: Option<String>,
     model: Option<String>,
     items: BTreeMap<usize, OutputItem>,
+    /// Output indexes by item id.
+    ids: HashMap<String, usize>,
+    /// One past the highest output index seen.
+    next_index: usize,
     response: Option<ModelResponse>,
 }
 
@@ -308,7 +323,12 @@ impl StreamDecoder for Decoder {
                 self.id = self.id.take().or(response.id);
                 self.model = self.model.take().or(response.model);
             }
-            Event::ItemAdded { output_index, item } => {
+            Event::ItemAdded {
+                output_index,
+                item_id,
+                item,
+            } => {
+                let index = self.position(output_index, item_id.or_else(|| item_id_of(&item)));
                 if let OutputItem::FunctionCall {
                     id, call_id, name, ..
                 } = &item
@@ -322,16 +342,24 @@ impl StreamDecoder for Decoder {
                         name: name.clone(),
                     });
                 }
-                self.items.insert(output_index, item);
+                self.items.insert(index, item);
             }
-            Event::ItemDone { output_index, item } => {
-                self.items.insert(output_index, item);
+            Event::ItemDone {
+                output_index,
+                item_id,
+                item,
+            } => {
+                let index = self.position(output_index, item_id.or_else(|| item_id_of(&item)));
+                self.items.insert(index, item);
             }
             Event::SummaryPartAdded {
                 output_index,
+                item_id,
                 summary_index,
             } => {
-                if let OutputItem::Reasoning { summary, .. } = self.item(output_index, reasoning) {
+                if let OutputItem::Reasoning { summary, .. } =
+                    self.item(output_index, item_id, reasoning)
+                {
                     summary.push(TextPart::default());
                 }
                 // Summary parts are paragraphs; keep the streamed text equal to the final one.
@@ -341,27 +369,36 @@ impl StreamDecoder for Decoder {
             }
             Event::SummaryDelta {
                 output_index,
+                item_id,
                 delta,
             } => {
-                if let OutputItem::Reasoning { summary, .. } = self.item(output_index, reasoning) {
+                if let OutputItem::Reasoning { summary, .. } =
+                    self.item(output_index, item_id, reasoning)
+                {
                     append(summary, &delta);
                 }
                 out.push_back(StreamEvent::ReasoningDelta(delta));
             }
             Event::ReasoningDelta {
                 output_index,
+                item_id,
                 delta,
             } => {
-                if let OutputItem::Reasoning { content, .. } = self.item(output_index, reasoning) {
+                if let OutputItem::Reasoning { content, .. } =
+                    self.item(output_index, item_id, reasoning)
+                {
                     append(content.get_or_insert_default(), &delta);
                 }
                 out.push_back(StreamEvent::ReasoningDelta(delta));
             }
             Event::TextDelta {
                 output_index,
+                item_id,
                 delta,
             } => {
-                if let OutputItem::Message { content } = self.item(output_index, message) {
+                if let OutputItem::Message { content, .. } =
+                    self.item(output_index, item_id, message)
+                {
                     match content.last_mut() {
                         Some(MessageContent::OutputText { text }) => text.push_str(&delta),
                         _ => content.push(MessageContent::OutputText {
@@ -373,9 +410,12 @@ impl StreamDecoder for Decoder {
             }
             Event::RefusalDelta {
                 output_index,
+                item_id,
                 delta,
             } => {
-                if let OutputItem::Message { content } = self.item(output_index, message) {
+                if let OutputItem::Message { content, .. } =
+                    self.item(output_index, item_id, message)
+                {
                     match content.last_mut() {
                         Some(MessageContent::Refusal { refusal }) => refusal.push_str(&delta),
                         _ => content.push(MessageContent::Refusal {
@@ -390,7 +430,8 @@ impl StreamDecoder for Decoder {
                 item_id,
                 delta,
             } => {
-                let id = match self.items.get_mut(&output_index) {
+                let index = self.position(output_index, item_id.clone());
+                let id = match self.items.get_mut(&index) {
                     Some(OutputItem::FunctionCall {
                         id,
                         call_id,
@@ -445,9 +486,43 @@ impl StreamDecoder for Decoder {
 }
 
 impl Decoder {
-    /// The item at `index`, created with `make` when no `output_item.added` announced it.
-    fn item(&mut self, index: usize, make: fn() -> OutputItem) -> &mut OutputItem {
+    /// The item an event is about, created with `make` when no `output_item.added` announced
+    /// it.
+    fn item(
+        &mut self,
+        output_index: Option<usize>,
+        item_id: Option<String>,
+        make: fn() -> OutputItem,
+    ) -> &mut OutputItem {
+        let index = self.position(output_index, item_id);
         self.items.entry(index).or_insert_with(make)
+    }
+
+    /// The output index of an event's item: its `output_index`; else the index of the item
+    /// with its `item_id`; else a new index after the last (an item seen for the first time),
+    /// or the last one (an event naming no item).
+    fn position(&mut self, output_index: Option<usize>, item_id: Option<String>) -> usize {
+        let index = match (output_index, item_id) {
+            (Some(index), Some(id)) => {
+                self.ids.insert(id, index);
+                index
+            }
+            (Some(index), None) => index,
+            (None, Some(id)) => *self.ids.entry(id).or_insert(self.next_index),
+            (None, None) => self.next_index.saturating_sub(1),
+        };
+        self.next_index = self.next_index.max(index + 1);
+        index
+    }
+}
+
+/// The id an output item carries itself (function calls: the item id, not the call id).
+fn item_id_of(item: &OutputItem) -> Option<String> {
+    match item {
+        OutputItem::Reasoning { id, .. }
+        | OutputItem::Message { id, .. }
+        | OutputItem::FunctionCall { id, .. } => id.clone(),
+        OutputItem::Other => None,
     }
 }
 
@@ -462,6 +537,7 @@ fn reasoning() -> OutputItem {
 
 fn message() -> OutputItem {
     OutputItem::Message {
+        id: None,
         content: Vec::new(),
     }
 }
