@@ -8,6 +8,14 @@
 //! the real `aquaregia` binary. Sessions are stored under the target directory, not in the
 //! user's data dir.
 #![allow(missing_docs, clippy::print_stdout)]
+// Test code: a failed setup or expectation should stop the test loudly, and nothing here is
+// public API that would need `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

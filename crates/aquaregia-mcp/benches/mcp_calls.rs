@@ -14,6 +14,14 @@
 //! directory removed at the end), the server publishing the discovery documents the connect
 //! reads.
 #![allow(missing_docs, clippy::print_stdout)]
+// Test code: a failed setup or expectation should stop the test loudly, and nothing here is
+// public API that would need `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -10,6 +10,14 @@
 //! process on the same core: `taskset -c 1 cargo bench -p aquaregia --bench agent_loop`
 //! (`AGENT_LOOP_MOCK=thread` puts the mock on a thread of the bench process instead).
 #![allow(missing_docs, clippy::print_stdout)]
+// Test code: a failed setup or expectation should stop the test loudly, and nothing here is
+// public API that would need `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
 
 mod support;
 

@@ -4,6 +4,15 @@
 //! scratch directories come from `tempfile`, and the processes a test starts carry a marker of
 //! their own (`aquaregia_test_support::processes`).
 
+// Test code: a failed setup or expectation should stop the test loudly, and nothing here is
+// public API that would need `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
+
 mod support;
 
 mod bounded_history;

@@ -9,6 +9,15 @@
 //! ignored unless the `real-peers` feature is on (`--all-features` turns it on), so
 //! `cargo test --workspace` needs no network.
 
+// Test code: a failed setup or expectation should stop the test loudly, and nothing here is
+// public API that would need `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
+
 mod common;
 
 mod acp_acpx;

@@ -3,6 +3,15 @@
 //! (npm/PyPI servers, the conformance suite) install their peers once through
 //! `aquaregia_test_support::deps`.
 
+// Test code: a failed setup or expectation should stop the test loudly, and nothing here is
+// public API that would need `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
+
 mod common;
 
 mod client;

@@ -4,6 +4,15 @@
 //! directories come from `tempfile`, servers bind port 0, and processes a test starts carry
 //! a marker of their own.
 
+// Test code: a failed setup or expectation should stop the test loudly, and nothing here is
+// public API that would need `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
+
 mod common;
 
 mod agent_cancel;
