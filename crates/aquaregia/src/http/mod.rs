@@ -20,7 +20,7 @@ use reqwest::{Method, Url};
 
 use plain::{PlainClient, PlainResponse};
 
-use crate::error::{Error, is_retryable_status};
+use crate::error::{ConfigError, Error, is_retryable_status};
 
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 const BASE_BACKOFF: Duration = Duration::from_millis(500);
@@ -57,7 +57,7 @@ pub fn client_builder() -> reqwest::ClientBuilder {
 pub(crate) fn default_client() -> Result<reqwest::Client, Error> {
     client_builder()
         .build()
-        .map_err(|error| Error::Config(format!("HTTP client: {}", reqwest_message(&error))))
+        .map_err(|error| Error::Config(ConfigError::HttpClient(reqwest_message(&error))))
 }
 
 /// HTTP settings shared by every request of a [`Client`](crate::Client).
@@ -211,7 +211,10 @@ impl HttpConfig {
         }
         let text = self.url(path);
         let invalid = |error: &dyn std::fmt::Display| {
-            Error::Config(format!("invalid URL `{}`: {error}", safe_url(&text)))
+            Error::Config(ConfigError::InvalidUrl {
+                url: safe_url(&text),
+                reason: error.to_string(),
+            })
         };
         let url = Url::parse(&text).map_err(|error| invalid(&error))?;
         let uri = url
@@ -342,7 +345,27 @@ pub(crate) fn safe_url(url: &str) -> String {
             parsed.set_fragment(None);
             parsed.to_string()
         }
-        Err(_) => crate::redact::redact(url).into_owned(),
+        Err(_) => {
+            // Not a URL: cut what would be the query and fragment, and user info before the
+            // host, by text alone (a password must not reach a message because the host part
+            // is broken).
+            let end = url.find(['?', '#']).unwrap_or(url.len());
+            let mut text = url.get(..end).unwrap_or(url).to_owned();
+            if let Some(scheme_end) = text.find("://") {
+                let authority_start = scheme_end + 3;
+                let authority_end = text
+                    .get(authority_start..)
+                    .and_then(|rest| rest.find('/'))
+                    .map_or(text.len(), |slash| authority_start + slash);
+                if let Some(at) = text
+                    .get(authority_start..authority_end)
+                    .and_then(|authority| authority.rfind('@'))
+                {
+                    text.replace_range(authority_start..=authority_start + at, "");
+                }
+            }
+            crate::redact::redact(&text).into_owned()
+        }
     }
 }
 

@@ -670,3 +670,42 @@ async fn an_ignored_named_tool_choice_is_reported() {
     assert_eq!(response.unwrap().message.tool_calls().count(), 1);
     assert!(!logs.contains("tool_choice"), "{logs}");
 }
+
+/// Configuration errors are typed, so callers can branch on them, and never show a
+/// credential: not a header's value, not the user info or query of a base URL.
+#[test]
+fn configuration_errors_are_typed_and_show_no_credentials() {
+    use aquaregia::{Client, ConfigError, Error};
+
+    let error = Client::openai_chat()
+        .api_key("test-key")
+        .header("x-gateway-key", "secret-value\n")
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::Config(ConfigError::InvalidHeaderValue { name }) if name == "x-gateway-key"),
+        "{error:?}"
+    );
+    assert!(!error.to_string().contains("secret-value"), "{error}");
+
+    let error = Client::openai_chat()
+        .api_key("test-key")
+        .base_url("http://user:hunter2@[::1/v1?key=abc")
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::Config(ConfigError::InvalidUrl { .. })),
+        "{error:?}"
+    );
+    let text = error.to_string();
+    assert!(
+        !text.contains("hunter2") && !text.contains("key=abc"),
+        "{text}"
+    );
+
+    let error = Client::from_model_spec("openai-chat:").unwrap_err();
+    assert!(
+        matches!(&error, Error::Config(ConfigError::NoModel { spec }) if spec == "openai-chat:"),
+        "{error:?}"
+    );
+}
