@@ -402,7 +402,28 @@ async fn connection_refused_is_a_transport_error() {
         .unwrap();
     let error = client.generate(&weather_request()).await.unwrap_err();
     assert!(matches!(error, Error::Transport { .. }), "{error:?}");
-    // The HTTP client's error is kept as the source, without the URL.
+    // The HTTP client's error is kept as the source (its chain ends in the refused
+    // connection), and it does not repeat the URL.
+    let source = std::error::Error::source(&error).unwrap();
+    assert!(!source.to_string().contains(&port.to_string()), "{source}");
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source);
+    let mut refused = false;
+    while let Some(error) = cause {
+        refused |= error
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+        cause = error.source();
+    }
+    assert!(refused, "{source:?}");
+
+    // On a client of the caller's own (reqwest), the source is reqwest's error, without its URL.
+    let client = aquaregia::Client::openai_chat()
+        .base_url(format!("http://127.0.0.1:{port}/v1"))
+        .http_client(reqwest::Client::new())
+        .max_retries(0)
+        .build()
+        .unwrap();
+    let error = client.generate(&weather_request()).await.unwrap_err();
     let source = std::error::Error::source(&error).unwrap();
     let reqwest = source.downcast_ref::<reqwest::Error>().unwrap();
     assert!(reqwest.is_connect(), "{reqwest:?}");
