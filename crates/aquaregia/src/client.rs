@@ -12,7 +12,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::agent::AgentBuilder;
 use crate::error::{ConfigError, Error};
-use crate::http::{self, HttpConfig};
+use crate::http::HttpConfig;
 use crate::model::{ModelRequest, ModelResponse, ModelState, ModelStream};
 pub use client_model::ClientModel;
 
@@ -417,11 +417,6 @@ impl ClientBuilder {
     pub fn build(self) -> Result<Client, Error> {
         let (base_url, headers) = self.resolve()?;
         let provider = self.provider;
-        let custom = self.http.is_some();
-        let http = match self.http {
-            Some(http) => http,
-            None => http::default_client()?,
-        };
         let server = reqwest::Url::parse(&base_url).ok().and_then(|url| {
             let host = url.host_str()?.to_owned();
             Some((host, url.port_or_known_default()))
@@ -431,13 +426,12 @@ impl ClientBuilder {
                 provider,
                 server,
                 http: HttpConfig::new(
-                    http,
-                    custom,
+                    self.http,
                     base_url,
                     headers,
                     self.timeout,
                     self.max_retries,
-                ),
+                )?,
             }),
         })
     }
