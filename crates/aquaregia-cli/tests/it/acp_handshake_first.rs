@@ -44,8 +44,12 @@ async fn initialize_is_answered_without_loading_tls_roots() {
     let session = agent.new_session("/tmp", json!([])).await;
     let answer = agent.prompt(&session, "hi").await;
     let reason = answer["error"]["data"]["reason"].to_string();
+    // rustls fails to build the client without roots; a workspace build with every feature
+    // (native-tls too) loads them lazily and fails the TLS handshake with the plain mock.
     assert!(
-        reason.contains("certificate") || reason.contains("HTTP client"),
+        ["certificate", "HTTP client", "SSL", "TLS"]
+            .iter()
+            .any(|word| reason.contains(word)),
         "the prompt that needs the client says why it cannot run: {answer}"
     );
     assert_eq!(mock.request_count(), 0);
