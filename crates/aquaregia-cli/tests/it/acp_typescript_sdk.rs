@@ -598,6 +598,10 @@ fn chunks(report: &Value, agent: u64, session: &Value, kind: &str) -> Vec<String
 
 /// Reads through the editor's `fs/read_text_file` and writes in `accept_edits` ask before
 /// anything outside the workspace is touched; inside, `accept_edits` writes without asking.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_typescript_sdk_is_asked_before_its_files_outside_the_workspace_are_touched() {
     let drive = Drive::new("ts-outside").await;
@@ -707,6 +711,10 @@ for line in sys.stdin:
 /// A server's `readOnlyHint` does not skip the question until the user trusts the server
 /// (which the question offers, and which is kept in the data dir's pins); "always" for a
 /// command is a rule for its prefix that neither a different nor a chained command matches.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_typescript_sdk_is_asked_for_an_untrusted_hint_and_always_is_a_readable_rule() {
     let drive = Drive::new("ts-hints").await;
@@ -781,6 +789,10 @@ async fn the_typescript_sdk_is_asked_for_an_untrusted_hint_and_always_is_a_reada
 /// A session whose file lost one byte of a multi-byte character in one turn (a write torn by
 /// a crash) still loads: every other turn is replayed and continued from, and the user is
 /// told what was skipped.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_typescript_sdk_loads_every_intact_turn_of_a_torn_session_file() {
     let drive = Drive::new("ts-torn").await;
@@ -845,6 +857,10 @@ async fn the_typescript_sdk_loads_every_intact_turn_of_a_torn_session_file() {
 /// Two agent processes on one session: the second's turn, saved behind the first's back, is
 /// merged (and said so) rather than lost, each goes on from the latest history, and a third
 /// loads every turn.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_agents_on_one_session_do_not_diverge_under_the_typescript_sdk() {
     let drive = Drive::new("ts-two").await;
