@@ -294,3 +294,69 @@ async fn always_is_a_rule_for_these_arguments_kept_in_the_project() {
     let other = fail_in(&scratch, "Bob", "n\n").await;
     assert!(other.stderr.contains("Allow fail"), "{other:?}");
 }
+
+/// In `chat`, `/permissions` lists the project's rules (one kept by an earlier chat),
+/// `/permissions revoke <n>` and `/permissions clear` remove them, and the call they covered
+/// asks again.
+#[tokio::test]
+async fn permissions_in_chat_lists_revokes_and_clears_the_rules() {
+    let scratch = Scratch::new();
+    let first = fail_in(&scratch, "Ann", "always\n").await;
+    assert_eq!(first.code, Some(0), "{first:?}");
+
+    let go = || Reply::tool_stream(&[("call_1", "fail", json!({ "name": "Ann" }))]);
+    let model = MockServer::with_replies(vec![
+        go(),
+        Reply::text_stream(&["Ran."]),
+        go(),
+        Reply::text_stream(&["Asked."]),
+        go(),
+        Reply::text_stream(&["Asked again."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command.args(["chat", "--stdio", &test_server_command()]);
+    use_mock(&mut command, &model);
+    let outcome = run(
+        command,
+        "/permissions\nGo.\n/permissions revoke 1\nGo.\nalways\n/permissions clear\n\
+         /permissions\nGo.\nn\n",
+    )
+    .await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    let rule = r#"fail with {"name":"Ann"}"#;
+    let expected = [
+        format!("1. allow {rule}"),
+        format!("Revoked: {rule}."),
+        "Allow fail(".to_owned(),
+        format!("always allowing {rule}"),
+        "Removed every permission rule.".to_owned(),
+        "No permission rules.".to_owned(),
+        "Allow fail(".to_owned(),
+    ];
+    let mut rest = outcome.stderr.as_str();
+    for line in &expected {
+        let at = rest
+            .find(line.as_str())
+            .unwrap_or_else(|| panic!("`{line}` is not said (in order): {outcome:?}"));
+        rest = &rest[at + line.len()..];
+    }
+    assert_eq!(
+        outcome.stderr.matches("Allow fail(").count(),
+        2,
+        "the first call ran under the rule: {outcome:?}"
+    );
+    let results: Vec<String> = model
+        .bodies()
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|body| tool_results(body).last().unwrap().1.clone())
+        .collect();
+    assert!(results[0].contains("the disk is on fire"), "{results:?}");
+    assert!(results[1].contains("the disk is on fire"), "{results:?}");
+    assert!(results[2].contains("the user declined"), "{results:?}");
+    let stored = std::fs::read_to_string(scratch.path.join(".aquaregia/permissions.json")).unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(stored["rules"], json!([]), "{stored:#}");
+}
