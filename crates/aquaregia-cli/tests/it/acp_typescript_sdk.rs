@@ -1187,3 +1187,74 @@ async fn the_typescript_sdk_keeps_lists_and_revokes_an_always_rule() {
     assert!(told(5, "call-3").contains("three"), "{}", told(5, "call-3"));
     assert!(!told(7, "call-4").contains("four"), "{}", told(7, "call-4"));
 }
+
+/// Two sessions of one project open at once: a rule one of them keeps is known to the
+/// other (listed, and its call not asked about), and a rule the other keeps then is stored
+/// beside it rather than over it.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_sessions_of_one_project_share_its_rules_under_the_typescript_sdk() {
+    let drive = Drive::new("ts-rules-shared").await;
+    let cwd = drive.project();
+    let run =
+        |id: &str, command: &str| Reply::tool_call(id, "run_command", json!({"command": command}));
+    drive
+        .mock
+        .push(run("call-1", "echo one"))
+        .push(Reply::text("One."))
+        .push(run("call-2", "echo two"))
+        .push(Reply::text("Two."))
+        .push(run("call-3", "git status"))
+        .push(Reply::text("Not run."));
+    let plan = json!({
+        "answers": ["allow_always", "reject_always"],
+        "steps": [
+            {"op": "new", "cwd": cwd},
+            {"op": "new", "cwd": cwd},
+            {"op": "prompt", "session": 0, "text": "Echo one."},
+            {"op": "prompt", "session": 1, "text": "/permissions"},
+            {"op": "prompt", "session": 1, "text": "Echo two."},
+            {"op": "prompt", "session": 1, "text": "Show the status."},
+            {"op": "prompt", "session": 0, "text": "/permissions"},
+        ],
+    });
+    let report = drive.run(&plan, &[]).await;
+
+    let ids: Vec<String> = asked(&report).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(
+        ids,
+        ["call-1", "call-3"],
+        "the second session knows the first one's rule: {report:#}"
+    );
+    let echo = "allow run_command with commands starting `echo`";
+    let git = "reject run_command with commands starting `git status`";
+    let listed = |session: usize| {
+        chunks(
+            &report,
+            0,
+            &report["sessions"][session],
+            "agent_message_chunk",
+        )
+        .concat()
+    };
+    assert!(listed(1).contains(&format!("1. {echo}")), "{}", listed(1));
+    assert!(
+        listed(0).contains(&format!("1. {echo}\n2. {git}")),
+        "{}",
+        listed(0)
+    );
+    let stored: Value = serde_json::from_str(
+        &std::fs::read_to_string(cwd.join(".aquaregia/permissions.json")).unwrap(),
+    )
+    .unwrap();
+    let effects: Vec<&str> = stored["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|rule| rule["effect"].as_str())
+        .collect();
+    assert_eq!(effects, ["allow", "reject"], "both kept: {stored:#}");
+}
