@@ -27,7 +27,9 @@ use aquaregia_test_support::mock_model::{
 use aquaregia_test_support::processes::{
     KillMarked, assert_no_process_left, marker, processes_with_marker,
 };
-use common::{Scratch, acp_agent_with, cli, server_everything_acp_entry, use_mock};
+use common::{
+    Scratch, acp_agent_with, cli, server_everything_acp_entry, test_server_script, use_mock,
+};
 
 /// How long the agent may take to answer a cancelled prompt, or to exit once its input ends.
 /// Generous: both take milliseconds (the tests print what they observe).
@@ -526,6 +528,76 @@ async fn a_list_change_mid_prompt_reaches_the_next_model_step() {
     assert_eq!(listings, 2, "listed once, then again after the change");
     assert_eq!(agent.asked(), ["pin-review-1"], "the new tool was reviewed");
     agent.disconnect("after a list change").await;
+}
+
+/// Refuses `greet` for a name starting "Mal", whatever server offers it.
+const NO_MALLORY: &str = r#"
+@reason("Mallory is not greeted")
+forbid(principal, action == Action::"call", resource)
+when { resource.name like "*greet" && context.args.name like "Mal*" };
+"#;
+
+/// `aquaregia acp --policy FILE.cedar`: a call the policy denies by an argument's value is
+/// refused without a question even in `bypass_permissions`, and the same tool with other
+/// arguments runs; `--policy-shadow` with the same file logs what it would decide and
+/// enforces nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cedar_policy_holds_over_acp_and_a_shadow_one_only_logs() {
+    let policies = tempfile::tempdir().unwrap();
+    let file = policies.path().join("no-mallory.cedar");
+    std::fs::write(&file, NO_MALLORY).unwrap();
+    for (flag, enforced) in [("--policy", true), ("--policy-shadow", false)] {
+        let mock = MockServer::start().await;
+        mock.push(Reply::tool_call(
+            "call-1",
+            "t__greet",
+            json!({"name": "Mallory"}),
+        ))
+        .push(Reply::tool_call(
+            "call-2",
+            "t__greet",
+            json!({"name": "Ann"}),
+        ))
+        .push(Reply::text("Done."));
+        let agent = Agent::start("acp-bin-policy", &mock, &[flag, file.to_str().unwrap()]).await;
+        let server = json!({"name": "t", "command": "python3", "args": [test_server_script()]});
+        let session = agent.session(json!([server])).await;
+        agent
+            .request(
+                "session/set_mode",
+                json!({"sessionId": session, "modeId": "bypass_permissions"}),
+            )
+            .await;
+        let answer = agent.prompt(&session, "Greet Mallory, then Ann.").await;
+        assert_eq!(
+            answer["result"]["stopReason"], "end_turn",
+            "{flag}: {answer}"
+        );
+        assert!(agent.asked().is_empty(), "{flag}: nothing is asked");
+
+        let requests = mock.bodies();
+        assert_eq!(told(&requests, "call-2"), "Hello, Ann.", "{flag}");
+        let mallory = told(&requests, "call-1");
+        let statuses = agent.tool_statuses(&session, "call-1");
+        let stderr = agent.stderr();
+        if enforced {
+            assert!(
+                mallory.contains("Mallory is not greeted") && !mallory.contains("Hello"),
+                "{flag}: {mallory}"
+            );
+            assert_eq!(statuses, REJECTED, "{flag}");
+        } else {
+            assert_eq!(mallory, "Hello, Mallory.", "{flag}: not enforced");
+            assert_eq!(statuses, COMPLETED, "{flag}");
+            assert!(
+                stderr.contains(
+                    "shadow policy would decide deny (Mallory is not greeted), not enforced"
+                ),
+                "{flag}: logged: {stderr}"
+            );
+        }
+        agent.disconnect(&format!("with {flag}")).await;
+    }
 }
 
 /// The MCP tools (`<server>__<tool>`) a request offers, without the agent's built-in editor
