@@ -290,10 +290,13 @@ impl PermissionRules {
     /// [`command`](Self::command) and the changes call it themselves, logging that warning.
     pub fn refresh(&mut self) -> Option<String> {
         let file = self.file.as_deref()?;
-        if self.read.is_some() && self.read == Stamp::now(file) {
-            return None;
+        match Stamp::now(file) {
+            // Nothing can be told about the file (its directory cannot be reached, say):
+            // the rules in memory stand, a rule that could not be stored included.
+            None => None,
+            now if now == self.read => None,
+            Some(_) => self.reread(),
         }
-        self.reread()
     }
 
     /// [`refresh`](Self::refresh), its warning logged.
@@ -457,10 +460,12 @@ impl PermissionRules {
         };
         let mut text = serde_json::to_vec_pretty(&stored).map_err(io::Error::other)?;
         text.push(b'\n');
+        crate::files::replace(file, &text, crate::files::Access::Shared)?;
         // Read back at the next refresh: what another writer renames in after this one is
-        // then seen, whenever it lands.
+        // then seen, whenever it lands. (A rule that could not be stored stays in memory
+        // until the file changes.)
         self.read = None;
-        crate::files::replace(file, &text, crate::files::Access::Shared)
+        Ok(())
     }
 }
 
@@ -571,5 +576,21 @@ mod tests {
         std::fs::remove_file(scratch.path().join(PERMISSIONS_FILE)).unwrap();
         assert_eq!(two.decide("run_command", &echo), None);
         assert!(two.rules().is_empty());
+    }
+
+    #[test]
+    fn a_rule_that_cannot_be_stored_still_counts_here() {
+        let scratch = tempfile::tempdir().unwrap();
+        // `.aquaregia` is a file: nothing can be stored beneath it.
+        std::fs::write(scratch.path().join(".aquaregia"), "").unwrap();
+        let (mut rules, warning) = PermissionRules::load(scratch.path());
+        assert!(warning.unwrap().contains("could not read"));
+        let echo = json!({"command": "echo hi"});
+        assert!(rules.add(rule("run_command", &echo)).is_err());
+        assert_eq!(rules.decide("run_command", &echo), Some(RuleEffect::Allow));
+        assert_eq!(
+            rules.command(""),
+            "1. allow run_command with commands starting `echo`"
+        );
     }
 }
