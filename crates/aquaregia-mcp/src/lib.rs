@@ -75,6 +75,7 @@
 //! |---|---|---|
 //! | `oauth` | off | OAuth 2.1 for HTTP and SSE servers ([`OAuth`], token stores, `private_key_jwt`, enterprise-managed authorization; rmcp's `auth`) |
 //! | `otel` | off | the W3C trace context of each `tools/call` span sent in the request's `_meta` (`opentelemetry`, `tracing-opentelemetry`) |
+//! | `real-peers` | off | nothing: tests only, runs the integration tests against npm/PyPI peers |
 //!
 //! ## rmcp
 //!

@@ -209,14 +209,60 @@ struct StoredRules {
     rules: Vec<PermissionRule>,
 }
 
+/// What the rules file looked like when it was read: a change (another session or process
+/// replacing it, a person editing it) shows as a different stamp.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stamp {
+    Missing,
+    Present {
+        len: u64,
+        modified: Option<std::time::SystemTime>,
+        /// Device and inode: every save renames a new file into place.
+        #[cfg(unix)]
+        id: (u64, u64),
+    },
+}
+
+impl Stamp {
+    fn of(metadata: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        let id = {
+            use std::os::unix::fs::MetadataExt;
+            (metadata.dev(), metadata.ino())
+        };
+        Self::Present {
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+            #[cfg(unix)]
+            id,
+        }
+    }
+
+    /// The file's stamp now; `None` when it cannot be told.
+    fn now(file: &Path) -> Option<Self> {
+        match std::fs::metadata(file) {
+            Ok(metadata) => Some(Self::of(&metadata)),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Some(Self::Missing),
+            Err(_) => None,
+        }
+    }
+}
+
 /// A project's remembered permission rules, kept in `<root>/.aquaregia/permissions.json`.
 ///
 /// Every change is written at once, atomically (a temporary file renamed over the old one).
+/// The file is shared by every session and process working in the project: before deciding
+/// about a call, running a `/permissions` command or changing a rule, the rules are read again
+/// when the file changed since they were last read, so a rule kept (or revoked) elsewhere
+/// counts here too and a change made here keeps the rules stored elsewhere.
 #[derive(Debug, Clone, Default)]
 pub struct PermissionRules {
     /// The rules file; `None`: the rules are not stored.
     file: Option<PathBuf>,
     rules: Vec<PermissionRule>,
+    /// The file as it was when `rules` were read from it; `None`: not read since it was last
+    /// written here (or never).
+    read: Option<Stamp>,
 }
 
 impl PermissionRules {
@@ -229,36 +275,79 @@ impl PermissionRules {
     /// cannot be read or parsed (or has another version) is no rules too, and the second value
     /// says why, for the caller to report; the file is then left as it is until a rule is added.
     pub fn load(root: &Path) -> (Self, Option<String>) {
-        let file = root.join(PERMISSIONS_FILE);
         let mut rules = Self {
-            file: Some(file.clone()),
+            file: Some(root.join(PERMISSIONS_FILE)),
             rules: Vec::new(),
+            read: None,
         };
-        let text = match std::fs::read(&file) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return (rules, None),
+        let warning = rules.reread();
+        (rules, warning)
+    }
+
+    /// Reads the rules again if the file changed since they were last read (another session
+    /// or process kept or revoked a rule). A file that cannot be read or parsed is no rules,
+    /// and the returned value says why, as [`load`](Self::load) does. [`decide`](Self::decide),
+    /// [`command`](Self::command) and the changes call it themselves, logging that warning.
+    pub fn refresh(&mut self) -> Option<String> {
+        let file = self.file.as_deref()?;
+        match Stamp::now(file) {
+            // Nothing can be told about the file (its directory cannot be reached, say):
+            // the rules in memory stand, a rule that could not be stored included.
+            None => None,
+            now if now == self.read => None,
+            Some(_) => self.reread(),
+        }
+    }
+
+    /// [`refresh`](Self::refresh), its warning logged.
+    fn sync(&mut self) {
+        if let Some(warning) = self.refresh() {
+            tracing::warn!("permission rules: {warning}");
+        }
+    }
+
+    /// Reads the rules file (when there is one), stamping what was read.
+    fn reread(&mut self) -> Option<String> {
+        let file = self.file.clone()?;
+        self.rules.clear();
+        let opened = std::fs::File::open(&file);
+        // The stamp of the file read, from its open handle: a file renamed into place after
+        // this read shows as a change.
+        let read = opened.and_then(|mut opened| {
+            let stamp = Stamp::of(&opened.metadata()?);
+            let mut bytes = Vec::new();
+            io::Read::read_to_end(&mut opened, &mut bytes)?;
+            Ok((stamp, bytes))
+        });
+        let (stamp, bytes) = match read {
+            Ok(read) => read,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                self.read = Some(Stamp::Missing);
+                return None;
+            }
             Err(error) => {
-                let why = format!("could not read {}: {error}; ignoring it", file.display());
-                return (rules, Some(why));
+                self.read = Stamp::now(&file);
+                return Some(format!(
+                    "could not read {}: {error}; ignoring it",
+                    file.display()
+                ));
             }
         };
-        match serde_json::from_slice::<StoredRules>(&text) {
+        self.read = Some(stamp);
+        match serde_json::from_slice::<StoredRules>(&bytes) {
             Ok(stored) if stored.version == VERSION => {
-                rules.rules = stored.rules;
-                (rules, None)
+                self.rules = stored.rules;
+                None
             }
-            Ok(stored) => {
-                let why = format!(
-                    "{} has version {}, this build reads version {VERSION}; ignoring it",
-                    file.display(),
-                    stored.version
-                );
-                (rules, Some(why))
-            }
-            Err(error) => {
-                let why = format!("{} is damaged ({error}); ignoring it", file.display());
-                (rules, Some(why))
-            }
+            Ok(stored) => Some(format!(
+                "{} has version {}, this build reads version {VERSION}; ignoring it",
+                file.display(),
+                stored.version
+            )),
+            Err(error) => Some(format!(
+                "{} is damaged ({error}); ignoring it",
+                file.display()
+            )),
         }
     }
 
@@ -267,14 +356,16 @@ impl PermissionRules {
         self.file.as_deref()
     }
 
-    /// The rules, in the order they were added.
+    /// The rules, in the order they were added, as last read or changed here (see
+    /// [`refresh`](Self::refresh)).
     pub fn rules(&self) -> &[PermissionRule] {
         &self.rules
     }
 
     /// What the rules say about a call: `Reject` when any reject rule matches, else `Allow`
-    /// when an allow rule matches, else `None` (ask).
-    pub fn decide(&self, tool: &str, arguments: &Value) -> Option<RuleEffect> {
+    /// when an allow rule matches, else `None` (ask). The rules are refreshed first.
+    pub fn decide(&mut self, tool: &str, arguments: &Value) -> Option<RuleEffect> {
+        self.sync();
         let mut decision = None;
         for rule in self
             .rules
@@ -289,16 +380,19 @@ impl PermissionRules {
         decision
     }
 
-    /// Adds a rule (unless the same rule is there already) and saves.
+    /// Adds a rule (unless the same rule is there already) to the rules stored now, and saves.
     pub fn add(&mut self, rule: PermissionRule) -> io::Result<()> {
+        self.sync();
         if !self.rules.contains(&rule) {
             self.rules.push(rule);
         }
         self.save()
     }
 
-    /// Removes the rule at `index` (0-based) and saves; `None` when there is no such rule.
+    /// Removes the rule at `index` (0-based, of the rules stored now) and saves; `None` when
+    /// there is no such rule.
     pub fn remove(&mut self, index: usize) -> Option<io::Result<PermissionRule>> {
+        self.sync();
         if index >= self.rules.len() {
             return None;
         }
@@ -313,8 +407,10 @@ impl PermissionRules {
     }
 
     /// Runs a `/permissions` command for a person and says what happened: no words list the
-    /// rules, `clear` removes them all, `revoke <n>` removes the n-th (as listed).
+    /// rules, `clear` removes them all, `revoke <n>` removes the n-th (as listed; the rules are
+    /// refreshed first, and the answer names the rule removed).
     pub fn command(&mut self, input: &str) -> String {
+        self.sync();
         let words: Vec<&str> = input.split_whitespace().collect();
         match words.as_slice() {
             [] => self.listing(),
@@ -354,7 +450,7 @@ impl PermissionRules {
         text
     }
 
-    fn save(&self) -> io::Result<()> {
+    fn save(&mut self) -> io::Result<()> {
         let Some(file) = &self.file else {
             return Ok(());
         };
@@ -364,7 +460,12 @@ impl PermissionRules {
         };
         let mut text = serde_json::to_vec_pretty(&stored).map_err(io::Error::other)?;
         text.push(b'\n');
-        crate::files::replace(file, &text, crate::files::Access::Shared)
+        crate::files::replace(file, &text, crate::files::Access::Shared)?;
+        // Read back at the next refresh: what another writer renames in after this one is
+        // then seen, whenever it lands. (A rule that could not be stored stays in memory
+        // until the file changes.)
+        self.read = None;
+        Ok(())
     }
 }
 
@@ -436,5 +537,60 @@ mod tests {
         let (damaged, warning) = PermissionRules::load(&dir);
         assert!(damaged.rules().is_empty());
         assert!(warning.unwrap().contains("damaged"));
+    }
+
+    #[test]
+    fn rules_kept_elsewhere_in_the_project_count_and_are_kept() {
+        let scratch = tempfile::tempdir().unwrap();
+        let (mut one, _) = PermissionRules::load(scratch.path());
+        let (mut two, _) = PermissionRules::load(scratch.path());
+        let echo = json!({"command": "echo hi"});
+        let git = json!({"command": "git push"});
+        one.add(rule("run_command", &echo)).unwrap();
+        assert_eq!(two.decide("run_command", &echo), Some(RuleEffect::Allow));
+        two.add(PermissionRule::for_call(
+            "run_command",
+            &git,
+            RuleEffect::Reject,
+        ))
+        .unwrap();
+        assert_eq!(one.decide("run_command", &git), Some(RuleEffect::Reject));
+        assert_eq!(
+            one.command(""),
+            "1. allow run_command with commands starting `echo`\n\
+             2. reject run_command with commands starting `git push`"
+        );
+        assert_eq!(
+            two.command("revoke 1"),
+            "Revoked: run_command with commands starting `echo`."
+        );
+        assert_eq!(one.decide("run_command", &echo), None);
+        assert_eq!(PermissionRules::load(scratch.path()).0.rules().len(), 1);
+
+        // Damaged by hand: no rules, said once; removed: no rules.
+        std::fs::write(scratch.path().join(PERMISSIONS_FILE), "{not json").unwrap();
+        assert!(one.refresh().unwrap().contains("damaged"));
+        assert_eq!(one.refresh(), None);
+        assert_eq!(one.decide("run_command", &git), None);
+        two.add(rule("run_command", &echo)).unwrap();
+        std::fs::remove_file(scratch.path().join(PERMISSIONS_FILE)).unwrap();
+        assert_eq!(two.decide("run_command", &echo), None);
+        assert!(two.rules().is_empty());
+    }
+
+    #[test]
+    fn a_rule_that_cannot_be_stored_still_counts_here() {
+        let scratch = tempfile::tempdir().unwrap();
+        // `.aquaregia` is a file: nothing can be stored beneath it.
+        std::fs::write(scratch.path().join(".aquaregia"), "").unwrap();
+        let (mut rules, warning) = PermissionRules::load(scratch.path());
+        assert!(warning.unwrap().contains("could not read"));
+        let echo = json!({"command": "echo hi"});
+        assert!(rules.add(rule("run_command", &echo)).is_err());
+        assert_eq!(rules.decide("run_command", &echo), Some(RuleEffect::Allow));
+        assert_eq!(
+            rules.command(""),
+            "1. allow run_command with commands starting `echo`"
+        );
     }
 }

@@ -27,7 +27,9 @@ use aquaregia_test_support::mock_model::{
 use aquaregia_test_support::processes::{
     KillMarked, assert_no_process_left, marker, processes_with_marker,
 };
-use common::{Scratch, acp_agent_with, cli, server_everything_acp_entry, use_mock};
+use common::{
+    Scratch, acp_agent_with, cli, server_everything_acp_entry, test_server_script, use_mock,
+};
 
 /// How long the agent may take to answer a cancelled prompt, or to exit once its input ends.
 /// Generous: both take milliseconds (the tests print what they observe).
@@ -528,6 +530,76 @@ async fn a_list_change_mid_prompt_reaches_the_next_model_step() {
     agent.disconnect("after a list change").await;
 }
 
+/// Refuses `greet` for a name starting "Mal", whatever server offers it.
+const NO_MALLORY: &str = r#"
+@reason("Mallory is not greeted")
+forbid(principal, action == Action::"call", resource)
+when { resource.name like "*greet" && context.args.name like "Mal*" };
+"#;
+
+/// `aquaregia acp --policy FILE.cedar`: a call the policy denies by an argument's value is
+/// refused without a question even in `bypass_permissions`, and the same tool with other
+/// arguments runs; `--policy-shadow` with the same file logs what it would decide and
+/// enforces nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cedar_policy_holds_over_acp_and_a_shadow_one_only_logs() {
+    let policies = tempfile::tempdir().unwrap();
+    let file = policies.path().join("no-mallory.cedar");
+    std::fs::write(&file, NO_MALLORY).unwrap();
+    for (flag, enforced) in [("--policy", true), ("--policy-shadow", false)] {
+        let mock = MockServer::start().await;
+        mock.push(Reply::tool_call(
+            "call-1",
+            "t__greet",
+            json!({"name": "Mallory"}),
+        ))
+        .push(Reply::tool_call(
+            "call-2",
+            "t__greet",
+            json!({"name": "Ann"}),
+        ))
+        .push(Reply::text("Done."));
+        let agent = Agent::start("acp-bin-policy", &mock, &[flag, file.to_str().unwrap()]).await;
+        let server = json!({"name": "t", "command": "python3", "args": [test_server_script()]});
+        let session = agent.session(json!([server])).await;
+        agent
+            .request(
+                "session/set_mode",
+                json!({"sessionId": session, "modeId": "bypass_permissions"}),
+            )
+            .await;
+        let answer = agent.prompt(&session, "Greet Mallory, then Ann.").await;
+        assert_eq!(
+            answer["result"]["stopReason"], "end_turn",
+            "{flag}: {answer}"
+        );
+        assert!(agent.asked().is_empty(), "{flag}: nothing is asked");
+
+        let requests = mock.bodies();
+        assert_eq!(told(&requests, "call-2"), "Hello, Ann.", "{flag}");
+        let mallory = told(&requests, "call-1");
+        let statuses = agent.tool_statuses(&session, "call-1");
+        let stderr = agent.stderr();
+        if enforced {
+            assert!(
+                mallory.contains("Mallory is not greeted") && !mallory.contains("Hello"),
+                "{flag}: {mallory}"
+            );
+            assert_eq!(statuses, REJECTED, "{flag}");
+        } else {
+            assert_eq!(mallory, "Hello, Mallory.", "{flag}: not enforced");
+            assert_eq!(statuses, COMPLETED, "{flag}");
+            assert!(
+                stderr.contains(
+                    "shadow policy would decide deny (Mallory is not greeted), not enforced"
+                ),
+                "{flag}: logged: {stderr}"
+            );
+        }
+        agent.disconnect(&format!("with {flag}")).await;
+    }
+}
+
 /// The MCP tools (`<server>__<tool>`) a request offers, without the agent's built-in editor
 /// tools.
 fn mcp_tool_names(body: &Value) -> Vec<String> {
@@ -585,14 +657,47 @@ fn connect_line(port: u16) -> Value {
     json!({"command": python, "args": ["-c", script]})
 }
 
+/// The Landlock ABI this kernel offers (0: none), probed here rather than taken from the
+/// agent, so an agent that misjudges the kernel fails the tests instead of skipping them: the
+/// highest ABI whose file rights a ruleset can be created for (creating one restricts nothing).
+fn landlock_abi() -> u8 {
+    #[cfg(target_os = "linux")]
+    {
+        use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
+        let supported = |abi| {
+            Ruleset::default()
+                .set_compatibility(CompatLevel::HardRequirement)
+                .handle_access(AccessFs::from_all(abi))
+                .and_then(|ruleset| ruleset.create())
+                .is_ok()
+        };
+        let abis = [
+            ABI::V1,
+            ABI::V2,
+            ABI::V3,
+            ABI::V4,
+            ABI::V5,
+            ABI::V6,
+            ABI::V7,
+        ];
+        (1..)
+            .zip(abis)
+            .take_while(|(_, abi)| supported(*abi))
+            .last()
+            .map_or(0, |(n, _)| n)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        0
+    }
+}
+
 /// The local `run_command` of `aquaregia acp` (the client has no terminal) runs confined by
 /// the binary itself (`aquaregia __sandbox`, Landlock): it writes in the workspace and the
-/// temp directory, not elsewhere, and the tool call says so. Skipped (with a message) on a
-/// kernel without Landlock, where the tool call must say the command runs unconfined.
-#[cfg_attr(
-    not(feature = "real-peers"),
-    ignore = "needs the npm/PyPI peers: --features real-peers"
-)]
+/// temp directory, not elsewhere, and the tool call says how far it is confined. Where this
+/// kernel has no Landlock (probed by the test itself) the tool call must say the command runs
+/// unconfined, and the rest is skipped with a message; an older Landlock (ABI < 5) still
+/// blocks creating a file outside, and the tool call says it is partly confined.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_local_command_cannot_write_outside_the_workspace() {
     let scratch = Scratch::new();
@@ -616,8 +721,6 @@ async fn a_local_command_cannot_write_outside_the_workspace() {
     // nor the workspace.
     let (client, session) =
         sandboxed_agent(&scratch, &mock, &marker, (&workspace, &temp), &[]).await;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let pwned = outside.join("pwned.txt");
     mock.push(Reply::tool_call(
         "call-1",
@@ -629,11 +732,6 @@ async fn a_local_command_cannot_write_outside_the_workspace() {
         "run_command",
         json!({"command": "echo in > inside.txt && echo temp > \"$TMPDIR/t.txt\" && ls -la"}),
     ))
-    .push(Reply::tool_call(
-        "call-3",
-        "run_command",
-        connect_line(port),
-    ))
     .push(Reply::text("Done."));
     let answer = client.prompt(&session, "go").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
@@ -642,21 +740,36 @@ async fn a_local_command_cannot_write_outside_the_workspace() {
     let requests = mock.bodies();
     let denied = content_text(tool_messages(&requests[1]).last().unwrap());
     let allowed = content_text(tool_messages(&requests[2]).last().unwrap());
-    let connected = content_text(tool_messages(&requests[3]).last().unwrap());
     client.close_write().await;
     assert!(client.wait_exit(PROMPTLY).await.success());
-    if told.contains("Runs unconfined: this kernel has no Landlock.") {
-        eprintln!("skipped: this kernel has no Landlock (the tool call says so: {told})");
-        return;
+    let abi = landlock_abi();
+    match abi {
+        0 => {
+            assert!(
+                told.contains("Runs unconfined: this kernel has no Landlock."),
+                "{told}"
+            );
+            eprintln!("skipped: this kernel has no Landlock (the tool call says so: {told})");
+            return;
+        }
+        1..=4 => assert!(
+            told.contains(&format!(
+                "Runs partly confined: this kernel's Landlock is older than ABI 5, so some \
+                 writes outside {} and {} are not blocked.",
+                workspace.display(),
+                temp.display()
+            )),
+            "Landlock ABI {abi}: {told}"
+        ),
+        _ => assert!(
+            told.contains(&format!(
+                "Runs confined (Landlock): writes only to {} and {}.",
+                workspace.display(),
+                temp.display()
+            )),
+            "Landlock ABI {abi}: {told}"
+        ),
     }
-    assert!(
-        told.contains(&format!(
-            "Runs confined (Landlock): writes only to {} and {}.",
-            workspace.display(),
-            temp.display()
-        )),
-        "{told}"
-    );
     assert!(!pwned.exists(), "written outside the workspace: {denied}");
     assert!(
         denied.contains("Permission denied") && !denied.contains("[exit code 0]"),
@@ -674,6 +787,39 @@ async fn a_local_command_cannot_write_outside_the_workspace() {
         std::fs::read_to_string(temp.join("t.txt")).unwrap(),
         "temp\n"
     );
+}
+
+/// A confined local command may still open TCP connections unless `--no-network` says
+/// otherwise.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_local_command_reaches_tcp_by_default() {
+    let scratch = Scratch::new();
+    let (workspace, temp) = (scratch.path.join("project"), scratch.path.join("tmp"));
+    for dir in [&workspace, &temp] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let marker = marker("acp-bin-network");
+    let _kill = KillMarked(marker.clone());
+    let mock = MockServer::start().await;
+    let (client, session) =
+        sandboxed_agent(&scratch, &mock, &marker, (&workspace, &temp), &[]).await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    mock.push(Reply::tool_call(
+        "call-1",
+        "run_command",
+        connect_line(port),
+    ))
+    .push(Reply::text("Done."));
+    let answer = client.prompt(&session, "go").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let connected = content_text(tool_messages(&mock.bodies()[1]).last().unwrap());
+    client.close_write().await;
+    assert!(client.wait_exit(PROMPTLY).await.success());
     assert!(
         connected.contains("connected"),
         "the network is allowed by default: {connected}"
@@ -681,8 +827,8 @@ async fn a_local_command_cannot_write_outside_the_workspace() {
 }
 
 /// `aquaregia acp --no-network`: a local command cannot open a TCP connection (Landlock ABI
-/// 4). Skipped (with a message) where the kernel cannot block it, and the tool call must then
-/// say so.
+/// 4). Skipped (with a message) where the kernel cannot block it (probed by the test), and
+/// the tool call must then say so.
 #[cfg_attr(
     not(feature = "real-peers"),
     ignore = "needs the npm/PyPI peers: --features real-peers"
@@ -719,7 +865,12 @@ async fn no_network_keeps_local_commands_off_tcp() {
     let ran = content_text(tool_messages(&mock.bodies()[1]).last().unwrap());
     client.close_write().await;
     assert!(client.wait_exit(PROMPTLY).await.success());
-    if told.contains("unconfined") || told.contains("the network is not blocked") {
+    // TCP rules came with Landlock ABI 4.
+    if landlock_abi() < 4 {
+        assert!(
+            told.contains("unconfined") || told.contains("the network is not blocked"),
+            "{told}"
+        );
         eprintln!("skipped: this kernel cannot block TCP (the tool call says so: {told})");
         return;
     }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use aquaregia_test_support::deps::node_script;
 use aquaregia_test_support::mock_model::{
-    MockServer, Reply, content_text, tool_messages, tool_names,
+    MockServer, Reply, content_text, tool_messages, tool_names, tool_results,
 };
 use aquaregia_test_support::processes::{KillMarked, assert_no_process_left, marker};
 use common::BOUND;
@@ -598,6 +598,10 @@ fn chunks(report: &Value, agent: u64, session: &Value, kind: &str) -> Vec<String
 
 /// Reads through the editor's `fs/read_text_file` and writes in `accept_edits` ask before
 /// anything outside the workspace is touched; inside, `accept_edits` writes without asking.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_typescript_sdk_is_asked_before_its_files_outside_the_workspace_are_touched() {
     let drive = Drive::new("ts-outside").await;
@@ -707,6 +711,10 @@ for line in sys.stdin:
 /// A server's `readOnlyHint` does not skip the question until the user trusts the server
 /// (which the question offers, and which is kept in the data dir's pins); "always" for a
 /// command is a rule for its prefix that neither a different nor a chained command matches.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_typescript_sdk_is_asked_for_an_untrusted_hint_and_always_is_a_readable_rule() {
     let drive = Drive::new("ts-hints").await;
@@ -781,6 +789,10 @@ async fn the_typescript_sdk_is_asked_for_an_untrusted_hint_and_always_is_a_reada
 /// A session whose file lost one byte of a multi-byte character in one turn (a write torn by
 /// a crash) still loads: every other turn is replayed and continued from, and the user is
 /// told what was skipped.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_typescript_sdk_loads_every_intact_turn_of_a_torn_session_file() {
     let drive = Drive::new("ts-torn").await;
@@ -845,6 +857,10 @@ async fn the_typescript_sdk_loads_every_intact_turn_of_a_torn_session_file() {
 /// Two agent processes on one session: the second's turn, saved behind the first's back, is
 /// merged (and said so) rather than lost, each goes on from the latest history, and a third
 /// loads every turn.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_agents_on_one_session_do_not_diverge_under_the_typescript_sdk() {
     let drive = Drive::new("ts-two").await;
@@ -909,4 +925,336 @@ async fn two_agents_on_one_session_do_not_diverge_under_the_typescript_sdk() {
         everything,
         "no turn lost: {report:#}"
     );
+}
+
+/// The permission request of tool call `id` in a report.
+fn permission<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["toolCall"]["toolCallId"] == id)
+        .unwrap_or_else(|| panic!("{id} was not asked about: {report:#}"))
+}
+
+/// A symlink in the workspace that leads out of it: writing or editing through it asks, with
+/// "outside the workspace" and the file it resolves to in the question, with the agent's own
+/// files and with the editor's `fs` (then in `accept_edits` too); rejected, the file outside
+/// is untouched and the editor is never asked for it.
+#[cfg(unix)]
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_typescript_sdk_is_asked_before_a_symlink_out_of_the_workspace_is_written() {
+    let drive = Drive::new("ts-symlink-write").await;
+    let secret = drive.root().join("secret.txt");
+    std::fs::write(&secret, "outside secret").unwrap();
+    let cwd = drive.project();
+    std::os::unix::fs::symlink(&secret, cwd.join("link")).unwrap();
+    let write = |id: &str| {
+        Reply::tool_call(
+            id,
+            "write_file",
+            json!({"path": "link", "content": "overwritten"}),
+        )
+    };
+    let edit = |id: &str| {
+        Reply::tool_call(
+            id,
+            "edit_file",
+            json!({"path": "link", "old_string": "outside", "new_string": "edited"}),
+        )
+    };
+    drive
+        .mock
+        .push(write("call-write"))
+        .push(edit("call-edit"))
+        .push(Reply::text("Not written."))
+        .push(write("call-write-fs"))
+        .push(edit("call-edit-fs"))
+        .push(Reply::text("Not written either."));
+
+    let local = json!({
+        "steps": [
+            {"op": "new", "cwd": cwd},
+            {"op": "prompt", "session": 0, "text": "Write through the link."},
+        ],
+    });
+    let first = drive.run(&local, &[]).await;
+    let through_editor = json!({
+        "capabilities": {"fs": {"readTextFile": true, "writeTextFile": true}},
+        "steps": [
+            {"op": "new", "cwd": cwd},
+            {"op": "mode", "session": 0, "mode": "accept_edits"},
+            {"op": "prompt", "session": 0, "text": "Write through the link."},
+        ],
+    });
+    let second = drive.run(&through_editor, &[]).await;
+
+    for (report, ids) in [
+        (&first, ["call-write", "call-edit"]),
+        (&second, ["call-write-fs", "call-edit-fs"]),
+    ] {
+        let asked: Vec<String> = asked(report).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(asked, ids, "{report:#}");
+        for id in ids {
+            let title = permission(report, id)["toolCall"]["title"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert!(
+                title.contains("outside the workspace") && title.contains(secret.to_str().unwrap()),
+                "{id} names the resolved file: {title}"
+            );
+        }
+        assert_eq!(
+            report["fs"].as_array().unwrap().len(),
+            0,
+            "the editor was never asked for the file outside: {report:#}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&secret).unwrap(),
+        "outside secret",
+        "rejected: not written"
+    );
+    assert!(
+        std::fs::symlink_metadata(cwd.join("link"))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link itself is left as it was"
+    );
+    let requests = drive.mock.bodies();
+    for (request, id) in [(2, "call-edit"), (5, "call-edit-fs")] {
+        let told = tool_results(&requests[request])
+            .into_iter()
+            .find(|(call, _)| call == id)
+            .map(|(_, text)| text)
+            .unwrap_or_default();
+        assert!(
+            !told.contains("Edited") && !told.contains("outside secret"),
+            "{id}: {told}"
+        );
+    }
+}
+
+/// A command whose `args` hide what runs (`sh -c "echo ok; touch pwned"`): the permission
+/// request's title shows the whole command line, quoted as the shell gets it; rejected, it
+/// does not run.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_typescript_sdk_sees_the_arguments_of_a_command() {
+    let drive = Drive::new("ts-args").await;
+    let cwd = drive.project();
+    drive
+        .mock
+        .push(Reply::tool_call(
+            "call-sh",
+            "run_command",
+            json!({"command": "sh", "args": ["-c", "echo ok; touch pwned"]}),
+        ))
+        .push(Reply::text("Not run."));
+    let plan = json!({
+        "steps": [
+            {"op": "new", "cwd": cwd},
+            {"op": "prompt", "session": 0, "text": "Say ok."},
+        ],
+    });
+    let report = drive.run(&plan, &[]).await;
+
+    let asked = asked(&report);
+    assert_eq!(asked.len(), 1, "{report:#}");
+    assert_eq!(
+        asked[0],
+        (
+            "call-sh".to_owned(),
+            "run_command: sh -c 'echo ok; touch pwned'".to_owned()
+        )
+    );
+    assert!(!cwd.join("pwned").exists(), "rejected: not run");
+    let told = tool_results(&drive.mock.bodies()[1]);
+    assert!(!told[0].1.contains("ok\n"), "{told:?}");
+}
+
+/// "Always allow" is a rule kept in the project's settings: an agent started later for the
+/// project knows it, `/permissions` lists it, and `/permissions revoke <n>` and
+/// `/permissions clear` remove it, after which the same command asks again.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_typescript_sdk_keeps_lists_and_revokes_an_always_rule() {
+    let drive = Drive::new("ts-always").await;
+    let cwd = drive.project();
+    let run = |id: &str, words: &str| {
+        Reply::tool_call(
+            id,
+            "run_command",
+            json!({"command": format!("echo {words}")}),
+        )
+    };
+    drive
+        .mock
+        .push(run("call-1", "one"))
+        .push(Reply::text("One."))
+        .push(run("call-2", "two"))
+        .push(Reply::text("Two."))
+        .push(run("call-3", "three"))
+        .push(Reply::text("Three."))
+        .push(run("call-4", "four"))
+        .push(Reply::text("Four."));
+    let first = json!({
+        "answers": ["allow_always"],
+        "steps": [
+            {"op": "new", "cwd": cwd},
+            {"op": "prompt", "session": 0, "text": "Echo one."},
+        ],
+    });
+    let first = drive.run(&first, &[]).await;
+    let ids: Vec<String> = asked(&first).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, ["call-1"]);
+    let rules = cwd.join(".aquaregia/permissions.json");
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&rules).unwrap()).unwrap();
+    assert_eq!(
+        stored["rules"],
+        json!([{"tool": "run_command", "kind": "command_prefix", "prefix": ["echo"],
+                "effect": "allow"}]),
+        "{stored:#}"
+    );
+
+    // Another agent process, another session of the project.
+    let second = json!({
+        "answers": ["allow_always", "reject_once"],
+        "steps": [
+            {"op": "new", "cwd": cwd},
+            {"op": "prompt", "session": 0, "text": "/permissions"},
+            {"op": "prompt", "session": 0, "text": "Echo two."},
+            {"op": "prompt", "session": 0, "text": "/permissions revoke 1"},
+            {"op": "prompt", "session": 0, "text": "Echo three."},
+            {"op": "prompt", "session": 0, "text": "/permissions"},
+            {"op": "prompt", "session": 0, "text": "/permissions clear"},
+            {"op": "prompt", "session": 0, "text": "/permissions"},
+            {"op": "prompt", "session": 0, "text": "Echo four."},
+        ],
+    });
+    let second = drive.run(&second, &[]).await;
+    let ids: Vec<String> = asked(&second).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(
+        ids,
+        ["call-3", "call-4"],
+        "known until revoked, asked again after it and after clear: {second:#}"
+    );
+    let session = second["sessions"][0].clone();
+    let said = chunks(&second, 0, &session, "agent_message_chunk");
+    let rule = "run_command with commands starting `echo`";
+    let expected = [
+        format!("1. allow {rule}"),
+        "Two.".to_owned(),
+        format!("Revoked: {rule}."),
+        "Three.".to_owned(),
+        format!("1. allow {rule}"),
+        "Removed every permission rule.".to_owned(),
+        "No permission rules.".to_owned(),
+        "Four.".to_owned(),
+    ];
+    let said = said.concat();
+    let mut rest = said.as_str();
+    for line in &expected {
+        let at = rest
+            .find(line.as_str())
+            .unwrap_or_else(|| panic!("`{line}` is not said (in order): {said}"));
+        rest = &rest[at + line.len()..];
+    }
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&rules).unwrap()).unwrap();
+    assert_eq!(stored["rules"], json!([]), "{stored:#}");
+    // call-2 ran under the rule, call-3 once allowed, call-4 was rejected.
+    let requests = drive.mock.bodies();
+    let told = |request: usize, id: &str| {
+        tool_results(&requests[request])
+            .into_iter()
+            .find(|(call, _)| call == id)
+            .map(|(_, text)| text)
+            .unwrap_or_else(|| panic!("no result of {id} in request {request}"))
+    };
+    assert!(told(3, "call-2").contains("two"), "{}", told(3, "call-2"));
+    assert!(told(5, "call-3").contains("three"), "{}", told(5, "call-3"));
+    assert!(!told(7, "call-4").contains("four"), "{}", told(7, "call-4"));
+}
+
+/// Two sessions of one project open at once: a rule one of them keeps is known to the
+/// other (listed, and its call not asked about), and a rule the other keeps then is stored
+/// beside it rather than over it.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_sessions_of_one_project_share_its_rules_under_the_typescript_sdk() {
+    let drive = Drive::new("ts-rules-shared").await;
+    let cwd = drive.project();
+    let run =
+        |id: &str, command: &str| Reply::tool_call(id, "run_command", json!({"command": command}));
+    drive
+        .mock
+        .push(run("call-1", "echo one"))
+        .push(Reply::text("One."))
+        .push(run("call-2", "echo two"))
+        .push(Reply::text("Two."))
+        .push(run("call-3", "git status"))
+        .push(Reply::text("Not run."));
+    let plan = json!({
+        "answers": ["allow_always", "reject_always"],
+        "steps": [
+            {"op": "new", "cwd": cwd},
+            {"op": "new", "cwd": cwd},
+            {"op": "prompt", "session": 0, "text": "Echo one."},
+            {"op": "prompt", "session": 1, "text": "/permissions"},
+            {"op": "prompt", "session": 1, "text": "Echo two."},
+            {"op": "prompt", "session": 1, "text": "Show the status."},
+            {"op": "prompt", "session": 0, "text": "/permissions"},
+        ],
+    });
+    let report = drive.run(&plan, &[]).await;
+
+    let ids: Vec<String> = asked(&report).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(
+        ids,
+        ["call-1", "call-3"],
+        "the second session knows the first one's rule: {report:#}"
+    );
+    let echo = "allow run_command with commands starting `echo`";
+    let git = "reject run_command with commands starting `git status`";
+    let listed = |session: usize| {
+        chunks(
+            &report,
+            0,
+            &report["sessions"][session],
+            "agent_message_chunk",
+        )
+        .concat()
+    };
+    assert!(listed(1).contains(&format!("1. {echo}")), "{}", listed(1));
+    assert!(
+        listed(0).contains(&format!("1. {echo}\n2. {git}")),
+        "{}",
+        listed(0)
+    );
+    let stored: Value = serde_json::from_str(
+        &std::fs::read_to_string(cwd.join(".aquaregia/permissions.json")).unwrap(),
+    )
+    .unwrap();
+    let effects: Vec<&str> = stored["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|rule| rule["effect"].as_str())
+        .collect();
+    assert_eq!(effects, ["allow", "reject"], "both kept: {stored:#}");
 }

@@ -57,7 +57,6 @@ mod run_sigterm;
 mod run_stdin_prompt;
 mod run_tool_flags;
 mod run_usage;
-#[cfg(feature = "otel")]
 mod secrets;
 mod session_continue;
 mod terminal_markdown;

@@ -3,8 +3,11 @@
 //! server's `env` resolved from `${VAR}` in the config, OAuth tokens from a login), then every
 //! output is searched for them: stdout (`--output json`, and streamed answers that split a
 //! secret between two pieces), stderr with `RUST_LOG=trace`, the saved session files, the
-//! OTLP spans exported with content capture on, and everything `aquaregia acp` sends the
-//! editor (tool output, streamed messages, errors).
+//! OTLP spans exported with content capture on, `aquaregia chat`'s output, and everything
+//! `aquaregia acp` sends the editor (tool output, streamed messages, errors) and saves.
+//! Every search of files fails when it finds no file, and each secret is first shown to have
+//! reached the place it could leak from (the header the server received, the tool result in
+//! the saved session). The test that searches exported spans needs the `otel` feature.
 
 use crate::common;
 use aquaregia_test_support::oauth_server;
@@ -16,10 +19,13 @@ use aquaregia_test_support::acp_client::{RawClient, select_permission};
 use aquaregia_test_support::mock_model::{MockServer, Reply};
 use aquaregia_test_support::processes::{KillMarked, assert_no_process_left, marker};
 use axum::Router;
+#[cfg(feature = "otel")]
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{any, post};
+use axum::routing::any;
+#[cfg(feature = "otel")]
+use axum::routing::post;
 use common::{BOUND, Outcome, Scratch, cli, run, test_server_script};
 use oauth_server::OAuthServer;
 use serde_json::{Value, json};
@@ -29,12 +35,14 @@ const SERVER_TOKEN: &str = "stdio-env-token-5f2c9e71d3";
 const HEADER_TOKEN: &str = "header-bearer-token-8a41b7c0";
 
 /// A local OTLP/HTTP collector that keeps every body it gets.
+#[cfg(feature = "otel")]
 struct Collector {
     url: String,
     posts: Arc<Mutex<Vec<Bytes>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
+#[cfg(feature = "otel")]
 impl Collector {
     async fn start() -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -61,21 +69,24 @@ impl Collector {
     }
 }
 
+#[cfg(feature = "otel")]
 impl Drop for Collector {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
+#[cfg(feature = "otel")]
 async fn receive(State(posts): State<Arc<Mutex<Vec<Bytes>>>>, body: Bytes) -> Vec<u8> {
     posts.lock().unwrap().push(body);
     Vec::new()
 }
 
 /// An "MCP server" over HTTP that refuses every request with a body echoing the
-/// `Authorization` header it got, as misbehaving gateways do.
+/// `Authorization` header it got, as misbehaving gateways do, and keeps every such header.
 struct EchoServer {
     url: String,
+    received: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -83,11 +94,23 @@ impl EchoServer {
     async fn start() -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let app = Router::new().route("/mcp", any(echo));
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let app = Router::new()
+            .route("/mcp", any(echo))
+            .with_state(received.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Self { url, task }
+        Self {
+            url,
+            received,
+            task,
+        }
+    }
+
+    /// The `Authorization` headers received so far.
+    fn received(&self) -> Vec<String> {
+        self.received.lock().unwrap().clone()
     }
 }
 
@@ -97,33 +120,63 @@ impl Drop for EchoServer {
     }
 }
 
-async fn echo(headers: HeaderMap) -> (StatusCode, String) {
+async fn echo(
+    State(received): State<Arc<Mutex<Vec<String>>>>,
+    headers: HeaderMap,
+) -> (StatusCode, String) {
     let auth = headers
         .get("authorization")
         .and_then(|value| value.to_str().ok())
-        .unwrap_or("nothing");
+        .unwrap_or("nothing")
+        .to_owned();
+    received.lock().unwrap().push(auth.clone());
     (
         StatusCode::BAD_REQUEST,
         format!("bad request: you sent Authorization: {auth}"),
     )
 }
 
-/// Every file under `dir`, as text.
+/// Every file under `dir`, as text; fails the test when `dir` holds no file (a scan of
+/// nothing finds no secret and proves nothing).
 fn files_text(dir: &Path) -> Vec<(String, String)> {
+    let found = files_under(dir);
+    assert!(
+        !found.is_empty(),
+        "no file under {} to search",
+        dir.display()
+    );
+    found
+}
+
+fn files_under(dir: &Path) -> Vec<(String, String)> {
     let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return found;
-    };
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     for entry in entries {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            found.extend(files_text(&path));
+            found.extend(files_under(&path));
         } else {
             let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
             found.push((path.display().to_string(), text));
         }
     }
     found
+}
+
+/// The saved session files under the data directory `data`, as text; fails the test when
+/// there are none, or when none holds `expected` (what proves the secret-carrying part was
+/// saved, redacted).
+fn session_files(data: &Path, expected: &str) -> Vec<(String, String)> {
+    let sessions: Vec<(String, String)> = files_text(&data.join("sessions"))
+        .into_iter()
+        .filter(|(path, _)| path.ends_with(".jsonl"))
+        .collect();
+    assert!(
+        sessions.iter().any(|(_, text)| text.contains(expected)),
+        "no session file under {} holds {expected:?}: {sessions:#?}",
+        data.display()
+    );
+    sessions
 }
 
 /// Where each secret shows, `secret in place`; empty when none leaked.
@@ -146,11 +199,11 @@ fn outputs(label: &str, outcome: &Outcome) -> Vec<(String, String)> {
     ]
 }
 
-/// `aquaregia <args>`, with `--model` when it is `run`, given every secret.
+/// `aquaregia <args>`, with `--model` when it is `run` or `chat`, given every secret.
 fn command(scratch: &Scratch, model: &MockServer, args: &[&str]) -> std::process::Command {
     let mut command = cli(scratch);
     command.args(args);
-    if args[0] == "run" {
+    if matches!(args[0], "run" | "chat") {
         command.args(["--model", "openai-chat:mock"]);
     }
     command
@@ -163,6 +216,8 @@ fn command(scratch: &Scratch, model: &MockServer, args: &[&str]) -> std::process
     command
 }
 
+/// Needs the exporter: the spans are searched too.
+#[cfg(feature = "otel")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_secret_reaches_any_output() {
     let collector = Collector::start().await;
@@ -223,13 +278,49 @@ async fn no_secret_reaches_any_output() {
     assert_eq!(second.code, Some(1), "{second:?}");
     all.extend(outputs("refused run", &second));
 
-    // The HTTP server's error echoing its Authorization header.
-    let tools = run(command(&scratch, &model, &["mcp", "tools", "remote"]), "").await;
-    assert_eq!(tools.code, Some(1), "{tools:?}");
-    all.extend(outputs("mcp tools", &tools));
+    // The HTTP server got the header (and echoed it in its error).
+    assert!(
+        remote
+            .received()
+            .contains(&format!("Bearer {HEADER_TOKEN}")),
+        "the header was sent: {:?}",
+        remote.received()
+    );
 
+    // The session the run saved, with the tool's answer (its token redacted) in it.
+    session_files(&scratch.data_dir(), "my token is ");
     all.extend(files_text(&scratch.data_dir()));
     let leaked = leaks(&[API_KEY, SERVER_TOKEN, HEADER_TOKEN], &all);
+    assert!(leaked.is_empty(), "secrets leaked:\n{}", leaked.join("\n"));
+}
+
+/// A configured `Authorization` header (`Bearer ${REMOTE_TOKEN}`) reaches the HTTP server,
+/// and not the output of `mcp tools`, though the server's error echoes it back.
+#[tokio::test]
+async fn a_header_token_reaches_the_server_and_no_output() {
+    let remote = EchoServer::start().await;
+    let scratch = Scratch::new();
+    scratch.config(&json!({
+        "remote": {
+            "url": remote.url,
+            "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}"},
+        },
+    }));
+    let model = MockServer::start().await;
+    let tools = run(command(&scratch, &model, &["mcp", "tools", "remote"]), "").await;
+    assert_eq!(tools.code, Some(1), "{tools:?}");
+    assert!(
+        remote
+            .received()
+            .contains(&format!("Bearer {HEADER_TOKEN}")),
+        "the header was sent: {:?}",
+        remote.received()
+    );
+    assert!(
+        tools.stderr.contains("you sent Authorization: [REDACTED]"),
+        "the server's echo is shown, redacted: {tools:?}"
+    );
+    let leaked = leaks(&[HEADER_TOKEN], &outputs("mcp tools", &tools));
     assert!(leaked.is_empty(), "secrets leaked:\n{}", leaked.join("\n"));
 }
 
@@ -390,13 +481,17 @@ async fn no_secret_reaches_the_editor() {
     let refused = client.prompt(&session, "Again.").await;
     assert!(refused.get("error").is_some(), "{refused}");
 
+    client.close_write().await;
+    assert!(client.wait_exit(BOUND).await.success());
+    assert_no_process_left(&marker, BOUND).await;
+
     let sent: Vec<Value> = client.log();
     let answer_text: String = sent
         .iter()
         .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
         .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
         .collect();
-    let all = vec![
+    let mut all = vec![
         (
             "messages to the editor".to_owned(),
             serde_json::to_string(&sent).unwrap(),
@@ -404,13 +499,65 @@ async fn no_secret_reaches_the_editor() {
         ("the streamed answer".to_owned(), answer_text.clone()),
         ("acp stderr".to_owned(), client.stderr()),
     ];
+    // The session the agent saved: the tool result that carried the token is in it.
+    session_files(&scratch.data_dir(), "my token is ");
+    all.extend(files_text(&scratch.data_dir()));
     let leaked = leaks(&[API_KEY, SERVER_TOKEN], &all);
     assert!(leaked.is_empty(), "secrets leaked:\n{}", leaked.join("\n"));
     assert!(
         answer_text.contains("Here they are: [REDACTED] and [REDACTED]"),
         "{answer_text}"
     );
-    client.close_write().await;
-    assert!(client.wait_exit(BOUND).await.success());
-    assert_no_process_left(&marker, BOUND).await;
+}
+
+/// `aquaregia chat` (stdin piped): a tool's output carrying a server's secret `env`, a
+/// streamed answer splitting the provider key and that token, and a provider error echoing
+/// the key reach neither stdout, nor stderr with `RUST_LOG=trace`, nor the saved session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_reaches_the_chat() {
+    let scratch = Scratch::new();
+    scratch.config(&json!({
+        "local": {
+            "command": "python3",
+            "args": [test_server_script()],
+            "env": {"AQUAREGIA_TEST_SECRET_TOKEN": "${MY_SERVER_TOKEN}"},
+        },
+    }));
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", "whoami", json!({}))]),
+        Reply::text_stream(&split_secrets(&[API_KEY, SERVER_TOKEN])),
+        Reply::error(
+            401,
+            json!({"error": {"message": format!("Incorrect API key provided: {API_KEY}."),
+                             "type": "invalid_request_error"}}),
+        ),
+    ])
+    .await;
+    // One server: its tools keep their own names.
+    let chat = run(
+        command(&scratch, &model, &["chat", "--yes"]),
+        "Who are you, and what are the keys?\nAgain.\n",
+    )
+    .await;
+    assert_eq!(model.request_count(), 3, "{chat:?}");
+    let results = aquaregia_test_support::mock_model::tool_results(&model.bodies()[1]);
+    assert!(
+        results.iter().any(|(_, text)| text.contains(SERVER_TOKEN)),
+        "the server answered with its token (the model may see it): {results:?}"
+    );
+    assert!(
+        chat.stdout
+            .contains("Here they are: [REDACTED] and [REDACTED] and that is all."),
+        "{chat:?}"
+    );
+    assert!(
+        chat.stderr
+            .contains("Incorrect API key provided: [REDACTED]"),
+        "the provider's refusal is shown: {chat:?}"
+    );
+    let mut all = outputs("chat", &chat);
+    session_files(&scratch.data_dir(), "my token is ");
+    all.extend(files_text(&scratch.data_dir()));
+    let leaked = leaks(&[API_KEY, SERVER_TOKEN], &all);
+    assert!(leaked.is_empty(), "secrets leaked:\n{}", leaked.join("\n"));
 }

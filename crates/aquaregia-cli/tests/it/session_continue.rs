@@ -261,3 +261,70 @@ async fn two_processes_on_one_session_neither_lose_a_turn_nor_diverge() {
     let sessions: Value = serde_json::from_str(&run(list, "").await.stdout).unwrap();
     assert_eq!(sessions[0]["turns"], 5, "no turn was lost");
 }
+
+/// One byte of a multi-byte character lost inside a middle turn (not at the end of the file):
+/// that turn is skipped, every other one loads and the conversation goes on from them, and
+/// the warning names the file and the line.
+#[tokio::test]
+async fn a_torn_character_inside_a_middle_turn_loses_only_that_turn() {
+    let scratch = Scratch::new();
+    let model = MockServer::with_replies(vec![
+        Reply::text_stream(&["Un."]),
+        Reply::text_stream(&["Deux."]),
+        Reply::text_stream(&["Trois."]),
+        Reply::text_stream(&["Quatre."]),
+    ])
+    .await;
+    for args in [
+        &["run", "première"][..],
+        &["run", "--continue", "deuxième"][..],
+        &["run", "--continue", "troisième"][..],
+    ] {
+        let mut command = cli(&scratch);
+        command.args(args);
+        use_mock(&mut command, &model);
+        assert_eq!(run(command, "").await.code, Some(0));
+    }
+    // The second turn's "è" loses its second byte; its line and every later one stay whole.
+    let path = session_file(&scratch);
+    let bytes = std::fs::read(&path).unwrap();
+    let needle = "deuxi\u{e8}me".as_bytes();
+    let at = bytes
+        .windows(needle.len())
+        .position(|window| window == needle)
+        .expect("the second turn is stored");
+    let line = 1 + bytes[..at].iter().filter(|b| **b == b'\n').count();
+    let mut torn = bytes[..at + 6].to_vec();
+    torn.extend_from_slice(&bytes[at + 7..]);
+    assert!(
+        torn[at + 6..].contains(&b'\n') && std::str::from_utf8(&torn).is_err(),
+        "the tear is inside the file, not at its end"
+    );
+    std::fs::write(&path, torn).unwrap();
+
+    let mut again = cli(&scratch);
+    again.args(["run", "--continue", "quatrième"]);
+    use_mock(&mut again, &model);
+    let outcome = run(again, "").await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    assert_eq!(outcome.stdout, "Quatre.\n");
+    assert!(
+        outcome.stderr.contains("1 damaged line(s)"),
+        "the user is told: {outcome:?}"
+    );
+    let warning = outcome
+        .stderr
+        .lines()
+        .find(|l| l.contains("skipping a damaged session line"))
+        .unwrap_or_else(|| panic!("no warning for the line: {outcome:?}"));
+    assert!(
+        warning.contains(&format!("line={line}")) && warning.contains(path.to_str().unwrap()),
+        "the warning says which line of which file ({line}): {warning}"
+    );
+    let sent = transcript(&model.bodies()[3]);
+    let texts: Vec<&str> = sent.iter().map(|(_, text)| text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["première", "Un.", "troisième", "Trois.", "quatrième"]
+    );
+}

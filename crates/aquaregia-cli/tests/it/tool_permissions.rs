@@ -294,3 +294,126 @@ async fn always_is_a_rule_for_these_arguments_kept_in_the_project() {
     let other = fail_in(&scratch, "Bob", "n\n").await;
     assert!(other.stderr.contains("Allow fail"), "{other:?}");
 }
+
+/// In `chat`, `/permissions` lists the project's rules (one kept by an earlier chat),
+/// `/permissions revoke <n>` and `/permissions clear` remove them, and the call they covered
+/// asks again.
+#[tokio::test]
+async fn permissions_in_chat_lists_revokes_and_clears_the_rules() {
+    let scratch = Scratch::new();
+    let first = fail_in(&scratch, "Ann", "always\n").await;
+    assert_eq!(first.code, Some(0), "{first:?}");
+
+    let go = || Reply::tool_stream(&[("call_1", "fail", json!({ "name": "Ann" }))]);
+    let model = MockServer::with_replies(vec![
+        go(),
+        Reply::text_stream(&["Ran."]),
+        go(),
+        Reply::text_stream(&["Asked."]),
+        go(),
+        Reply::text_stream(&["Asked again."]),
+    ])
+    .await;
+    let mut command = cli(&scratch);
+    command.args(["chat", "--stdio", &test_server_command()]);
+    use_mock(&mut command, &model);
+    let outcome = run(
+        command,
+        "/permissions\nGo.\n/permissions revoke 1\nGo.\nalways\n/permissions clear\n\
+         /permissions\nGo.\nn\n",
+    )
+    .await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    let rule = r#"fail with {"name":"Ann"}"#;
+    let expected = [
+        format!("1. allow {rule}"),
+        format!("Revoked: {rule}."),
+        "Allow fail(".to_owned(),
+        format!("always allowing {rule}"),
+        "Removed every permission rule.".to_owned(),
+        "No permission rules.".to_owned(),
+        "Allow fail(".to_owned(),
+    ];
+    let mut rest = outcome.stderr.as_str();
+    for line in &expected {
+        let at = rest
+            .find(line.as_str())
+            .unwrap_or_else(|| panic!("`{line}` is not said (in order): {outcome:?}"));
+        rest = &rest[at + line.len()..];
+    }
+    assert_eq!(
+        outcome.stderr.matches("Allow fail(").count(),
+        2,
+        "the first call ran under the rule: {outcome:?}"
+    );
+    let results: Vec<String> = model
+        .bodies()
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|body| tool_results(body).last().unwrap().1.clone())
+        .collect();
+    assert!(results[0].contains("the disk is on fire"), "{results:?}");
+    assert!(results[1].contains("the disk is on fire"), "{results:?}");
+    assert!(results[2].contains("the user declined"), "{results:?}");
+    let stored = std::fs::read_to_string(scratch.path.join(".aquaregia/permissions.json")).unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(stored["rules"], json!([]), "{stored:#}");
+}
+
+/// A chat that is already open knows a rule another process kept for the project since:
+/// `/permissions` lists it and the call it covers is not asked about.
+#[tokio::test]
+async fn a_chat_knows_a_rule_kept_by_another_process_since_it_started() {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    let scratch = Scratch::new();
+    let model = MockServer::with_replies(vec![
+        Reply::tool_stream(&[("call_1", "fail", json!({ "name": "Ann" }))]),
+        Reply::text_stream(&["Ran."]),
+    ])
+    .await;
+    let mut chat = cli(&scratch);
+    chat.args(["chat", "--stdio", &test_server_command()]);
+    use_mock(&mut chat, &model);
+    let mut chat = tokio::process::Command::from(chat);
+    chat.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut chat = chat.spawn().unwrap();
+    let mut input = chat.stdin.take().unwrap();
+    input.write_all(b"/permissions\n").await.unwrap();
+    let mut errors = tokio::io::BufReader::new(chat.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("No permission rules.") {
+        let read = tokio::time::timeout(common::BOUND, errors.read_line(&mut seen))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(read > 0, "the chat ended early: {seen}");
+    }
+
+    // Another chat in the project answers "always".
+    let other = fail_in(&scratch, "Ann", "always\n").await;
+    assert!(other.stderr.contains("always allowing fail"), "{other:?}");
+
+    input.write_all(b"/permissions\nGo.\n").await.unwrap();
+    drop(input);
+    let mut rest = String::new();
+    tokio::time::timeout(common::BOUND, errors.read_to_string(&mut rest))
+        .await
+        .unwrap()
+        .unwrap();
+    let status = tokio::time::timeout(common::BOUND, chat.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{seen}{rest}");
+    assert!(
+        rest.contains(r#"1. allow fail with {"name":"Ann"}"#),
+        "listed: {rest}"
+    );
+    assert!(!rest.contains("Allow fail("), "not asked: {rest}");
+    let results = tool_results(&model.bodies()[1]);
+    assert!(results[0].1.contains("the disk is on fire"), "{results:?}");
+}

@@ -122,6 +122,10 @@ fn run_suite(label: &str, suite: &str, must_pass: &[&str], all_but: Option<&[&st
     );
 }
 
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[test]
 fn conformance_0_1_16() {
     run_suite(
@@ -132,6 +136,10 @@ fn conformance_0_1_16() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[test]
 fn conformance_0_2_0_pre_release() {
     run_suite(

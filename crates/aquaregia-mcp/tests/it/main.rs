@@ -1,7 +1,8 @@
 //! The integration tests of `aquaregia-mcp`, as one test binary: one module per behaviour.
 //! Fixture servers come from `aquaregia_test_support::mcp_servers`; the real-peer suites
 //! (npm/PyPI servers, the conformance suite) install their peers once through
-//! `aquaregia_test_support::deps`.
+//! `aquaregia_test_support::deps`, and are ignored unless the `real-peers` feature is on
+//! (`--all-features` turns it on), so `cargo test --workspace` needs no network.
 
 // Test code: a failed setup or expectation should stop the test loudly, and nothing here is
 // public API that would need `Debug`.

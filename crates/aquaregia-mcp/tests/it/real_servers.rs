@@ -105,6 +105,10 @@ async fn exercise_server_everything(connection: &McpConnection) {
     ));
 }
 
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test]
 async fn server_everything_over_stdio() {
     let connection = mcp::connect_stdio(server_everything_stdio()).await.unwrap();
@@ -137,6 +141,10 @@ async fn server_everything_over_stdio() {
 
 /// Prompts in this crate's own types: the listing names the arguments (required or not), and
 /// a rendered prompt is conversation messages, an embedded resource as its text in tags.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test]
 async fn server_everything_prompts_list_and_render() {
     let connection = mcp::connect_stdio(server_everything_stdio()).await.unwrap();
@@ -199,6 +207,10 @@ async fn server_everything_prompts_list_and_render() {
 /// A tool that only runs as a task (2025-11-25 task augmentation, SEP-1686): called with a
 /// `task` parameter, polled while its stages report their status, its report fetched with
 /// `tasks/result`.
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test]
 async fn server_everything_runs_a_task_only_tool() {
     let connection = mcp::connect_stdio(server_everything_stdio()).await.unwrap();
@@ -230,6 +242,10 @@ async fn server_everything_runs_a_task_only_tool() {
     connection.close().await;
 }
 
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test]
 async fn server_everything_over_streamable_http() {
     let (_server, port) = Background::server_everything("streamableHttp").await;
@@ -240,6 +256,10 @@ async fn server_everything_over_streamable_http() {
     connection.close().await;
 }
 
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test]
 async fn server_everything_over_legacy_sse() {
     let (_server, port) = Background::server_everything("sse").await;
@@ -253,6 +273,10 @@ async fn server_everything_over_legacy_sse() {
     fallback.close().await;
 }
 
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test]
 async fn python_server_speaks_2026_07_28() {
     let connection = mcp::connect_stdio(python_server()).await.unwrap();
@@ -298,6 +322,10 @@ async fn python_server_speaks_2026_07_28() {
     connection.close().await;
 }
 
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test]
 async fn agent_uses_tools_from_both_servers() {
     let everything = mcp::connect_stdio(server_everything_stdio())
@@ -356,6 +384,10 @@ async fn agent_uses_tools_from_both_servers() {
     python.close().await;
 }
 
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test]
 async fn an_expired_http_session_is_reestablished() {
     let (server, port) = Background::server_everything("streamableHttp").await;

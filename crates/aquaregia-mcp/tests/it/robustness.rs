@@ -151,6 +151,10 @@ async fn unreachable_http_server_names_the_url() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test]
 async fn responses_over_the_size_limit_fail_alone() {
     let (_server, port) = Background::server_everything("streamableHttp").await;
@@ -188,6 +192,10 @@ async fn responses_over_the_size_limit_fail_alone() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test]
 async fn no_process_survives_twenty_closed_or_dropped_connections() {
     let marker = marker("twenty-connections");

@@ -304,6 +304,10 @@ fn python_server(description: &str) -> McpServerSpec {
     }
 }
 
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
 #[tokio::test]
 async fn a_tool_whose_description_changed_between_connects_is_withheld_until_approved() {
     use aquaregia_mcp::{PinChange, PinFile, PinReview};
