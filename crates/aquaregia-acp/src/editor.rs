@@ -16,7 +16,7 @@ use agent_client_protocol::v1::schema::{
     ClientCapabilities, Diff, ReadTextFileRequest, ToolCallContent, ToolCallLocation,
     WriteTextFileRequest,
 };
-use aquaregia::mcp::glob_match;
+use aquaregia::policy::glob_match;
 use aquaregia::workspace::{ResolvedPath, Workspace};
 use aquaregia::{Tool, ToolAnnotations, ToolCall, ToolExecError, tool};
 use serde_json::{Value, json};

@@ -21,7 +21,7 @@ use agent_client_protocol::v1::schema::{
     PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest, ToolCallId,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use aquaregia::mcp::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
+use aquaregia_mcp::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
 use serde_json::{Map, Value};
 
 use crate::permissions::CancelOnDrop;

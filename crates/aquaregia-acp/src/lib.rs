@@ -4,7 +4,7 @@
 //! JSON-RPC on stdin/stdout, built on the official `agent-client-protocol` SDK.
 //!
 //! Each session connects the MCP servers the editor declares, of every transport, through
-//! [`aquaregia::mcp::McpConnection`]: stdio (run in the session's `cwd`, the entry's `env`
+//! [`aquaregia_mcp::McpConnection`]: stdio (run in the session's `cwd`, the entry's `env`
 //! over the inherited one), Streamable HTTP, legacy SSE, and `acp` servers that live in the
 //! editor and are reached through the ACP connection itself (MCP-over-ACP, both the
 //! stateless and the connect-based binding). Servers connect in parallel within a startup

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::{ConnectionTo, Dispatch};
 use agent_client_protocol::{Agent, Client, ConnectTo};
-use aquaregia::mcp::{PinFile, ServerProcess};
 use aquaregia::{AgentBuilder, OutputBudget, SessionStore};
+use aquaregia_mcp::{Connector, PinFile, ServerProcess};
 use futures::future::BoxFuture;
 
 use crate::auth::ApiKeyAuth;
@@ -58,7 +58,7 @@ pub(crate) type Factory =
 /// ```
 pub struct AcpServer {
     factory: Arc<Factory>,
-    startup_timeout: Duration,
+    connector: Connector,
     disabled: Vec<String>,
     auth: Option<ApiKeyAuth>,
     models: Option<Arc<Models>>,
@@ -67,8 +67,6 @@ pub struct AcpServer {
     output_budget: Option<OutputBudget>,
     on_process: Option<ProcessHook>,
     sandbox: Option<Arc<Sandbox>>,
-    #[cfg(feature = "oauth")]
-    oauth: Option<aquaregia::mcp::OAuth>,
     login_hint: Option<LoginHint>,
     policy: Option<aquaregia::policy::PermissionPolicy>,
     pins: Option<PinFile>,
@@ -78,7 +76,7 @@ pub struct AcpServer {
 impl fmt::Debug for AcpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AcpServer")
-            .field("startup_timeout", &self.startup_timeout)
+            .field("connector", &self.connector)
             .field("disabled", &self.disabled)
             .field("output_budget", &self.output_budget)
             .field("on_process", &self.on_process.as_ref().map(|_| "<hook>"))
@@ -114,7 +112,7 @@ impl AcpServer {
     ) -> Self {
         Self {
             factory: Arc::new(factory),
-            startup_timeout: aquaregia::mcp::DEFAULT_CONNECT_TIMEOUT,
+            connector: Connector::new(),
             disabled: Vec::new(),
             auth: None,
             models: None,
@@ -123,8 +121,6 @@ impl AcpServer {
             output_budget: Some(DEFAULT_OUTPUT_BUDGET),
             on_process: None,
             sandbox: None,
-            #[cfg(feature = "oauth")]
-            oauth: None,
             login_hint: None,
             policy: None,
             pins: None,
@@ -152,7 +148,7 @@ impl AcpServer {
     }
 
     /// Pins the sessions' MCP tools in `file` (see
-    /// [`McpToolsetBuilder::pins`](aquaregia::mcp::McpToolsetBuilder::pins)), by the names
+    /// [`McpToolsetBuilder::pins`](aquaregia_mcp::McpToolsetBuilder::pins)), by the names
     /// the editor gives its servers, and keeps there which servers the user trusts. The first
     /// time a server is seen its tools are pinned as they are; later, a tool that is new or
     /// changed since (its description, schema or annotations, or a stdio server's resolved
@@ -167,7 +163,7 @@ impl AcpServer {
     /// Without a pin file tools are not pinned, and trusting a server by an answer lasts
     /// until the agent stops.
     ///
-    /// [`PinFile::in_data_dir`]: aquaregia::mcp::PinFile::in_data_dir
+    /// [`PinFile::in_data_dir`]: aquaregia_mcp::PinFile::in_data_dir
     #[must_use]
     pub fn pins(mut self, file: PinFile) -> Self {
         self.pins = Some(file);
@@ -184,16 +180,21 @@ impl AcpServer {
         self
     }
 
-    /// OAuth for the HTTP servers sessions are given (feature `oauth`): what
-    /// [`McpToolsetBuilder::oauth`](aquaregia::mcp::McpToolsetBuilder::oauth) does, for every
-    /// session. An agent the editor started has no terminal to send the user to a browser
-    /// from: give it the token store a login elsewhere filled, without a callback, so stored
+    /// The template every session's MCP servers are connected with (see
+    /// [`McpToolsetBuilder::connector`](aquaregia_mcp::McpToolsetBuilder::connector)): its
+    /// timeout is each server's startup limit (default 30 s; a server that misses it is
+    /// reported to the client, the others are still used), and its
+    /// [`oauth`](Connector::oauth) (feature `oauth`) authorizes HTTP servers. Each session adds
+    /// its own elicitation handler (questions go to the editor) and this server's
+    /// [`on_process`](Self::on_process) hook.
+    ///
+    /// An agent the editor started has no terminal to send the user to a browser from: give
+    /// its OAuth the token store a login elsewhere filled, without a callback, so stored
     /// tokens are used and refreshed, and a server that needs a new authorization is reported
     /// unavailable (with [`login_hint`](Self::login_hint)).
-    #[cfg(feature = "oauth")]
     #[must_use]
-    pub fn oauth(mut self, oauth: aquaregia::mcp::OAuth) -> Self {
-        self.oauth = Some(oauth);
+    pub fn connector(mut self, connector: Connector) -> Self {
+        self.connector = connector;
         self
     }
 
@@ -207,12 +208,12 @@ impl AcpServer {
     }
 
     /// Tells `hook` when each session's stdio MCP server process starts and ends (see
-    /// [`Connector::on_process`](aquaregia::mcp::Connector::on_process)), and likewise each
+    /// [`Connector::on_process`](aquaregia_mcp::Connector::on_process)), and likewise each
     /// local `run_command` process (the leader of its own process group): what a supervisor
     /// that must end them if this process is killed outright (SIGKILL) needs to know.
     ///
     /// ```
-    /// use aquaregia::mcp::{PinFile, ServerProcess};
+    /// use aquaregia_mcp::ServerProcess;
     /// # fn demo(server: aquaregia_acp::AcpServer) -> aquaregia_acp::AcpServer {
     /// server.on_process(|event| match event {
     ///     ServerProcess::Started { pid } => eprintln!("server {pid} started"),
@@ -290,14 +291,6 @@ impl AcpServer {
         self
     }
 
-    /// How long each MCP server of a session gets to start (default 30 s). A server that
-    /// misses it is reported to the client; the others are still used.
-    #[must_use]
-    pub fn mcp_startup_timeout(mut self, timeout: Duration) -> Self {
-        self.startup_timeout = timeout;
-        self
-    }
-
     /// Hides tools whose exposed name (`<server>__<tool>`) matches one of these patterns
     /// (`*` and `?` wildcards), for every transport alike.
     #[must_use]
@@ -341,12 +334,10 @@ impl AcpServer {
         let mut state = State::new(
             self.factory,
             ConnectPlan {
-                startup_timeout: self.startup_timeout,
+                connector: self.connector,
                 disabled: self.disabled.into(),
                 on_process: self.on_process,
                 sandbox: self.sandbox,
-                #[cfg(feature = "oauth")]
-                oauth: self.oauth,
                 login_hint: self.login_hint,
             },
             self.auth,

@@ -5,12 +5,11 @@
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{HttpHeader, McpServer};
-use aquaregia::mcp::{McpError, McpServerSpec, McpToolset, ServerProcess};
+use aquaregia_mcp::{Connector, McpError, McpServerSpec, McpToolset};
 use serde_json::Value;
 
 use crate::elicitation::Elicitation;
@@ -136,7 +135,7 @@ fn headers(headers: &[HttpHeader]) -> Vec<(String, String)> {
 }
 
 /// Told when a stdio server's process starts and ends.
-pub(crate) type ProcessHook = Arc<dyn Fn(ServerProcess) + Send + Sync>;
+pub(crate) use aquaregia_mcp::process::ProcessHook;
 
 /// Says how to authorize a server, given its URL.
 pub(crate) type LoginHint = Arc<dyn Fn(&str) -> String + Send + Sync>;
@@ -144,13 +143,12 @@ pub(crate) type LoginHint = Arc<dyn Fn(&str) -> String + Send + Sync>;
 /// How to connect a session's servers.
 #[derive(Clone)]
 pub(crate) struct ConnectPlan {
-    pub(crate) startup_timeout: Duration,
+    /// The template of every server: timeout, OAuth...
+    pub(crate) connector: Connector,
     pub(crate) disabled: Arc<[String]>,
     pub(crate) on_process: Option<ProcessHook>,
     /// How local `run_command`s are confined (`None`: not at all).
     pub(crate) sandbox: Option<Arc<crate::Sandbox>>,
-    #[cfg(feature = "oauth")]
-    pub(crate) oauth: Option<aquaregia::mcp::OAuth>,
     pub(crate) login_hint: Option<LoginHint>,
 }
 
@@ -171,19 +169,21 @@ pub(crate) async fn connect_all(
     let mut failures = Vec::new();
     let mut names = HashSet::new();
     let mut server_ids = HashSet::new();
-    let mut builder = McpToolset::builder()
-        .startup_timeout(plan.startup_timeout)
-        .always_prefix(true)
-        .disable_tools(plan.disabled.iter().cloned())
+    let mut connector = plan
+        .connector
+        .clone()
         .on_elicitation_complete({
             let elicitation = elicitation.clone();
             move |complete| elicitation.completed(&complete)
         })
         .on_elicitation(move |request| elicitation.clone().answer(request));
-    #[cfg(feature = "oauth")]
-    if let Some(oauth) = &plan.oauth {
-        builder = builder.oauth(oauth.clone());
+    if let Some(hook) = plan.on_process.clone() {
+        connector = connector.on_process(move |event| hook(event));
     }
+    let mut builder = McpToolset::builder()
+        .connector(connector)
+        .always_prefix(true)
+        .disable_tools(plan.disabled.iter().cloned());
     if let Some(pins) = trust.pins() {
         builder = builder
             .pins(pins.clone())
@@ -228,16 +228,9 @@ pub(crate) async fn connect_all(
             builder =
                 builder.pinned_command(name.clone(), &stdio.command.to_string_lossy(), &stdio.args);
         }
-        match (spec(server, cwd), &plan.on_process) {
-            (Ok(spec), Some(hook)) => {
-                let hook = hook.clone();
-                builder = builder.connect_with(name, move |connector| async move {
-                    spec.connect(connector.on_process(move |event| hook(event)))
-                        .await
-                });
-            }
-            (Ok(spec), None) => builder = builder.server(name, spec),
-            (Err(reason), _) => failures.push(Failure { name, reason }),
+        match spec(server, cwd) {
+            Ok(spec) => builder = builder.server(name, spec),
+            Err(reason) => failures.push(Failure { name, reason }),
         }
     }
     // Not strict: connecting never fails as a whole.

@@ -5,13 +5,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::SessionMode;
-use aquaregia::mcp::McpToolset;
 use aquaregia::permission_rules::PermissionRules;
 use aquaregia::{Message, Tool, ToolOutputStore};
+use aquaregia_mcp::McpToolset;
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::PromptCommand;
 use crate::editor::Editor;
+pub(crate) use aquaregia::sync::lock;
 
 /// The session modes offered to clients: the policy's built-in session modes.
 pub(crate) use aquaregia::policy::PermissionMode as Mode;
@@ -31,12 +32,6 @@ pub(crate) fn describe(mode: Mode) -> SessionMode {
         _ => ("Default", "Ask before running tools that are not read-only"),
     };
     SessionMode::new(mode.id(), name).description(description.to_owned())
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Session state.

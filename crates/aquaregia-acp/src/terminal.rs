@@ -13,11 +13,10 @@ use agent_client_protocol::v1::schema::{
     WaitForTerminalExitRequest,
 };
 use aquaregia::ToolExecError;
-use aquaregia::mcp::ServerProcess;
+use aquaregia_mcp::process::ProcessGroup;
 use serde_json::Value;
 
 use crate::editor::Editor;
-use crate::servers::ProcessHook;
 use crate::updates;
 
 /// The most output kept (the tail), for the model and the terminal.
@@ -49,37 +48,6 @@ async fn tail(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
         kept.drain(..kept.len() - limit);
     }
     kept
-}
-
-/// A local command's process group, its own: what the command left running (a background
-/// job, a dev server) is ended with the call, however the call ends (done, timed out,
-/// cancelled), and the process hook (the CLI's reaper) hears of the group so that it ends it
-/// if the agent is killed first.
-struct ProcessGroup {
-    pid: u32,
-    hook: Option<ProcessHook>,
-}
-
-impl ProcessGroup {
-    fn started(pid: u32, hook: Option<ProcessHook>) -> Self {
-        if let Some(hook) = &hook {
-            hook(ServerProcess::Started { pid });
-        }
-        Self { pid, hook }
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        if let Ok(pgid) = i32::try_from(self.pid) {
-            use nix::sys::signal::{Signal, killpg};
-            let _ = killpg(nix::unistd::Pid::from_raw(pgid), Signal::SIGKILL);
-        }
-        if let Some(hook) = &self.hook {
-            hook(ServerProcess::Ended { pid: self.pid });
-        }
-    }
 }
 
 /// Kills and releases the editor's terminal if the call is dropped before it ended (the
@@ -240,22 +208,19 @@ impl Editor {
             .current_dir(&self.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        process.process_group(0);
-        let mut child = process
-            .spawn()
+            .stderr(Stdio::piped());
+        // A process group of its own: what the command left running (a background job, a dev
+        // server) is ended with the call, however the call ends (done, timed out,
+        // cancelled), and the process hook (the CLI's reaper) hears of the group so that it
+        // ends it if the agent is killed first.
+        let mut group = ProcessGroup::spawn(process, self.on_process.clone())
             .map_err(|error| format!("cannot run `{command}`: {error}"))?;
-        let mut group = child
-            .id()
-            .map(|pid| ProcessGroup::started(pid, self.on_process.clone()));
-        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let (stdout, stderr) = (group.take_stdout(), group.take_stderr());
         // The call ends when the command exits, not when its pipes close: what it left running
         // in the background holds them open, and is ended (closing them) once it exits.
-        let exited = async {
-            let status = child.wait().await;
-            drop(group.take());
+        let exited = async move {
+            let status = group.wait().await;
+            drop(group);
             status
         };
         let run = async { tokio::join!(exited, tail(stdout), tail(stderr)) };

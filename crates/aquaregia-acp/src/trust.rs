@@ -26,7 +26,7 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionRequest, RequestPermissionResponse, ToolCallContent, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use aquaregia::mcp::{PinChange, PinError, PinFile, PinReview};
+use aquaregia_mcp::{PinChange, PinError, PinFile, PinReview};
 use serde_json::json;
 
 use crate::permissions::CancelOnDrop;

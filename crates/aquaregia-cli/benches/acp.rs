@@ -4,9 +4,18 @@
 //! parallel, and a tool call over MCP-over-ACP against the same MCP server over stdio.
 //!
 //! `cargo bench -p aquaregia-cli --bench acp`. The bench binary is also the MCP server
-//! (`--serve-mcp`) and the mock model; the agent is the real `aquaregia` binary. Sessions are
-//! stored under the target directory, not in the user's data dir.
+//! (`--serve-mcp`) and hosts the mock model (`aquaregia_test_support::mock_model`); the agent is
+//! the real `aquaregia` binary. Sessions are stored under the target directory, not in the
+//! user's data dir.
 #![allow(missing_docs, clippy::print_stdout)]
+// Test code: a failed setup or expectation should stop the test loudly, and nothing here is
+// public API that would need `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,9 +23,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::response::Response;
+use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text, chat_tool_calls};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
@@ -166,50 +173,15 @@ fn serve_mcp() {
     });
 }
 
-/// A mock Chat Completions model: `steps` answers calling `tool`, then a text answer.
-struct MockModel {
-    url: String,
-    plan: Arc<Mutex<(usize, String)>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl MockModel {
-    async fn start() -> Self {
-        let plan = Arc::new(Mutex::new((0usize, String::new())));
-        let shared = plan.clone();
-        let app = Router::new().fallback(move |_body: Bytes| {
-            let plan = shared.clone();
-            async move {
-                let body = {
-                    let mut plan = plan.lock().expect("plan");
-                    if plan.0 > 0 {
-                        plan.0 -= 1;
-                        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
-                            "tool_calls": [{"id": format!("c{}", plan.0), "type": "function",
-                                "function": {"name": plan.1, "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]})
-                    } else {
-                        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "done"},
-                            "finish_reason": "stop"}]})
-                    }
-                };
-                Response::builder()
-                    .header("content-type", "application/json")
-                    .body(axum::body::Body::from(body.to_string()))
-                    .expect("response")
-            }
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Self { url, plan, task }
+/// Queues `steps` answers calling `tool` on the mock model, then a text answer (none with
+/// `answer: false`, for a turn that is cancelled before it gets there).
+fn script(model: &MockServer, steps: usize, tool: &str, answer: bool) {
+    for step in 0..steps {
+        let id = format!("c{step}");
+        model.push(Reply::json(chat_tool_calls(&[(&id, tool, json!({}))])));
     }
-
-    fn script(&self, steps: usize, tool: &str) {
-        *self.plan.lock().expect("plan") = (steps, tool.to_owned());
+    if answer {
+        model.push(Reply::json(chat_text("done")));
     }
 }
 
@@ -425,7 +397,7 @@ fn stdio_server(name: &str, delay_ms: u64) -> Value {
 }
 
 async fn bench() {
-    let model = MockModel::start().await;
+    let model = MockServer::start().await;
 
     let _ = std::fs::remove_dir_all(scratch());
     let c_agent = compile_c_agent();
@@ -574,7 +546,7 @@ async fn bench() {
     let mut samples: HashMap<&str, Vec<Duration>> = HashMap::new();
     for round in 0..12 {
         for (label, id, tool) in &sessions {
-            model.script(CALLS, tool);
+            script(&model, CALLS, tool, true);
             let started = Instant::now();
             let reply = client
                 .request(
@@ -609,7 +581,7 @@ async fn bench() {
     assert_eq!(*label, "acp");
     let mut cancels = Vec::new();
     for _ in 0..20 {
-        model.script(1, "bench__hang");
+        script(&model, 1, "bench__hang", false);
         let prompt = client.start_request(
             "session/prompt",
             &json!({"sessionId": id, "prompt": [{"type": "text", "text": "go"}]}),
@@ -633,7 +605,6 @@ async fn bench() {
         ms(median(cancels))
     );
     client.finish().await;
-    model.task.abort();
     let _ = std::fs::remove_dir_all(scratch());
 }
 

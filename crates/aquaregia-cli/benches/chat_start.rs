@@ -6,6 +6,14 @@
 //! `AQUAREGIA_BIN=target/release/aquaregia` times another build (the figures in
 //! BENCHMARKS.md are of `cargo build --release -p aquaregia-cli`).
 #![allow(missing_docs, clippy::print_stdout)]
+// Test code: a failed setup or expectation should stop the test loudly, and nothing here is
+// public API that would need `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -9,16 +9,16 @@
 
 use std::io::BufRead;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::prompt_cache;
 use crate::reaper;
 use crate::telemetry;
 use anyhow::Context;
-use aquaregia::mcp::{FileTokenStore, OAuth, PinFile};
 use aquaregia::{Client, FileSessionStore};
 use aquaregia_acp::{AcpServer, ApiKeyAuth, Sandbox};
+use aquaregia_mcp::{Connector, FileTokenStore, OAuth, PinFile};
 use clap::Args;
 
 /// The ACP SDK logs whole messages at TRACE: API keys from `authenticate`, headers and env
@@ -118,7 +118,7 @@ struct Clients {
 impl Clients {
     fn client(&self) -> Result<Client, aquaregia::Error> {
         let key = self.auth.required().and_then(|var| self.auth.api_key(var));
-        let mut built = self.built.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut built = aquaregia::sync::lock(&self.built);
         if let Some((built_key, client)) = built.as_ref()
             && *built_key == key
         {
@@ -194,7 +194,16 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
                 .map_err(|error| error.to_string())
         })
     })
-    .mcp_startup_timeout(Duration::from_secs(args.mcp_startup_timeout))
+    // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
+    // used and refreshed; a server without one says how to log in.
+    .connector(
+        Connector::new()
+            .timeout(Duration::from_secs(args.mcp_startup_timeout))
+            .oauth(
+                OAuth::new("http://127.0.0.1/callback")
+                    .store(FileTokenStore::new(data_dir.clone())),
+            ),
+    )
     .disable_tools(args.disabled_tools)
     // A reaper ends the servers' process groups if this process is killed outright.
     .on_process(reaper::on_process)
@@ -218,9 +227,6 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
         }
     };
     server
-        // The editor started us: no terminal to authorize from. Tokens `mcp login` stored are
-        // used and refreshed; a server without one says how to log in.
-        .oauth(OAuth::new("http://127.0.0.1/callback").store(FileTokenStore::new(data_dir.clone())))
         .permission_policy(policy)
         .login_hint(|url| {
             format!(

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::pin::pin;
 use std::sync::Arc;
 
-use aquaregia::mcp::McpToolset;
 use aquaregia::{CancellationToken, Client, Cost, Message, PriceTable, StopReason, Usage};
+use aquaregia_mcp::McpToolset;
 use clap::Args;
 
 use crate::Interrupted;

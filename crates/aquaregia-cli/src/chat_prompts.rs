@@ -4,9 +4,8 @@
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use aquaregia::mcp::McpToolset;
-use aquaregia::mcp::rmcp::model::GetPromptRequestParams;
-use aquaregia::{Message, Role};
+use aquaregia::Message;
+use aquaregia_mcp::McpToolset;
 use serde_json::{Map, Value};
 
 /// How long a server gets to list or render its prompts.
@@ -32,32 +31,12 @@ pub(crate) async fn render(
                 .collect();
             anyhow!("no server `{server}` (servers: {})", names.join(", "))
         })?;
-    let mut params = GetPromptRequestParams::new(prompt);
     let arguments = parse_arguments(arguments)?;
-    if !arguments.is_empty() {
-        params = params.with_arguments(arguments);
-    }
-    let result = tokio::time::timeout(PROMPT_TIMEOUT, connection.peer().get_prompt(params))
+    let result = tokio::time::timeout(PROMPT_TIMEOUT, connection.get_prompt(prompt, arguments))
         .await
         .map_err(|_| anyhow!("`{server}` did not render `{prompt}` within 30 s"))?
         .with_context(|| format!("`{server}` could not render the prompt `{prompt}`"))?;
-    let messages: Vec<Message> = result
-        .messages
-        .iter()
-        .filter_map(|message| {
-            let value = serde_json::to_value(message).ok()?;
-            let role = match value["role"].as_str() {
-                Some("assistant") => Role::Assistant,
-                _ => Role::User,
-            };
-            Some(Message::new(
-                role,
-                vec![aquaregia::ContentPart::text(content_text(
-                    &value["content"],
-                ))],
-            ))
-        })
-        .collect();
+    let messages = result.messages;
     if messages.is_empty() {
         bail!("the prompt `{prompt}` of `{server}` has no messages");
     }
@@ -68,27 +47,23 @@ pub(crate) async fn render(
 pub(crate) async fn list(toolset: &McpToolset) -> Vec<String> {
     let mut lines = Vec::new();
     for (server, connection) in toolset.connections() {
-        let listed =
-            tokio::time::timeout(PROMPT_TIMEOUT, connection.peer().list_all_prompts()).await;
+        let listed = tokio::time::timeout(PROMPT_TIMEOUT, connection.list_prompts()).await;
         let Ok(Ok(prompts)) = listed else {
             continue;
         };
         for prompt in prompts {
-            let value = serde_json::to_value(&prompt).unwrap_or_default();
-            let arguments: Vec<String> = value["arguments"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|argument| {
-                    let name = argument["name"].as_str()?;
-                    Some(if argument["required"] == true {
-                        format!("{name}=…")
+            let arguments: Vec<String> = prompt
+                .arguments
+                .iter()
+                .map(|argument| {
+                    if argument.required {
+                        format!("{}=…", argument.name)
                     } else {
-                        format!("[{name}=…]")
-                    })
+                        format!("[{}=…]", argument.name)
+                    }
                 })
                 .collect();
-            let description = value["description"].as_str().unwrap_or_default();
+            let description = prompt.description.as_deref().unwrap_or_default();
             lines.push(format!(
                 "/{server}:{} {}  {description}",
                 prompt.name,
@@ -111,15 +86,4 @@ fn parse_arguments(text: &str) -> anyhow::Result<Map<String, Value>> {
             Ok((key.to_owned(), Value::String(value.to_owned())))
         })
         .collect()
-}
-
-/// A prompt message's content as text: its text, an embedded resource's text, or what it is.
-fn content_text(content: &Value) -> String {
-    if let Some(text) = content["text"].as_str() {
-        return text.to_owned();
-    }
-    if let Some(text) = content["resource"]["text"].as_str() {
-        return text.to_owned();
-    }
-    format!("[{}]", content["type"].as_str().unwrap_or("content"))
 }

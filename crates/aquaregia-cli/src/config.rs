@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::ModelPrice;
-use aquaregia::mcp::{
-    ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig,
+use aquaregia_mcp::{
+    ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig, parse_jsonc,
 };
 use serde_json::{Map, Value};
 
-use crate::{jsonc, prices};
+use crate::prices;
 
 /// The config file's name, in the current directory and in the user config directory.
 const FILE_NAME: &str = "aquaregia.json";
@@ -238,12 +238,7 @@ struct Parsed {
 /// One file: JSONC to JSON, `permissions` and `prices` taken out, VS Code's `servers` read as
 /// `mcpServers`.
 fn parse(text: &str) -> Result<Parsed, ConfigError> {
-    let plain = jsonc::to_json(text);
-    let root: Value = serde_json::from_str(&plain).map_err(|error| ConfigError::Syntax {
-        line: error.line(),
-        column: error.column(),
-        message: error.to_string(),
-    })?;
+    let root = parse_jsonc(text)?;
     let Value::Object(mut root) = root else {
         return Err(ConfigError::Invalid(
             "the config must be a JSON object with an `mcpServers` object".into(),
@@ -287,7 +282,7 @@ fn parse(text: &str) -> Result<Parsed, ConfigError> {
     }
     // VS Code's prompted variables: not supported, and not worth a warning per file.
     root.remove("inputs");
-    let servers = McpServersConfig::from_json(&Value::Object(root).to_string())?;
+    let servers = McpServersConfig::from_value(Value::Object(root))?;
     Ok(Parsed {
         servers,
         allow,

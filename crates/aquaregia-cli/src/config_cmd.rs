@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use aquaregia::mcp::McpServerSpec;
+use aquaregia_mcp::McpServerSpec;
 
 use crate::config::Config;
 use crate::output::{self, Styles};

@@ -16,6 +16,7 @@ use crate::line_input::{LineInput, Read};
 use crate::markdown::MarkdownStream;
 use crate::output::{self, Styles};
 use crate::permissions::{Permissions, Verdict};
+use aquaregia::sync::lock;
 
 /// What the model is told when the user says no.
 const DECLINED: &str = "the user declined";
@@ -464,10 +465,4 @@ fn progress_amount(progress: f64, total: Option<f64>) -> String {
         Some(total) if total > 0.0 => format!("{:.0}%", progress / total * 100.0),
         _ => format!("{progress}"),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

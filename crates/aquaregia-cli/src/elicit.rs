@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, Write};
 
-use aquaregia::mcp::{ElicitationRequest, ElicitationResponse};
+use aquaregia_mcp::{ElicitationRequest, ElicitationResponse};
 use serde_json::{Map, Value};
 
 /// Asks on stderr, reads stdin (the caller checked both are a terminal).

@@ -30,6 +30,13 @@ pub(crate) enum LineInput {
 impl LineInput {
     /// The line editor when stdin and stderr are terminals (history in `history_file`), else
     /// plain lines of stdin.
+    #[cfg_attr(
+        not(feature = "line-editing"),
+        allow(
+            clippy::needless_pass_by_value,
+            reason = "the history file is the editor's"
+        )
+    )]
     pub(crate) fn open(history_file: Option<std::path::PathBuf>) -> Self {
         #[cfg(feature = "line-editing")]
         {

@@ -13,7 +13,6 @@ mod config_cmd;
 mod console;
 mod conversation;
 mod elicit;
-mod jsonc;
 mod line_input;
 mod markdown;
 mod mcp_cmd;
@@ -204,7 +203,7 @@ fn init_logging(command: &Command) -> Option<telemetry::Exporter> {
     let default = match command {
         Command::Acp(_) => "warn,rmcp=off,aquaregia=info,aquaregia_acp=info,aquaregia_cli=info",
         // A server that fails to start is reported once, by the command.
-        _ => "warn,rmcp=off,aquaregia::mcp::toolset=error",
+        _ => "warn,rmcp=off,aquaregia_mcp::toolset=error",
     };
     let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use aquaregia::Tool;
-use aquaregia::mcp::{
+use aquaregia_mcp::{
     Connector, McpConnection, McpServerSpec, McpServerTimeouts, McpToolset, MemoryTokenStore,
     PinFile, TokenStore,
 };

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use aquaregia::mcp::{AuthorizationPrompt, AuthorizeError, FileTokenStore, McpOAuthClient, OAuth};
+use aquaregia_mcp::{AuthorizationPrompt, AuthorizeError, FileTokenStore, McpOAuthClient, OAuth};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 

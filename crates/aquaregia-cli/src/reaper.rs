@@ -15,7 +15,7 @@
 pub(crate) use unix::{on_process, run};
 
 #[cfg(not(unix))]
-pub(crate) fn on_process(_: aquaregia::mcp::ServerProcess) {}
+pub(crate) fn on_process(_: aquaregia_mcp::ServerProcess) {}
 
 #[cfg(not(unix))]
 pub(crate) fn run() -> std::process::ExitCode {
@@ -34,9 +34,8 @@ mod unix {
     use std::sync::{Mutex, OnceLock};
     use std::time::{Duration, Instant};
 
-    use aquaregia::mcp::ServerProcess;
-    use nix::sys::signal::{Signal, killpg};
-    use nix::unistd::Pid;
+    use aquaregia_mcp::ServerProcess;
+    use aquaregia_mcp::process::{GroupSignal, group_alive, signal_group};
 
     /// How long the groups get to exit after SIGTERM before SIGKILL.
     const GRACE: Duration = Duration::from_millis(500);
@@ -52,7 +51,7 @@ mod unix {
             _ => return,
         };
         let pipe = REAPER.get_or_init(|| Mutex::new(start()));
-        let mut pipe = pipe.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut pipe = aquaregia::sync::lock(pipe);
         if let Some(stdin) = pipe.as_mut()
             && let Err(error) = stdin.write_all(line.as_bytes())
         {
@@ -86,7 +85,7 @@ mod unix {
     /// `aquaregia __reaper`: reads `+<pgid>` / `-<pgid>` lines until stdin closes, then ends
     /// the groups still listed.
     pub(crate) fn run() -> ExitCode {
-        let own = i32::try_from(std::process::id()).unwrap_or(0);
+        let own = std::process::id();
         let mut groups = BTreeSet::new();
         for line in std::io::stdin().lock().lines() {
             let Ok(line) = line else { break };
@@ -97,7 +96,7 @@ mod unix {
             } else {
                 continue;
             };
-            let Ok(pgid) = pgid.parse::<i32>() else {
+            let Ok(pgid) = pgid.parse::<u32>() else {
                 continue;
             };
             // 0 and 1 would mean our own group and init's; never signalled.
@@ -115,20 +114,19 @@ mod unix {
     }
 
     /// SIGTERM to every group, then SIGKILL to those still there after [`GRACE`].
-    fn end_groups(groups: &BTreeSet<i32>) {
-        let alive = |pgid: i32| killpg(Pid::from_raw(pgid), None).is_ok();
-        let mut left: Vec<i32> = groups
+    fn end_groups(groups: &BTreeSet<u32>) {
+        let mut left: Vec<u32> = groups
             .iter()
             .copied()
-            .filter(|pgid| killpg(Pid::from_raw(*pgid), Signal::SIGTERM).is_ok())
+            .filter(|pgid| signal_group(*pgid, GroupSignal::Terminate))
             .collect();
         let deadline = Instant::now() + GRACE;
         while !left.is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
-            left.retain(|pgid| alive(*pgid));
+            left.retain(|pgid| group_alive(*pgid));
         }
         for pgid in left {
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            signal_group(pgid, GroupSignal::Kill);
         }
     }
 }

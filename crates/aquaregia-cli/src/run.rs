@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
-use aquaregia::mcp::McpToolset;
 use aquaregia::{AgentOutput, CancellationToken, Client, Message, PriceTable, StopReason};
+use aquaregia_mcp::McpToolset;
 use clap::Args;
 use tokio::io::AsyncReadExt;
 

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail};
-use aquaregia::mcp::{
-    McpConnection, McpError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpToolset, PinFile,
-    PinReview,
+use aquaregia_mcp::{
+    Connector, McpConnection, McpError, McpOAuthClient, McpServerSpec, McpServerTimeouts,
+    McpToolset, PinFile, PinReview,
 };
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -364,12 +364,15 @@ pub(crate) async fn toolset(
     let mut builder = McpToolset::builder()
         .strict(options.strict)
         .disable_tools(options.disabled_tools.iter().cloned());
+    // The template of every server. A reaper ends stdio servers' process groups if this
+    // process is killed outright.
+    let mut connector = Connector::new().on_process(reaper::on_process);
     if let Some(timeout) = options.startup_timeout {
-        builder = builder.startup_timeout(timeout);
+        connector = connector.timeout(timeout);
     }
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if interactive {
-        builder = builder.on_elicitation(elicit::ask);
+        connector = connector.on_elicitation(elicit::ask);
     }
     match PinFile::in_data_dir() {
         Ok(pins) => builder = builder.pins(pins),
@@ -391,8 +394,9 @@ pub(crate) async fn toolset(
         None
     };
     if let Some(shared) = &shared_oauth {
-        builder = builder.oauth(shared.clone());
+        connector = connector.oauth(shared.clone());
     }
+    builder = builder.connector(connector);
     let hints: Arc<LoginHints> = Arc::new(
         targets
             .iter()
@@ -440,8 +444,7 @@ pub(crate) async fn toolset(
                 None => connector,
             };
             let started = Instant::now();
-            // A reaper ends the server's process group if this process is killed outright.
-            let result = spec.connect(connector.on_process(reaper::on_process)).await;
+            let result = spec.connect(connector).await;
             let done = ProgressStyle::with_template("{msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner());
             bar.set_style(done);

@@ -2,11 +2,11 @@
 //! events streamed as text or JSON, and the JSON summaries of `--output json|stream-json`.
 
 use anyhow::Context;
-use aquaregia::mcp::McpToolset;
 use aquaregia::{
     Agent, AgentEvent, AgentOutput, CancellationToken, Client, Cost, Message, OutputBudget,
     PriceTable, StepResult, StopReason, Tool, ToolExecError, ToolOutput, Usage,
 };
+use aquaregia_mcp::McpToolset;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use std::sync::Arc;

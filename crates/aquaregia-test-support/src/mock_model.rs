@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use futures::StreamExt;
 use serde_json::{Value, json};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 /// How long [`MockServer::wait_requests`] waits.
 const WAIT_BOUND: Duration = Duration::from_secs(30);
@@ -139,6 +139,8 @@ struct State {
     /// Served when the queue is empty (benchmarks); otherwise an empty queue is a 500.
     fallback: Mutex<Option<Reply>>,
     requests: Mutex<Vec<Recorded>>,
+    /// How many requests arrived, for [`MockServer::wait_requests`].
+    arrived: watch::Sender<usize>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     /// Served by `GET /v1/models` (kept apart from the scripted replies and requests).
@@ -167,6 +169,7 @@ impl MockServer {
             replies: Mutex::new(VecDeque::new()),
             fallback: Mutex::new(None),
             requests: Mutex::new(Vec::new()),
+            arrived: watch::Sender::new(0),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
             models: Mutex::new(Vec::new()),
@@ -265,14 +268,11 @@ impl MockServer {
 
     /// Waits (within 30 s) until `n` requests arrived.
     pub async fn wait_requests(&self, n: usize) {
-        let deadline = Instant::now() + WAIT_BOUND;
-        while self.request_count() < n {
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {n} model requests"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let mut arrived = self.state.arrived.subscribe();
+        tokio::time::timeout(WAIT_BOUND, arrived.wait_for(|count| *count >= n))
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {n} model requests"))
+            .expect("the mock's state outlives this wait");
     }
 
     /// How many queued replies were not served yet.
@@ -288,12 +288,17 @@ impl MockServer {
 
 async fn handle(state: Arc<State>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    state.requests.lock().unwrap().push(Recorded {
-        path: uri.path().to_owned(),
-        query: uri.query().unwrap_or_default().to_owned(),
-        headers,
-        body,
-    });
+    let count = {
+        let mut requests = state.requests.lock().unwrap();
+        requests.push(Recorded {
+            path: uri.path().to_owned(),
+            query: uri.query().unwrap_or_default().to_owned(),
+            headers,
+            body,
+        });
+        requests.len()
+    };
+    state.arrived.send_replace(count);
     let reply = {
         let next = state.replies.lock().unwrap().pop_front();
         next.or_else(|| state.fallback.lock().unwrap().clone())

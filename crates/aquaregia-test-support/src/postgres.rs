@@ -19,7 +19,11 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use crate::deps::{dep, free_port};
+use crate::deps::dep;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
 
 /// The superuser of the test clusters (trust authentication, loopback only).
 pub const SUPERUSER: &str = "aquaregia";

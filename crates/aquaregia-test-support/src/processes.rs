@@ -1,11 +1,19 @@
 //! Process hygiene checks: a test sets `AQUAREGIA_TEST_MARKER=<marker>` in the environment of
 //! what it starts (children inherit it), then finds whatever still carries the marker.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// A marker unique to this test process and `tag`.
+/// A marker unique to this call: `tag`, this test process and a counter. Every test of a crate
+/// runs in one process, so two tests (or two calls in one test) never share a marker, even
+/// with the same `tag`.
 pub fn marker(tag: &str) -> String {
-    format!("{tag}-{}", std::process::id())
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{tag}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// Processes whose environment holds `AQUAREGIA_TEST_MARKER=<marker>`.

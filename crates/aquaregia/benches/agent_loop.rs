@@ -1,17 +1,26 @@
 //! Agent-loop overhead per step above replaying, raw, the very requests the agent sent.
 //!
-//! Each step is one model call plus one no-op tool call, against a zero-latency loopback mock
-//! answering in each provider's wire format (bodies from `tests/fixtures/providers/`, cut to
-//! one `noop` call). One agent run is recorded byte for byte at the mock; the floor replays
-//! those bodies with `reqwest` (same URLs and headers, in the same order), reading and parsing
-//! each answer into a `serde_json::Value`. Replays and agent runs are interleaved, so drift on
-//! a busy machine hits both alike. Run pinned, with the mock on the same core:
-//! `taskset -c 1 cargo bench -p aquaregia --bench agent_loop`.
+//! Each step is one model call plus one call of a closure tool with a schema, against a
+//! zero-latency keep-alive HTTP/1.1 mock in a process of its own (this binary, started with
+//! `--serve-mock`) answering in each provider's wire format (bodies from
+//! `tests/fixtures/providers/`, cut to one `lookup` call). One agent run is recorded byte for
+//! byte at the mock; the floor replays those bodies with `reqwest` (same URLs and headers, in
+//! the same order), reading and parsing each answer into a `serde_json::Value`. Replays and
+//! agent runs are interleaved, so drift on a busy machine hits both alike. Run pinned, the mock
+//! process on the same core: `taskset -c 1 cargo bench -p aquaregia --bench agent_loop`
+//! (`AGENT_LOOP_MOCK=thread` puts the mock on a thread of the bench process instead).
 #![allow(missing_docs, clippy::print_stdout)]
+// Test code: a failed setup or expectation should stop the test loudly, and nothing here is
+// public API that would need `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
 
 mod support;
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use aquaregia::{Agent, Client, ClientBuilder, OutputBudget, SEARCH_TOOLS, Tool, tool};
@@ -45,18 +54,19 @@ fn parse(text: &str) -> Value {
     serde_json::from_str(text).expect("fixture")
 }
 
-/// The fixtures' answers, each tool-call answer cut to one call of `noop` with `{}`.
+/// The fixtures' answers, each tool-call answer cut to one call of `lookup` with
+/// `{"query": "rust"}`.
 fn providers() -> Vec<Provider> {
     let mut chat_call = parse(CHAT_CALL);
     let calls = &mut chat_call["choices"][0]["message"]["tool_calls"];
     calls.as_array_mut().expect("calls").truncate(1);
-    calls[0]["function"] = json!({"name": "noop", "arguments": "{}"});
+    calls[0]["function"] = json!({"name": "lookup", "arguments": "{\"query\":\"rust\"}"});
 
     let mut responses_call = parse(RESPONSES_CALL);
     let output = responses_call["output"].as_array_mut().expect("output");
     output.truncate(3); // reasoning, message, first function call
-    output[2]["name"] = json!("noop");
-    output[2]["arguments"] = json!("{}");
+    output[2]["name"] = json!("lookup");
+    output[2]["arguments"] = json!("{\"query\":\"rust\"}");
     let mut responses_text = responses_call.clone();
     let message = responses_text["output"][1].clone();
     responses_text["output"] = json!([message]);
@@ -64,8 +74,8 @@ fn providers() -> Vec<Provider> {
     let mut anthropic_call = parse(ANTHROPIC_CALL);
     let content = anthropic_call["content"].as_array_mut().expect("content");
     content.truncate(2); // text, first tool_use
-    content[1]["name"] = json!("noop");
-    content[1]["input"] = json!({});
+    content[1]["name"] = json!("lookup");
+    content[1]["input"] = json!({"query": "rust"});
     let mut anthropic_text = anthropic_call.clone();
     let text = anthropic_text["content"][0].clone();
     anthropic_text["content"] = json!([text]);
@@ -76,8 +86,8 @@ fn providers() -> Vec<Provider> {
         .as_array_mut()
         .expect("parts");
     parts.truncate(2); // thought, first function call (with its signature)
-    parts[1]["functionCall"]["name"] = json!("noop");
-    parts[1]["functionCall"]["args"] = json!({});
+    parts[1]["functionCall"]["name"] = json!("lookup");
+    parts[1]["functionCall"]["args"] = json!({"query": "rust"});
 
     vec![
         Provider {
@@ -124,6 +134,78 @@ async fn replay(http: &reqwest::Client, root: &str, requests: &[support::RawRequ
         let body = response.bytes().await.expect("replayed body");
         let value: Value = serde_json::from_slice(&body).expect("JSON answer");
         std::hint::black_box(value);
+    }
+}
+
+/// A keep-alive HTTP/1.1 client that writes each recorded request as one buffer on one kept
+/// connection and reads the answer by its `content-length`: the replay without any HTTP
+/// client library.
+struct RawClient {
+    stream: tokio::net::TcpStream,
+    buffer: Vec<u8>,
+}
+
+impl RawClient {
+    async fn connect(root: &str) -> Self {
+        let addr = root.trim_start_matches("http://");
+        let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        Self {
+            stream,
+            buffer: Vec::with_capacity(64 * 1024),
+        }
+    }
+
+    async fn replay(&mut self, root: &str, requests: &[support::RawRequest]) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let host = root.trim_start_matches("http://");
+        for request in requests {
+            let mut out = Vec::with_capacity(request.body.len() + 512);
+            out.extend_from_slice(
+                format!(
+                    "POST {} HTTP/1.1\r\nhost: {host}\r\n",
+                    request.path_and_query
+                )
+                .as_bytes(),
+            );
+            for (name, value) in &request.headers {
+                out.extend_from_slice(name.as_str().as_bytes());
+                out.extend_from_slice(b": ");
+                out.extend_from_slice(value.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(
+                format!("content-length: {}\r\n\r\n", request.body.len()).as_bytes(),
+            );
+            out.extend_from_slice(&request.body);
+            self.stream.write_all(&out).await.expect("write");
+            self.buffer.clear();
+            let (head_end, length) = loop {
+                self.buffer.reserve(16 * 1024);
+                let n = self.stream.read_buf(&mut self.buffer).await.expect("read");
+                assert!(n > 0, "connection closed");
+                if let Some(end) = self.buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = std::str::from_utf8(&self.buffer[..end]).expect("head");
+                    let length = head
+                        .lines()
+                        .find_map(|line| {
+                            let (name, value) = line.split_once(':')?;
+                            name.eq_ignore_ascii_case("content-length")
+                                .then(|| value.trim().parse::<usize>().ok())?
+                        })
+                        .expect("content-length");
+                    break (end + 4, length);
+                }
+            };
+            while self.buffer.len() < head_end + length {
+                self.buffer.reserve(16 * 1024);
+                let n = self.stream.read_buf(&mut self.buffer).await.expect("read");
+                assert!(n > 0, "connection closed");
+            }
+            let value: Value = serde_json::from_slice(&self.buffer[head_end..head_end + length])
+                .expect("JSON answer");
+            std::hint::black_box(value);
+        }
     }
 }
 
@@ -181,21 +263,41 @@ mod otel {
 }
 
 fn main() {
+    if std::env::args().any(|arg| arg == support::SERVE_MOCK) {
+        support::serve_mock();
+        return;
+    }
     let only: Option<String> = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
     otel::install();
-    let server = support::start();
+    // The mock runs in a process of its own, as a model server does; `AGENT_LOOP_MOCK=thread`
+    // runs it on a thread of this process instead (how this bench measured until 2026-12).
+    let server = match std::env::var("AGENT_LOOP_MOCK").as_deref() {
+        Ok("thread") => support::start(),
+        _ => support::start_process(),
+    };
+    println!("(mock: {})", server.mode());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     runtime.block_on(async {
         let http = reqwest::Client::new();
-        let noop = tool("noop")
-            .description("Does nothing")
-            .raw_schema(json!({"type": "object", "properties": {}}))
-            .execute_raw(|_| async { Ok(json!("ok")) });
+        // A closure tool with a schema: every call's arguments are checked against it.
+        let lookup = tool("lookup")
+            .description("Looks a word up")
+            .raw_schema(json!({
+                "type": "object",
+                "properties": {"query": {"type": "string", "description": "What to look up"}},
+                "required": ["query"]
+            }))
+            .execute_raw(|args| async move { Ok(json!({"found": args["query"]})) });
 
-        println!("provider                  steps  replay/step  agent/step   overhead/step");
+        println!(
+            "per step:                        floors                         agent above the floor"
+        );
+        println!(
+            "provider                  steps   raw socket     reqwest        agent   above raw  above reqwest"
+        );
         for provider in providers() {
             if only
                 .as_deref()
@@ -214,20 +316,20 @@ fn main() {
                 .expect("client");
             let agent = client
                 .agent("m")
-                .tool(noop.clone())
+                .tool(lookup.clone())
                 .max_steps(64)
                 .build()
                 .expect("agent");
             // The same loop with a tool output budget (the context window check runs always).
             let budgeted = client
                 .agent("m")
-                .tool(noop.clone())
+                .tool(lookup.clone())
                 .max_steps(64)
                 .tool_output_budget(OutputBudget::tokens(25_000))
                 .build()
                 .expect("agent");
             for (label, agent) in [("", &agent), (" +budget", &budgeted)] {
-                for steps in [2usize, 8, 16] {
+                for steps in step_counts() {
                     let name = format!("{}{label}", provider.name);
                     measure(&server, &http, agent, steps, &name).await;
                 }
@@ -255,7 +357,7 @@ fn main() {
                 .tool_output_budget(OutputBudget::tokens(25_000))
                 .build()
                 .expect("agent");
-            for steps in [2usize, 8, 16] {
+            for steps in step_counts() {
                 measure(&server, &http, &agent, steps, "2,000 tools").await;
             }
         }
@@ -266,7 +368,7 @@ fn main() {
                 serde_json::to_vec(&providers()[0].call).expect("call"),
                 serde_json::to_vec(&providers()[0].text).expect("text"),
             );
-            server.tool_steps.store(usize::MAX, Ordering::Relaxed);
+            server.set_tool_steps(usize::MAX);
             let client = Client::openai_chat()
                 .base_url(format!("{}/v1", server.url))
                 .api_key("bench")
@@ -275,6 +377,19 @@ fn main() {
             cancellation_latency(&client).await;
         }
     });
+}
+
+/// The steps per run to measure: 2, 8 and 16, or the comma-separated `AGENT_LOOP_STEPS`.
+fn step_counts() -> Vec<usize> {
+    std::env::var("AGENT_LOOP_STEPS")
+        .ok()
+        .map(|steps| {
+            steps
+                .split(',')
+                .map(|n| n.trim().parse().expect("AGENT_LOOP_STEPS: numbers"))
+                .collect()
+        })
+        .unwrap_or_else(|| vec![2, 8, 16])
 }
 
 /// Interleaved runs of `agent` and raw replays of the requests it sent; prints the medians
@@ -286,7 +401,7 @@ async fn measure(
     steps: usize,
     name: &str,
 ) {
-    server.tool_steps.store(steps - 1, Ordering::Relaxed);
+    server.set_tool_steps(steps - 1);
     let requests = server
         .record(|| async {
             let output = agent.run("go").await.expect("agent run");
@@ -300,43 +415,56 @@ async fn measure(
         request.headers.remove("host");
         request.headers.remove("content-length");
     }
-    // For profilers (callgrind): `AGENT_LOOP_ONLY=agent` or `=replay` runs just that side,
-    // `AGENT_LOOP_ROUNDS` sets the rounds.
-    let side = std::env::var("AGENT_LOOP_ONLY").unwrap_or_default();
+    // For profilers (callgrind): `AGENT_LOOP_ONLY=agent`, `=raw` or `=reqwest` runs just that
+    // side, `AGENT_LOOP_ROUNDS` sets the rounds.
+    let only = std::env::var("AGENT_LOOP_ONLY").unwrap_or_default();
+    let runs = |side: &str| only.is_empty() || only == side;
     let rounds: usize = std::env::var("AGENT_LOOP_ROUNDS")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(ROUNDS);
-    let (mut floor, mut run) = (Vec::new(), Vec::new());
+    // A connection of its own, kept alive from round to round like the agent's.
+    let mut raw = RawClient::connect(&server.url).await;
+    let (mut raw_floor, mut reqwest_floor, mut run) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds + WARMUP {
-        let floor_time = support::time(|| async {
-            if side != "agent" {
+        let raw_time = support::time(|| async {
+            if runs("raw") {
+                raw.replay(&server.url, &requests).await;
+            }
+        })
+        .await;
+        let reqwest_time = support::time(|| async {
+            if runs("reqwest") {
                 replay(http, &server.url, &requests).await;
             }
         })
         .await;
         let run_time = support::time(|| async {
-            if side != "replay" {
+            if runs("agent") {
                 let output = agent.run("go").await.expect("agent run");
                 assert_eq!(output.steps.len(), steps);
             }
         })
         .await;
-        if side != "replay" {
+        if runs("agent") {
             otel::clear();
         }
         if round >= WARMUP {
-            floor.push(floor_time);
+            raw_floor.push(raw_time);
+            reqwest_floor.push(reqwest_time);
             run.push(run_time);
         }
     }
-    let floor = support::median(floor) / steps as u32;
-    let run = support::median(run) / steps as u32;
+    let per_step = |samples| support::median(samples) / steps as u32;
+    let (raw_floor, reqwest_floor, run) =
+        (per_step(raw_floor), per_step(reqwest_floor), per_step(run));
     println!(
-        "{name:<24}  {steps:>5}  {:>8.1} µs  {:>8.1} µs  {:>8.1} µs",
-        micros(floor),
+        "{name:<24}  {steps:>5}  {:>8.1} µs  {:>8.1} µs  {:>8.1} µs  {:>8.1} µs  {:>8.1} µs",
+        micros(raw_floor),
+        micros(reqwest_floor),
         micros(run),
-        micros(run.saturating_sub(floor))
+        micros(run.saturating_sub(raw_floor)),
+        micros(run.saturating_sub(reqwest_floor)),
     );
 }
 
@@ -362,7 +490,7 @@ fn many_tools(count: usize) -> Vec<Tool> {
 async fn cancellation_latency(client: &Client) {
     use aquaregia::CancellationToken;
     let (started_tx, mut started_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let forever = tool("noop")
+    let forever = tool("lookup")
         .raw_schema(json!({"type": "object", "properties": {}}))
         .execute_raw(move |_| {
             let started = started_tx.clone();

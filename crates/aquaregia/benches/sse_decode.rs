@@ -2,6 +2,14 @@
 //! decoded into events by `Client::stream`, against reading the same body raw.
 //! Run with `cargo bench -p aquaregia --bench sse_decode`.
 #![allow(missing_docs, clippy::print_stdout)]
+// Test code: a failed setup or expectation should stop the test loudly, and nothing here is
+// public API that would need `Debug`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
 
 mod support;
 

@@ -118,12 +118,9 @@ pub enum Error {
     /// The operation was cancelled through its cancellation token.
     #[error("cancelled")]
     Cancelled,
-    /// An MCP server failed (feature `mcp`): connecting, listing its tools, a session that
-    /// ended. Match the [`McpError`](crate::mcp::McpError) inside to act on it.
-    #[cfg(feature = "mcp")]
-    #[error(transparent)]
-    Mcp(#[from] crate::mcp::McpError),
-    /// An error from another layer (a user's `prepare_step`...).
+    /// An error from another layer: a user's `prepare_step`, a tool source such as an MCP
+    /// server (`aquaregia_mcp::McpError` converts into this variant). Downcast it to act on
+    /// it.
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync>),
 }

@@ -1,9 +1,10 @@
 //! # aquaregia
 //!
-//! An LLM agent SDK whose tools come from anywhere: Rust closures, any MCP server, or MCP
-//! servers an editor tunnels over ACP. One [`Client`] per provider, an [`Agent`] loop with
-//! hooks, an error policy and an async `prepare_step`, and [`Tool`]s that all look the same to
-//! the loop.
+//! An LLM agent SDK whose tools come from anywhere: Rust closures, any MCP server
+//! ([`aquaregia-mcp`](https://docs.rs/aquaregia-mcp)), or MCP servers an editor tunnels over
+//! ACP ([`aquaregia-acp`](https://docs.rs/aquaregia-acp)). One [`Client`] per provider, an
+//! [`Agent`] loop with hooks, an error policy and an async `prepare_step`, and [`Tool`]s that
+//! all look the same to the loop.
 //!
 //! ```no_run
 //! use aquaregia::{Client, tool};
@@ -37,6 +38,10 @@
 //! | [`Client::gemini`] | Gemini `generateContent` | `GEMINI_API_KEY` or `GOOGLE_API_KEY`, `GOOGLE_GEMINI_BASE_URL` |
 //! | [`Client::ollama`] | Chat Completions at `OLLAMA_HOST` | no key |
 //!
+//! An agent runs on any [`LanguageModel`]: [`Client::model`] is one, [`Fallback`] wraps several
+//! (the next one on rate limits, overload and outages), and a provider of your own is one trait
+//! implementation away ([`AgentBuilder::new`]; `examples/custom_provider.rs`).
+//!
 //! ## Usage, cost, caching, typed answers
 //!
 //! Every step reports a [`Usage`] normalised across providers, [`AgentEvent::Usage`] follows
@@ -57,12 +62,11 @@
 //!
 //! Runs emit `tracing` spans that follow the OpenTelemetry GenAI semantic conventions, with
 //! the target [`TELEMETRY_TARGET`]: `invoke_agent` per run, `chat {model}` per model call
-//! (provider, models, usage, finish reasons), `execute_tool {tool}` per tool call, and
-//! `tools/call {tool}` per MCP request (`mcp.method.name`, `mcp.protocol.version`, server
-//! address). With the `otel` feature, export them with `tracing-opentelemetry` and MCP
-//! servers receive the trace context (`traceparent`) in the request's `_meta`. Prompts,
-//! answers and tool arguments are recorded only when [`Telemetry::record_content`] is set
-//! ([`AgentBuilder::telemetry`]).
+//! (provider, models, usage, finish reasons) and `execute_tool {tool}` per tool call
+//! (`aquaregia-mcp` adds `tools/call {tool}` per MCP request, under the same target). Export
+//! them with `tracing-opentelemetry`; the `otel` feature adds the attributes plain `tracing`
+//! fields cannot carry (arrays). Prompts, answers and tool arguments are recorded only when
+//! [`Telemetry::record_content`] is set ([`AgentBuilder::telemetry`]).
 //!
 //! ```no_run
 //! // With opentelemetry_sdk, tracing-opentelemetry and tracing-subscriber:
@@ -94,10 +98,12 @@
 //! | `rustls-no-provider` | off | HTTPS through rustls with a crypto provider you install (e.g. `ring`) |
 //! | `native-tls` | off | HTTPS through the platform's TLS library (OpenSSL, Secure Transport, SChannel) |
 //! | `jsonschema` | on | tool arguments and typed answers checked against their schemas |
-//! | `mcp` | off | `aquaregia::mcp`: MCP servers' tools as [`Tool`]s (rmcp) |
-//! | `mcp-oauth` | off | OAuth 2.1 for HTTP and SSE MCP servers (`mcp::OAuth`, token stores, `private_key_jwt`; rmcp's `auth`) |
-//! | `cedar` | off | tool-call policies written in Cedar (`policy::CedarPolicy`) |
-//! | `otel` | off | OpenTelemetry: trace context to MCP servers, array attributes (`opentelemetry`, `tracing-opentelemetry`) |
+//! | `otel` | off | OpenTelemetry: array attributes on the spans (`opentelemetry`, `tracing-opentelemetry`) |
+//! | `test-utils` | off | `test_utils::ScriptedModel`: a scripted in-process model for agent tests (no dependencies) |
+//! | `cedar` | off | tool-call permission policies in Cedar ([`policy::PermissionPolicy::cedar`](policy::PermissionPolicy)) |
+//!
+//! MCP servers' tools come from the [`aquaregia-mcp`](https://docs.rs/aquaregia-mcp) crate, so
+//! this one does not depend on rmcp.
 //!
 //! ## Sessions
 //!
@@ -109,9 +115,7 @@ mod client;
 mod context;
 mod error;
 pub mod files;
-mod http;
-#[cfg(feature = "mcp")]
-pub mod mcp;
+pub mod http;
 mod message;
 mod model;
 pub mod permission_rules;
@@ -123,7 +127,10 @@ pub mod redact;
 mod schema_check;
 mod session;
 mod structured;
+pub mod sync;
 mod telemetry;
+#[cfg(feature = "test-utils")]
+pub mod test_utils;
 mod tool;
 pub mod workspace;
 
@@ -132,7 +139,7 @@ pub use agent::{
     StepOverrides, StepResult, StopReason, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy,
     TypedOutput,
 };
-pub use client::{Client, ClientBuilder, ProviderKind};
+pub use client::{Client, ClientBuilder, ClientModel, ProviderKind};
 pub use context::{
     BYTES_PER_TOKEN, CompactionReport, DEFAULT_CONTEXT_WINDOW, DEFAULT_RESERVED_OUTPUT_TOKENS,
     MAX_REQUEST_TOOLS, OutputBudget, OutputSlice, READ_TOOL_OUTPUT, SEARCH_TOOLS, ToolDeferral,
@@ -142,7 +149,8 @@ pub use context::{
 pub use error::Error;
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
 pub use model::{
-    FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent, ToolChoice, Usage,
+    Fallback, FinishReason, LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream,
+    StreamEvent, ToolChoice, Usage,
 };
 pub use pricing::{Cost, ModelPrice, PriceTable};
 pub use prompt_cache::PromptCaching;
@@ -150,7 +158,7 @@ pub use session::{
     FileSessionStore, NewSession, SessionError, SessionId, SessionMeta, SessionPage, SessionQuery,
     SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp, TimestampParseError,
 };
-pub use structured::{GeneratedObject, OutputSchema};
+pub use structured::{GeneratedObject, OutputSchema, generate_object};
 pub use telemetry::{TELEMETRY_TARGET, Telemetry};
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,

@@ -202,7 +202,8 @@ fn push_components(path: &Path, resolved: &mut PathBuf, pending: &mut VecDeque<O
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;

@@ -1,7 +1,7 @@
 //! MCP-over-ACP: MCP servers that live in the client, reached through the ACP connection.
 //!
 //! Both bindings in use are rmcp transports, so `acp` servers go through the same
-//! [`aquaregia::mcp::connect`] path (handshake, tools, timeouts, cancellation, list changes)
+//! [`aquaregia_mcp::connect`] path (handshake, tools, timeouts, cancellation, list changes)
 //! as stdio and HTTP servers:
 //!
 //! - **stateless** (current SDKs): each MCP request is its own ACP request
@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, UntypedMessage};
+pub(super) use aquaregia::sync::lock;
 use rmcp::model::{RequestId, ServerJsonRpcMessage};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -85,12 +86,6 @@ pub(crate) struct McpOverAcp {
     pub(super) by_server: Mutex<HashMap<String, Vec<Route>>>,
     pub(super) by_connection: Mutex<HashMap<String, Route>>,
     transports: AtomicI64,
-}
-
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The 2026-07-28 metadata every stateless inner request carries.

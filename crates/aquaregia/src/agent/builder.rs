@@ -10,10 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::hooks::HookChain;
 use super::{Agent, AgentConfig, AgentHooks, StepContext, StepOverrides, ToolErrorPolicy};
-use crate::client::Client;
 use crate::context::{MIN_BUDGET_TOKENS, OutputBudget, ToolDeferral, ToolOutputStore};
 use crate::error::Error;
-use crate::model::ToolChoice;
+use crate::model::{LanguageModel, ToolChoice};
 use crate::pricing::PriceTable;
 use crate::prompt_cache::PromptCaching;
 use crate::telemetry::Telemetry;
@@ -23,7 +22,8 @@ pub(crate) type PrepareStepFn = dyn for<'a> Fn(&StepContext<'a>) -> BoxFuture<'s
     + Send
     + Sync;
 
-/// Configures an [`Agent`]; start with [`Client::agent`].
+/// Configures an [`Agent`]: start with [`AgentBuilder::new`] on any [`LanguageModel`], or with
+/// [`Client::agent`](crate::Client::agent).
 ///
 /// ```no_run
 /// # async fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
@@ -37,7 +37,7 @@ pub(crate) type PrepareStepFn = dyn for<'a> Fn(&StepContext<'a>) -> BoxFuture<'s
 /// ```
 #[must_use]
 pub struct AgentBuilder {
-    client: Client,
+    language_model: Arc<dyn LanguageModel>,
     model: String,
     instructions: Option<String>,
     tools: Vec<Tool>,
@@ -71,10 +71,20 @@ impl fmt::Debug for AgentBuilder {
 }
 
 impl AgentBuilder {
-    pub(crate) fn new(client: Client, model: String) -> Self {
+    /// Starts an agent on `model`, with no instructions or tools, at most 20 steps and up to 8
+    /// tool calls at once.
+    ///
+    /// ```no_run
+    /// # fn demo() -> Result<(), aquaregia::Error> {
+    /// use std::sync::Arc;
+    /// let model = aquaregia::Client::anthropic().build()?.model("claude-sonnet-4-5");
+    /// let agent = aquaregia::AgentBuilder::new(Arc::new(model)).max_steps(8).build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn new(model: Arc<dyn LanguageModel>) -> Self {
         Self {
-            client,
-            model,
+            model: model.model_id().to_owned(),
+            language_model: model,
             instructions: None,
             tools: Vec::new(),
             max_steps: 20,
@@ -341,7 +351,7 @@ impl AgentBuilder {
         let tools = Arc::new(ToolRegistry::from_tools(tools)?);
         Ok(Agent {
             inner: Arc::new(AgentConfig {
-                client: self.client,
+                language_model: self.language_model,
                 model: self.model,
                 instructions: self.instructions,
                 tools,

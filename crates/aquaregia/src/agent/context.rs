@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::context::estimator_kind;
 use crate::context::{
     Compaction, CompactionReport, DEFAULT_RESERVED_OUTPUT_TOKENS, Deferral, MIN_BUDGET_TOKENS,
     OutputBudget, READ_TOOL_OUTPUT, context_window_for, estimate_descriptor_tokens,
@@ -102,7 +103,7 @@ pub(super) async fn fit_result(
         &result.output,
         &result.call_id,
         budget,
-        config.client.kind(),
+        estimator_kind(&*config.language_model),
     ) else {
         return;
     };
@@ -118,10 +119,16 @@ pub(super) async fn fit_result(
     result.output = fitted.output;
 }
 
-/// The window and the output reserve for `model`.
+/// The window and the output reserve for `model`: the agent's window, else the model's own
+/// (when `model` is the agent's model), else the one known for `model`'s name.
 pub(super) fn window_and_reserve(config: &AgentConfig, model: &str) -> (u64, u64) {
     let window = config
         .context_window
+        .or_else(|| {
+            (model == config.model)
+                .then(|| config.language_model.context_window())
+                .flatten()
+        })
         .unwrap_or_else(|| context_window_for(model));
     let reserve = config
         .max_output_tokens
@@ -139,8 +146,8 @@ pub(super) async fn compact(
     let fixed = config.instructions.as_deref().map_or(0, estimate_tokens)
         + tools_tokens(advertised.tools());
     let compaction = Compaction {
-        client: &config.client,
-        model: &config.model,
+        model: &*config.language_model,
+        model_id: &config.model,
         fixed_tokens: fixed,
         target: window.saturating_sub(reserve),
         reserve,
@@ -160,7 +167,7 @@ pub(super) async fn fit_window(
     estimates: &mut Estimates,
     step_local: bool,
 ) -> Result<Option<CompactionReport>, Error> {
-    let provider = config.client.kind();
+    let provider = estimator_kind(&*config.language_model);
     let (window, reserve) = window_and_reserve(config, &request.model);
     let target = window.saturating_sub(reserve);
     let fixed = request.instructions.as_deref().map_or(0, estimate_tokens) + estimates.tools;
@@ -182,8 +189,8 @@ pub(super) async fn fit_window(
         return Ok(None);
     }
     let compaction = Compaction {
-        client: &config.client,
-        model: &request.model,
+        model: &*config.language_model,
+        model_id: &request.model,
         fixed_tokens: fixed,
         target,
         reserve,

@@ -18,11 +18,10 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::Client;
 use crate::context::{CompactionReport, OutputBudget, ToolDeferral, ToolOutputStore};
 use crate::error::Error;
 use crate::message::{Message, ToolCall};
-use crate::model::{FinishReason, ToolChoice, Usage};
+use crate::model::{FinishReason, LanguageModel, ToolChoice, Usage};
 use crate::pricing::{Cost, PriceTable};
 use crate::prompt_cache::PromptCaching;
 use crate::structured::OutputSchema;
@@ -48,7 +47,8 @@ pub enum ToolErrorPolicy {
 
 /// A configured agent: a model, instructions, tools and loop settings. Cheap to clone.
 ///
-/// Build one with [`Client::agent`]; run it with [`Agent::run`] or [`Agent::stream`].
+/// Build one with [`Client::agent`](crate::Client::agent) or, on any [`LanguageModel`],
+/// [`AgentBuilder::new`]; run it with [`Agent::run`] or [`Agent::stream`].
 #[derive(Clone)]
 pub struct Agent {
     inner: Arc<AgentConfig>,
@@ -56,7 +56,8 @@ pub struct Agent {
 
 #[derive(Clone)]
 pub(crate) struct AgentConfig {
-    pub(crate) client: Client,
+    pub(crate) language_model: Arc<dyn LanguageModel>,
+    /// `language_model`'s id, what each step asks for unless `prepare_step` says otherwise.
     pub(crate) model: String,
     pub(crate) instructions: Option<String>,
     pub(crate) tools: Arc<ToolRegistry>,
@@ -101,9 +102,14 @@ impl fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// The agent's model.
+    /// The agent's model id.
     pub fn model(&self) -> &str {
         &self.inner.model
+    }
+
+    /// The model the agent runs on.
+    pub fn language_model(&self) -> &Arc<dyn LanguageModel> {
+        &self.inner.language_model
     }
 
     /// The agent's tools.

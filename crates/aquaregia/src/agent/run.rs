@@ -16,9 +16,8 @@ use super::{
 use crate::context::{Deferral, READ_TOOL_OUTPUT};
 use crate::error::Error;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
-use crate::model::{FinishReason, ModelRequest, ModelResponse, StreamEvent, Usage};
+use crate::model::{FinishReason, ModelRequest, ModelResponse, ModelState, StreamEvent, Usage};
 use crate::pricing::Cost;
-use crate::provider::RequestCache;
 use crate::telemetry;
 use crate::tool::{
     ProgressReporter, Tool, ToolDescriptor, ToolExecError, ToolOutput, ToolProgress, ToolRegistry,
@@ -38,7 +37,7 @@ pub(super) async fn drive(
     messages: Vec<Message>,
     events: Events<'_>,
 ) -> Result<AgentOutput, Error> {
-    let span = telemetry::agent_span(&config.client, &config.model, &config.telemetry);
+    let span = telemetry::agent_span(&*config.language_model, &config.model, &config.telemetry);
     let result = drive_run(config, messages, events)
         .instrument(span.clone())
         .await;
@@ -73,11 +72,12 @@ async fn drive_run(
             prompt_caching: config.prompt_caching.clone(),
             output_schema: config.output_schema.clone(),
         },
-        encoding: RequestCache::default(),
+        model_state: ModelState::new(),
         request_tools: Arc::default(),
         steps: Vec::new(),
         usage: Usage::default(),
-        cost: config.prices.as_ref().map(|_| Cost::default()),
+        cost: (config.prices.is_some() || config.language_model.price().is_some())
+            .then(Cost::default),
         deferral,
         estimates: Estimates::default(),
         reader: ReaderOffer::default(),
@@ -111,8 +111,9 @@ struct Run<'a> {
     cancel: CancellationToken,
     /// The request sent each step; `request.messages` is the conversation.
     request: ModelRequest,
-    /// The encoded conversation and tools, extended step by step.
-    encoding: RequestCache,
+    /// What the model keeps from call to call (aquaregia's providers: the encoded conversation
+    /// and tools, extended step by step).
+    model_state: ModelState,
     /// The registry whose tools `request.tools` holds.
     request_tools: Arc<ToolRegistry>,
     steps: Vec<StepResult>,
@@ -245,7 +246,7 @@ impl Run<'_> {
                 self.account(index, report.usage, true);
             }
             if !step_local {
-                self.encoding = RequestCache::default();
+                self.model_state = ModelState::new();
             }
             emit(self.events, || AgentEvent::Compacted {
                 before_tokens: report.before_tokens,
@@ -269,17 +270,17 @@ impl Run<'_> {
 
         // The model call.
         let mut partial_text = String::new();
-        // A step with its own messages must not touch the run's encoded conversation.
-        let mut step_encoding = RequestCache::default();
-        let encoding = if saved_messages.is_some() {
-            &mut step_encoding
+        // A step with its own messages must not touch the state of the run's conversation.
+        let mut step_state = ModelState::new();
+        let model_state = if saved_messages.is_some() {
+            &mut step_state
         } else {
-            &mut self.encoding
+            &mut self.model_state
         };
         let response = tokio::select! {
             biased;
             () = self.cancel.cancelled() => None,
-            response = call_model(config, &self.request, self.events, encoding, &mut partial_text) => Some(response),
+            response = call_model(config, &self.request, self.events, model_state, &mut partial_text) => Some(response),
         };
         if let Some(saved) = saved_messages {
             self.request.messages = saved;
@@ -347,11 +348,18 @@ impl Run<'_> {
     /// cost.
     fn account(&mut self, step: usize, usage: Usage, compaction: bool) -> Option<Cost> {
         self.usage += usage;
-        let cost = self
-            .config
+        let config = self.config;
+        let model = &self.request.model;
+        let cost = config
             .prices
             .as_ref()
-            .and_then(|prices| prices.cost(&self.request.model, &usage));
+            .and_then(|prices| prices.cost(model, &usage))
+            .or_else(|| {
+                (*model == config.model)
+                    .then(|| config.language_model.price())
+                    .flatten()
+                    .map(|price| usage.cost(&price))
+            });
         self.cost = self.cost.zip(cost).map(|(total, cost)| total + cost);
         emit(self.events, || AgentEvent::Usage {
             step,
@@ -392,41 +400,56 @@ impl Run<'_> {
                 earlier.name == call.name && earlier.arguments == call.arguments
             });
         }
-        // Collected first: a lazily mapped iterator held across awaits trips the compiler's
-        // `Send` inference for the whole run future.
-        let calls_in_flight: Vec<_> = calls
-            .iter()
-            .enumerate()
-            .filter(|(position, _)| results[*position].is_none() && same_as[*position].is_none())
-            .map(|(position, call)| async move {
-                (position, run_tool(config, registry, call, events).await)
-            })
+        let to_run: Vec<usize> = (0..calls.len())
+            .filter(|&position| results[position].is_none() && same_as[position].is_none())
             .collect();
-        let mut pending =
-            futures::stream::iter(calls_in_flight).buffered(config.max_tool_concurrency);
 
         let mut cancelled = false;
-        loop {
-            let next = tokio::select! {
+        if let [position] = to_run.as_slice() {
+            // One call, the usual case: no queue of calls to set up.
+            let position = *position;
+            let call = &calls[position];
+            let result = tokio::select! {
                 biased;
-                () = self.cancel.cancelled() => { cancelled = true; break; }
-                next = pending.next() => next,
+                () = self.cancel.cancelled() => None,
+                result = run_tool(config, registry, call, events) => Some(result),
             };
-            let Some((position, result)) = next else {
-                break;
-            };
-            if config.tool_error_policy == ToolErrorPolicy::FailFast
-                && let Err(error) = &result
-                && is_failure(error)
-            {
-                return Err(Error::Tool {
-                    name: calls[position].name.clone(),
-                    source: error.clone(),
-                });
+            match result {
+                Some(result) => {
+                    fail_fast(config, call, &result)?;
+                    results[position] = Some(result);
+                }
+                None => cancelled = true,
             }
-            results[position] = Some(result);
+        } else if !to_run.is_empty() {
+            // Collected first: a lazily mapped iterator held across awaits trips the
+            // compiler's `Send` inference for the whole run future.
+            let calls_in_flight: Vec<_> = to_run
+                .iter()
+                .map(|&position| {
+                    let call = &calls[position];
+                    async move { (position, run_tool(config, registry, call, events).await) }
+                })
+                .collect();
+            let mut pending =
+                futures::stream::iter(calls_in_flight).buffered(config.max_tool_concurrency);
+            loop {
+                let next = tokio::select! {
+                    biased;
+                    () = self.cancel.cancelled() => { cancelled = true; break; }
+                    next = pending.next() => next,
+                };
+                let Some((position, result)) = next else {
+                    break;
+                };
+                if let Some(call) = calls.get(position) {
+                    fail_fast(config, call, &result)?;
+                }
+                if let Some(slot) = results.get_mut(position) {
+                    *slot = Some(result);
+                }
+            }
         }
-        drop(pending);
         if cut_off && let (Some(call), Some(Some(result))) = (calls.last(), results.last()) {
             // Hosts see the call the model made, and that it ended without running.
             emit(events, || AgentEvent::ToolCallStart {
@@ -472,6 +495,25 @@ impl Run<'_> {
         } else {
             ToolPhase::Done
         })
+    }
+}
+
+/// The run's error when `result` stops a [`ToolErrorPolicy::FailFast`] run.
+fn fail_fast(
+    config: &AgentConfig,
+    call: &ToolCall,
+    result: &Result<ToolOutput, ToolExecError>,
+) -> Result<(), Error> {
+    match result {
+        Err(error)
+            if config.tool_error_policy == ToolErrorPolicy::FailFast && is_failure(error) =>
+        {
+            Err(Error::Tool {
+                name: call.name.clone(),
+                source: error.clone(),
+            })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -586,12 +628,12 @@ async fn call_model(
     config: &AgentConfig,
     request: &ModelRequest,
     events: Events<'_>,
-    encoding: &mut RequestCache,
+    state: &mut ModelState,
     partial_text: &mut String,
 ) -> Result<ModelResponse, Error> {
     let content = config.telemetry.record_content;
-    let span = telemetry::chat_span(&config.client, request, events.is_some(), content);
-    let result = model_call(config, request, events, encoding, partial_text)
+    let span = telemetry::chat_span(&*config.language_model, request, events.is_some(), content);
+    let result = model_call(config, request, events, state, partial_text)
         .instrument(span.clone())
         .await;
     telemetry::record_chat(&span, &result, content);
@@ -602,13 +644,14 @@ async fn model_call(
     config: &AgentConfig,
     request: &ModelRequest,
     events: Events<'_>,
-    encoding: &mut RequestCache,
+    state: &mut ModelState,
     partial_text: &mut String,
 ) -> Result<ModelResponse, Error> {
+    let model = &*config.language_model;
     let Some(sender) = events else {
-        return config.client.generate_cached(request, encoding).await;
+        return model.generate(request, state).await;
     };
-    let mut stream = config.client.stream_cached(request, encoding).await?;
+    let mut stream = model.stream(request, state).await?;
     while let Some(event) = stream.next().await {
         match event? {
             StreamEvent::TextDelta(text) => {

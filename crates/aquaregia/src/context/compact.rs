@@ -4,10 +4,10 @@ use std::fmt::Write as _;
 
 use tracing::Instrument;
 
-use crate::client::{Client, ProviderKind};
+use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::{ContentPart, Message, Role};
-use crate::model::{ModelRequest, Usage};
+use crate::model::{LanguageModel, ModelRequest, ModelState, Usage};
 use crate::telemetry;
 use crate::tool::ToolOutput;
 
@@ -15,7 +15,7 @@ use super::budget::{ceil_char_boundary, floor_char_boundary};
 use super::store::{READ_TOOL_OUTPUT, ToolOutputStore};
 use super::tokens::{
     BYTES_PER_TOKEN, estimate_message_tokens, estimate_messages_tokens, estimate_output_tokens,
-    estimate_tokens,
+    estimate_tokens, estimator_kind,
 };
 
 /// Tool results smaller than this many tokens are never elided: the marker would not be
@@ -54,8 +54,10 @@ pub struct CompactionReport {
 
 /// One compaction's settings.
 pub(crate) struct Compaction<'a> {
-    pub(crate) client: &'a Client,
-    pub(crate) model: &'a str,
+    /// Writes the summary.
+    pub(crate) model: &'a dyn LanguageModel,
+    /// The model id the summary is asked of.
+    pub(crate) model_id: &'a str,
     /// Tokens of the request outside the messages: instructions and tool definitions.
     pub(crate) fixed_tokens: u64,
     /// What the request may use: the window minus the reserved output.
@@ -76,7 +78,7 @@ impl Compaction<'_> {
         messages: &mut Vec<Message>,
         force: bool,
     ) -> Result<CompactionReport, Error> {
-        let provider = self.client.kind();
+        let provider = estimator_kind(self.model);
         let before = self.fixed_tokens + estimate_messages_tokens(messages, provider);
         let mut report = CompactionReport {
             before_tokens: before,
@@ -116,7 +118,7 @@ impl Compaction<'_> {
     /// Replaces tool results older than the last tool message, oldest first, until the
     /// estimate is at most `target`. Returns how many and the new estimate.
     async fn elide(&self, messages: &mut [Message], mut current: u64, target: u64) -> (usize, u64) {
-        let provider = self.client.kind();
+        let provider = estimator_kind(self.model);
         let Some(last_tool) = messages.iter().rposition(|m| m.role == Role::Tool) else {
             return (0, current);
         };
@@ -174,7 +176,7 @@ impl Compaction<'_> {
             .saturating_mul(BYTES_PER_TOKEN);
         let transcript = transcript(&rest, usize::try_from(room).unwrap_or(usize::MAX));
         let request = ModelRequest::new(
-            self.model,
+            self.model_id,
             vec![Message::user(format!(
                 "{transcript}\n\nSummarise the conversation above."
             ))],
@@ -183,10 +185,10 @@ impl Compaction<'_> {
         .max_output_tokens(u32::try_from(self.reserve).unwrap_or(u32::MAX));
         let summarized = rest.len();
         let mut compacted: Vec<Message> = system.into_iter().cloned().collect();
-        let span = telemetry::chat_span(self.client, &request, false, self.record_content);
+        let span = telemetry::chat_span(self.model, &request, false, self.record_content);
         let response = self
-            .client
-            .generate(&request)
+            .model
+            .generate(&request, &mut ModelState::new())
             .instrument(span.clone())
             .await;
         telemetry::record_chat(&span, &response, self.record_content);

@@ -2,7 +2,7 @@
 //! which tools a request carries.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -14,6 +14,7 @@ use crate::tool::{
 
 use super::store::READ_TOOL_OUTPUT;
 use super::tokens::estimate_descriptor_tokens;
+use crate::sync::lock;
 
 /// The most tools one request may carry: OpenAI rejects more than 128.
 pub const MAX_REQUEST_TOOLS: usize = 128;
@@ -196,7 +197,8 @@ struct Shared {
 pub(crate) struct Deferral {
     settings: ToolDeferral,
     shared: Arc<Mutex<Shared>>,
-    search_tool: Tool,
+    /// `search_tools`, made the first time deferral applies (most runs never need it).
+    search_tool: Option<Tool>,
     /// The step registry the fields below were computed for.
     built_for: Option<Arc<ToolRegistry>>,
     active: bool,
@@ -221,11 +223,10 @@ impl Deferral {
             loaded,
             ..Shared::default()
         }));
-        let search_tool = search_tool(shared.clone(), settings.search_results);
         Self {
             settings: settings.clone(),
             shared,
-            search_tool,
+            search_tool: None,
             built_for: None,
             active: false,
             always: Vec::new(),
@@ -314,19 +315,30 @@ impl Deferral {
             .cloned()
             .collect();
         let mut all = registry.tools().to_vec();
-        all.push(self.search_tool.clone());
+        all.push(self.search_tool());
         self.exec = Arc::new(ToolRegistry::from_tools(all)?);
         lock(&self.shared).index = Some(Arc::new(SearchIndex::new(registry.clone())));
         Ok(())
     }
 
+    /// The `search_tools` tool of this run.
+    fn search_tool(&mut self) -> Tool {
+        self.search_tool
+            .get_or_insert_with(|| search_tool(self.shared.clone(), self.settings.search_results))
+            .clone()
+    }
+
     /// Always-loaded tools, `search_tools`, then the loaded ones in the order found.
     fn advertise(&mut self) -> Result<(), Error> {
+        if self.built_for.is_none() {
+            return Ok(());
+        }
+        let search = self.search_tool();
         let Some(registry) = &self.built_for else {
             return Ok(());
         };
         let mut tools = self.always.clone();
-        tools.push(self.search_tool.clone());
+        tools.push(search);
         let room = MAX_REQUEST_TOOLS.saturating_sub(tools.len());
         let mut shared = lock(&self.shared);
         let present: Vec<Tool> = shared
@@ -423,12 +435,6 @@ impl ToolExecutor for SearchTools {
         };
         Ok(ToolOutput::Json(json!({"tools": listed, "note": note})))
     }
-}
-
-fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
-    shared
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

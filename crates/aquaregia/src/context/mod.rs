@@ -18,7 +18,7 @@ pub use store::{OutputSlice, READ_TOOL_OUTPUT, ToolOutputStore};
 pub use tokens::{
     BYTES_PER_TOKEN, estimate_image_tokens, estimate_request_tokens, estimate_tokens,
 };
-pub(crate) use tokens::{estimate_descriptor_tokens, estimate_messages_tokens};
+pub(crate) use tokens::{estimate_descriptor_tokens, estimate_messages_tokens, estimator_kind};
 pub use window::{DEFAULT_CONTEXT_WINDOW, context_window_for};
 
 /// Output tokens kept free for the answer when `max_output_tokens` is not set (at most a

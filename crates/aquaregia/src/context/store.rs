@@ -4,13 +4,14 @@
 use std::collections::VecDeque;
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
 use crate::tool::{Tool, ToolAnnotations, ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput};
 
 use super::budget::{ceil_char_boundary, floor_char_boundary};
+use crate::sync::lock;
 
 /// The name of the built-in tool that reads kept outputs.
 pub const READ_TOOL_OUTPUT: &str = "read_tool_output";
@@ -307,12 +308,6 @@ fn file_path(directory: &Path, id: &str) -> PathBuf {
     }
     name.push_str(".txt");
     directory.join(name)
-}
-
-fn lock(memory: &Mutex<Memory>) -> MutexGuard<'_, Memory> {
-    memory
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

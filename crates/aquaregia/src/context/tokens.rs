@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::client::ProviderKind;
 use crate::message::{ContentPart, ImageSource, Message};
-use crate::model::ModelRequest;
+use crate::model::{LanguageModel, ModelRequest};
 use crate::tool::{ContentBlock, ToolDescriptor, ToolOutput};
 
 /// Bytes of text counted as one token by [`estimate_tokens`].
@@ -30,6 +30,11 @@ const MESSAGE_OVERHEAD: u64 = 4;
 /// ```
 pub fn estimate_tokens(text: &str) -> u64 {
     bytes_to_tokens(text.len())
+}
+
+/// The wire API whose rules estimates follow for `model`: its own, else OpenAI's.
+pub(crate) fn estimator_kind(model: &dyn LanguageModel) -> ProviderKind {
+    model.kind().unwrap_or(ProviderKind::OpenAiChat)
 }
 
 pub(crate) fn bytes_to_tokens(bytes: usize) -> u64 {

@@ -54,9 +54,12 @@ const WINDOWS: &[(&str, u64)] = &[
 /// ```
 pub fn context_window_for(model: &str) -> u64 {
     let name = model.rsplit('/').next().unwrap_or(model);
-    let name = name.split(':').next().unwrap_or(name).to_ascii_lowercase();
+    let name = name.split(':').next().unwrap_or(name);
     WINDOWS
         .iter()
-        .find(|(prefix, _)| name.starts_with(prefix))
+        .find(|(prefix, _)| {
+            name.get(..prefix.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+        })
         .map_or(DEFAULT_CONTEXT_WINDOW, |&(_, window)| window)
 }

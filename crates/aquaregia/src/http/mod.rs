@@ -1,26 +1,43 @@
-//! HTTP plumbing shared by every provider and the MCP HTTP transports: the client every request
-//! goes through (no credentials across origins), sending with retries and backoff, the one SSE
-//! decoder, and error descriptions.
+//! HTTP plumbing shared by every provider and by other crates' HTTP transports (the MCP
+//! client's): the client every request goes through (no credentials across origins), sending
+//! with retries and backoff, the one SSE decoder, and error descriptions.
+//!
+//! Public here: [`client_builder`], [`reqwest_message`] and the [`sse`] decoder, for crates
+//! that speak HTTP next to aquaregia and must follow the same rules.
 
-pub(crate) mod sse;
+mod plain;
+pub mod sse;
 
+use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use hyper::Uri;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::{Method, Url};
+
+use plain::{PlainClient, PlainResponse};
 
 use crate::error::{Error, is_retryable_status};
 
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 const BASE_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
+/// The most redirects (within one origin) one request follows.
 const MAX_REDIRECTS: usize = 10;
 
 /// A `reqwest::ClientBuilder` with the rules every aquaregia HTTP client follows: no `Referer`
 /// (URLs may carry secrets in their query), and redirects followed only within the same origin,
 /// so credentials set as headers (API keys, bearer tokens, custom auth) never reach another
 /// host. A cross-origin redirect is returned to the caller as the 3xx response it is.
-pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+///
+/// ```
+/// let client = aquaregia::http::client_builder().build();
+/// assert!(client.is_ok());
+/// ```
+pub fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .referer(false)
         .redirect(reqwest::redirect::Policy::custom(|attempt| {
@@ -44,14 +61,97 @@ pub(crate) fn default_client() -> Result<reqwest::Client, Error> {
 }
 
 /// HTTP settings shared by every request of a [`Client`](crate::Client).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct HttpConfig {
     pub(crate) http: reqwest::Client,
+    /// Model requests to a plain-HTTP base URL no proxy applies to, when `http` is aquaregia's
+    /// own client (see [`plain`]).
+    plain: Option<PlainClient>,
     pub(crate) base_url: String,
     /// Auth and custom headers, marked sensitive.
     pub(crate) headers: HeaderMap,
+    /// `headers` and `content-type: application/json`: what a POST of a JSON body sends.
+    json_headers: HeaderMap,
     pub(crate) timeout: Duration,
     pub(crate) max_retries: u32,
+    /// The last endpoint requested, parsed once: requests of an agent run all go to one
+    /// endpoint, and parsing a URL costs more than a whole request body's encoding step.
+    endpoint: Mutex<Option<(String, Endpoint)>>,
+}
+
+/// A request's URL, parsed (and as a `Uri` for the plain-HTTP client).
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    url: Url,
+    uri: Uri,
+}
+
+/// An answer from either client.
+#[derive(Debug)]
+pub(crate) enum HttpResponse {
+    Reqwest(reqwest::Response),
+    Plain(PlainResponse),
+}
+
+impl std::fmt::Debug for PlainResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlainResponse")
+            .field("status", &self.response.status())
+            .field("url", &safe_url(self.url.as_str()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<reqwest::Response> for HttpResponse {
+    fn from(response: reqwest::Response) -> Self {
+        Self::Reqwest(response)
+    }
+}
+
+impl HttpResponse {
+    fn status(&self) -> u16 {
+        match self {
+            Self::Reqwest(response) => response.status().as_u16(),
+            Self::Plain(plain) => plain.response.status().as_u16(),
+        }
+    }
+
+    /// The response headers.
+    pub(crate) fn headers(&self) -> &HeaderMap {
+        match self {
+            Self::Reqwest(response) => response.headers(),
+            Self::Plain(plain) => plain.response.headers(),
+        }
+    }
+
+    /// The whole body.
+    async fn bytes(self) -> Result<Bytes, Error> {
+        match self {
+            Self::Reqwest(response) => {
+                let url = response.url().to_string();
+                response
+                    .bytes()
+                    .await
+                    .map_err(|error| transport_error(&url, error))
+            }
+            Self::Plain(plain) => plain.bytes().await,
+        }
+    }
+
+    /// The body as it arrives.
+    pub(crate) fn into_stream(self) -> Pin<Box<dyn Stream<Item = Result<Bytes, Error>> + Send>> {
+        match self {
+            Self::Reqwest(response) => {
+                let url = response.url().to_string();
+                Box::pin(
+                    response
+                        .bytes_stream()
+                        .map(move |chunk| chunk.map_err(|error| transport_error(&url, error))),
+                )
+            }
+            Self::Plain(plain) => Box::pin(plain.into_stream()),
+        }
+    }
 }
 
 /// How a provider reads an error response: the error, and any retry delay its body asks for.
@@ -66,40 +166,115 @@ pub(crate) struct Rejection {
 }
 
 impl HttpConfig {
+    /// The settings of a client sending to `base_url` with these headers (auth included).
+    /// `custom` says `http` is the caller's own client, which then carries every request.
+    pub(crate) fn new(
+        http: reqwest::Client,
+        custom: bool,
+        base_url: String,
+        headers: HeaderMap,
+        timeout: Duration,
+        max_retries: u32,
+    ) -> Self {
+        let mut json_headers = headers.clone();
+        json_headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let plain = match Url::parse(&base_url) {
+            Ok(url) if !custom => PlainClient::for_base_url(&url),
+            _ => None,
+        };
+        Self {
+            http,
+            plain,
+            base_url,
+            headers,
+            json_headers,
+            timeout,
+            max_retries,
+            endpoint: Mutex::new(None),
+        }
+    }
+
     /// `path` appended to the base URL.
     pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{}", self.base_url.trim_end_matches('/'), path)
+    }
+
+    /// [`url`](Self::url) of `path`, parsed; the last one is kept, so a run of requests to one
+    /// endpoint parses it once.
+    pub(crate) fn endpoint(&self, path: &str) -> Result<Endpoint, Error> {
+        // Nothing panics while this lock is held.
+        let mut last = self.endpoint.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((last_path, endpoint)) = &*last
+            && last_path == path
+        {
+            return Ok(endpoint.clone());
+        }
+        let text = self.url(path);
+        let invalid = |error: &dyn std::fmt::Display| {
+            Error::Config(format!("invalid URL `{}`: {error}", safe_url(&text)))
+        };
+        let url = Url::parse(&text).map_err(|error| invalid(&error))?;
+        let uri = url
+            .as_str()
+            .parse::<Uri>()
+            .map_err(|error| invalid(&error))?;
+        let endpoint = Endpoint { url, uri };
+        *last = Some((path.to_owned(), endpoint.clone()));
+        Ok(endpoint)
+    }
+
+    /// Sends one POST of `body`: on the plain-HTTP client when there is one, else on reqwest.
+    async fn send(&self, endpoint: &Endpoint, body: &Bytes) -> Result<HttpResponse, Error> {
+        match &self.plain {
+            Some(plain) => plain
+                .post(
+                    &endpoint.url,
+                    &endpoint.uri,
+                    &self.json_headers,
+                    body.clone(),
+                )
+                .await
+                .map(HttpResponse::Plain),
+            None => {
+                // A request built whole: `RequestBuilder` would parse the URL and copy the
+                // headers in one by one.
+                let mut request = reqwest::Request::new(Method::POST, endpoint.url.clone());
+                *request.headers_mut() = self.json_headers.clone();
+                *request.body_mut() = Some(body.clone().into());
+                self.http
+                    .execute(request)
+                    .await
+                    .map(HttpResponse::Reqwest)
+                    .map_err(|error| transport_error(endpoint.url.as_str(), error))
+            }
+        }
     }
 
     /// POSTs a JSON body, retrying connect errors, timeouts, 408, 429 and 5xx with backoff,
     /// honouring `Retry-After` (and `x-should-retry` where a provider sends it).
     pub(crate) async fn post_json(
         &self,
-        url: &str,
+        endpoint: &Endpoint,
         body: Vec<u8>,
         read_error: ErrorReader,
-    ) -> Result<reqwest::Response, Error> {
+    ) -> Result<HttpResponse, Error> {
         let body = Bytes::from(body);
         let mut attempt = 0u32;
         loop {
-            let request = self
-                .http
-                .post(url)
-                .headers(self.headers.clone())
-                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-                .body(body.clone());
             let (error, retry_after) =
-                match tokio::time::timeout(self.timeout, request.send()).await {
+                match tokio::time::timeout(self.timeout, self.send(endpoint, &body)).await {
                     Err(_) => (
                         Error::Timeout {
                             after: self.timeout,
                         },
                         None,
                     ),
-                    Ok(Err(error)) => (transport_error(url, error), None),
-                    Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                    Ok(Err(error)) => (error, None),
+                    Ok(Ok(response)) if (200..300).contains(&response.status()) => {
+                        return Ok(response);
+                    }
                     Ok(Ok(response)) => {
-                        let status = response.status().as_u16();
+                        let status = response.status();
                         let headers = response.headers().clone();
                         let body = tokio::time::timeout(self.timeout, response.bytes())
                             .await
@@ -127,21 +302,22 @@ impl HttpConfig {
             let delay = retry_after
                 .filter(|delay| *delay <= MAX_RETRY_AFTER)
                 .unwrap_or_else(|| backoff(attempt));
-            tracing::debug!(url = %safe_url(url), attempt, ?delay, %error, "retrying request");
+            tracing::debug!(url = %safe_url(endpoint.url.as_str()), attempt, ?delay, %error, "retrying request");
             tokio::time::sleep(delay).await;
             attempt += 1;
         }
     }
 
     /// The whole response body, within the request timeout.
-    pub(crate) async fn read_body(&self, response: reqwest::Response) -> Result<Bytes, Error> {
-        let url = response.url().to_string();
-        tokio::time::timeout(self.timeout, response.bytes())
+    pub(crate) async fn read_body(
+        &self,
+        response: impl Into<HttpResponse>,
+    ) -> Result<Bytes, Error> {
+        tokio::time::timeout(self.timeout, response.into().bytes())
             .await
             .map_err(|_| Error::Timeout {
                 after: self.timeout,
             })?
-            .map_err(|error| transport_error(&url, error))
     }
 }
 
@@ -171,8 +347,8 @@ pub(crate) fn safe_url(url: &str) -> String {
 }
 
 /// What a reqwest error means, without the URL its own text repeats: the cause chain says
-/// what really failed.
-pub(crate) fn reqwest_message(error: &reqwest::Error) -> String {
+/// what really failed (`timed out` for a timeout).
+pub fn reqwest_message(error: &reqwest::Error) -> String {
     if error.is_timeout() {
         return "timed out".to_owned();
     }

@@ -7,28 +7,50 @@
 //! once.
 
 /// One dispatched SSE event.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct SseEvent {
+pub struct SseEvent {
     /// The `event:` field; empty when the event had none.
-    pub(crate) event: String,
+    pub event: String,
     /// The `data:` lines, joined with `\n`.
-    pub(crate) data: String,
+    pub data: String,
+}
+
+impl SseEvent {
+    /// An event of type `event` (empty for none) carrying `data`.
+    pub fn new(event: impl Into<String>, data: impl Into<String>) -> Self {
+        Self {
+            event: event.into(),
+            data: data.into(),
+        }
+    }
 }
 
 /// An event grew past the decoder's size limit; it was skipped.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct EventTooLarge {
+pub struct EventTooLarge {
     /// The limit in bytes.
-    pub(crate) limit: usize,
+    pub limit: usize,
 }
 
 /// The default per-event limit: far above any model's stream event, small enough that a
 /// runaway stream cannot exhaust memory.
-pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 64 << 20;
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 64 << 20;
 
 /// Turns a byte stream into [`SseEvent`]s.
+///
+/// ```
+/// use aquaregia::http::sse::SseDecoder;
+/// let mut decoder = SseDecoder::new();
+/// decoder.feed(b"event: endpoint\ndata: /mess");
+/// assert_eq!(decoder.next_event(), Ok(None));
+/// decoder.feed(b"age\n\n");
+/// let event = decoder.next_event().unwrap().unwrap();
+/// assert_eq!((event.event.as_str(), event.data.as_str()), ("endpoint", "/message"));
+/// ```
 #[derive(Debug)]
-pub(crate) struct SseDecoder {
+pub struct SseDecoder {
     buf: Vec<u8>,
     /// Start of the first byte not yet consumed in `buf`.
     pos: usize,
@@ -56,12 +78,12 @@ impl Default for SseDecoder {
 
 impl SseDecoder {
     /// A decoder with the default event size limit.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self::with_max_event_bytes(DEFAULT_MAX_EVENT_BYTES)
     }
 
     /// A decoder that skips (and reports) events over `max_event_bytes`.
-    pub(crate) fn with_max_event_bytes(max_event_bytes: usize) -> Self {
+    pub fn with_max_event_bytes(max_event_bytes: usize) -> Self {
         Self {
             buf: Vec::new(),
             pos: 0,
@@ -78,7 +100,7 @@ impl SseDecoder {
     }
 
     /// Appends received bytes.
-    pub(crate) fn feed(&mut self, chunk: &[u8]) {
+    pub fn feed(&mut self, chunk: &[u8]) {
         if self.pos > 0 && self.pos == self.buf.len() {
             self.buf.clear();
             self.pos = 0;
@@ -91,7 +113,7 @@ impl SseDecoder {
 
     /// The next complete event, if the bytes fed so far hold one. An event over the size limit
     /// is reported once as [`EventTooLarge`]; decoding goes on after it.
-    pub(crate) fn next_event(&mut self) -> Result<Option<SseEvent>, EventTooLarge> {
+    pub fn next_event(&mut self) -> Result<Option<SseEvent>, EventTooLarge> {
         loop {
             if self.after_cr && self.pos < self.buf.len() {
                 self.after_cr = false;
@@ -117,7 +139,7 @@ impl SseDecoder {
     }
 
     /// Call at end of stream: the last event when it was not followed by a blank line.
-    pub(crate) fn finish(&mut self) -> Result<Option<SseEvent>, EventTooLarge> {
+    pub fn finish(&mut self) -> Result<Option<SseEvent>, EventTooLarge> {
         if let Some(event) = self.next_event()? {
             return Ok(Some(event));
         }

@@ -546,29 +546,63 @@ pub struct StandardRules {
     pub shadow: Vec<CedarPolicy>,
 }
 
-/// `*` matches any run of characters, `?` one character; everything else matches itself (the
-/// same globs as `mcp::glob_match`, which needs the `mcp` feature).
-fn glob_match(pattern: &str, name: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let name: Vec<char> = name.chars().collect();
-    let (mut p, mut n) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while n < name.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == name[n]) {
-            p += 1;
-            n += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
-            star = Some((p, n));
-            p += 1;
-        } else if let Some((sp, sn)) = star {
-            p = sp + 1;
-            n = sn + 1;
-            star = Some((sp, sn + 1));
-        } else {
-            return false;
+/// The globs tool rules are written in (policies, `--disable-tool`, MCP toolsets' disabled
+/// tools): `*` matches any run of characters, `?` one character, anything else itself.
+///
+/// ```
+/// use aquaregia::policy::glob_match;
+/// assert!(glob_match("fs__*", "fs__read_file"));
+/// assert!(glob_match("e?ho", "echo"));
+/// assert!(!glob_match("echo", "echo2"));
+/// ```
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let (pattern, text): (Vec<char>, Vec<char>) =
+        (pattern.chars().collect(), text.chars().collect());
+    let (mut p, mut t) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match (pattern.get(p), text.get(t)) {
+            (Some(&c), Some(&x)) if c == '?' || (c != '*' && c == x) => {
+                p += 1;
+                t += 1;
+            }
+            (Some('*'), _) => {
+                backtrack = Some((p, t));
+                p += 1;
+            }
+            _ => match backtrack {
+                Some((star, matched)) => {
+                    p = star + 1;
+                    t = matched + 1;
+                    backtrack = Some((star, matched + 1));
+                }
+                None => return false,
+            },
         }
     }
-    pattern[p..].iter().all(|&c| c == '*')
+    pattern
+        .get(p..)
+        .unwrap_or_default()
+        .iter()
+        .all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod glob_tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("fs__*", "fs__read_file"));
+        assert!(glob_match("*write*", "fs__write_file"));
+        assert!(glob_match("echo", "echo"));
+        assert!(glob_match("e?ho", "echo"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(!glob_match("fs__*", "git__status"));
+        assert!(!glob_match("echo", "echo2"));
+        assert!(!glob_match("a*b", "a"));
+    }
 }
 
 #[cfg(test)]

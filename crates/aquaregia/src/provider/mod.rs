@@ -28,7 +28,9 @@ use crate::error::Error;
 use crate::http::sse::SseEvent;
 use crate::http::{HttpConfig, Rejection, header_str, truncate};
 use crate::message::{ContentPart, Message, Role};
-use crate::model::{FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent};
+use crate::model::{
+    FinishReason, ModelRequest, ModelResponse, ModelState, ModelStream, StreamEvent,
+};
 use crate::structured::{OutputSchema, WRAPPED_FIELD};
 use crate::tool::{ContentBlock, ToolDescriptor, ToolOutput};
 pub(crate) use encode::RequestCache;
@@ -110,13 +112,15 @@ pub(crate) fn base_url_as_is(url: &str) -> String {
 }
 
 /// A wire API's request functions behind a trait object, so a client holds one pointer.
+///
+/// They keep the encoded conversation ([`RequestCache`]) in the run's [`ModelState`].
 pub(crate) trait Dispatch: Send + Sync + std::fmt::Debug {
     /// [`stream::generate`] for this wire API.
     fn generate<'a>(
         &self,
         http: &'a HttpConfig,
         request: &'a ModelRequest,
-        cache: &'a mut RequestCache,
+        state: &'a mut ModelState,
     ) -> BoxFuture<'a, Result<ModelResponse, Error>>;
 
     /// [`stream::stream`] for this wire API.
@@ -124,7 +128,7 @@ pub(crate) trait Dispatch: Send + Sync + std::fmt::Debug {
         &self,
         http: &'a HttpConfig,
         request: &'a ModelRequest,
-        cache: &'a mut RequestCache,
+        state: &'a mut ModelState,
     ) -> BoxFuture<'a, Result<ModelStream, Error>>;
 }
 
@@ -148,18 +152,28 @@ impl<P: WireApi> Dispatch for Api<P> {
         &self,
         http: &'a HttpConfig,
         request: &'a ModelRequest,
-        cache: &'a mut RequestCache,
+        state: &'a mut ModelState,
     ) -> BoxFuture<'a, Result<ModelResponse, Error>> {
-        Box::pin(stream::generate::<P>(http, request, cache))
+        Box::pin(async move {
+            let mut cache = state.take::<RequestCache>().unwrap_or_default();
+            let response = stream::generate::<P>(http, request, &mut cache).await;
+            state.put(cache);
+            response
+        })
     }
 
     fn stream<'a>(
         &self,
         http: &'a HttpConfig,
         request: &'a ModelRequest,
-        cache: &'a mut RequestCache,
+        state: &'a mut ModelState,
     ) -> BoxFuture<'a, Result<ModelStream, Error>> {
-        Box::pin(stream::stream::<P>(http, request, cache))
+        Box::pin(async move {
+            let mut cache = state.take::<RequestCache>().unwrap_or_default();
+            let stream = stream::stream::<P>(http, request, &mut cache).await;
+            state.put(cache);
+            stream
+        })
     }
 }
 
@@ -305,12 +319,18 @@ pub(crate) fn decode_error(provider: &'static str, what: &str, body: &[u8]) -> E
 }
 
 /// Parses a JSON body, keeping the raw text on failure.
+///
+/// The body is checked to be UTF-8 once, as a whole: parsing bytes would check every string
+/// in it on its own, which costs more than the check of the whole body.
 pub(crate) fn parse_json<'a, T: Deserialize<'a>>(
     provider: &'static str,
     body: &'a [u8],
 ) -> Result<T, Error> {
-    serde_json::from_slice(body)
-        .map_err(|error| decode_error(provider, &format!("malformed JSON: {error}"), body))
+    let malformed = |error: &dyn std::fmt::Display| {
+        decode_error(provider, &format!("malformed JSON: {error}"), body)
+    };
+    let text = std::str::from_utf8(body).map_err(|error| malformed(&error))?;
+    serde_json::from_str(text).map_err(|error| malformed(&error))
 }
 
 /// Tool-call arguments from the JSON text a model produced; empty text means no arguments.

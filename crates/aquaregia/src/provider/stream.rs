@@ -13,7 +13,7 @@ use super::encode::{RequestCache, encode_request};
 use super::{StreamDecoder, WireApi, output_call_as_text, read_error};
 use crate::error::Error;
 use crate::http::sse::SseDecoder;
-use crate::http::{HttpConfig, transport_error};
+use crate::http::{HttpConfig, HttpResponse};
 use crate::message::ContentPart;
 use crate::model::{
     FinishReason, ModelRequest, ModelResponse, ModelStream, StreamEvent, ToolChoice,
@@ -27,7 +27,7 @@ pub(crate) async fn generate<P: WireApi>(
     cache: &mut RequestCache,
 ) -> Result<ModelResponse, Error> {
     let body = encode_request::<P>(request, false, cache)?;
-    let url = http.url(&P::path(&request.model, false));
+    let url = http.endpoint(&P::path(&request.model, false))?;
     let response = http
         .post_json(&url, body, read_error::<P>)
         .await
@@ -202,7 +202,7 @@ pub(crate) async fn stream<P: WireApi>(
     cache: &mut RequestCache,
 ) -> Result<ModelStream, Error> {
     let body = encode_request::<P>(request, true, cache)?;
-    let url = http.url(&P::path(&request.model, true));
+    let url = http.endpoint(&P::path(&request.model, true))?;
     let response = http
         .post_json(&url, body, read_error::<P>)
         .await
@@ -240,8 +240,7 @@ pub(crate) async fn stream<P: WireApi>(
 }
 
 struct StreamState<D> {
-    url: String,
-    body: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    body: Pin<Box<dyn Stream<Item = Result<Bytes, Error>> + Send>>,
     sse: SseDecoder,
     /// `None` once the stream has ended (after the queue and any error are delivered).
     decoder: Option<D>,
@@ -265,10 +264,9 @@ impl<D: StreamDecoder> StreamState<D> {
     }
 }
 
-fn decode_stream<P: WireApi>(response: reqwest::Response, idle_timeout: Duration) -> ModelStream {
+fn decode_stream<P: WireApi>(response: HttpResponse, idle_timeout: Duration) -> ModelStream {
     let state = StreamState {
-        url: response.url().to_string(),
-        body: Box::pin(response.bytes_stream()),
+        body: response.into_stream(),
         sse: SseDecoder::new(),
         decoder: Some(P::Decoder::default()),
         queue: VecDeque::new(),
@@ -294,10 +292,7 @@ fn decode_stream<P: WireApi>(response: reqwest::Response, idle_timeout: Duration
                     let after = state.idle_timeout;
                     state.end(Err(Error::Timeout { after }));
                 }
-                Ok(Some(Err(error))) => {
-                    let error = transport_error(&state.url, error);
-                    state.end(Err(error));
-                }
+                Ok(Some(Err(error))) => state.end(Err(error)),
                 Ok(Some(Ok(bytes))) => {
                     state.sse.feed(&bytes);
                     match drain_events::<P>(&mut state.sse, decoder, &mut state.queue, false) {

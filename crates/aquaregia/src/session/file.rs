@@ -9,7 +9,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -105,7 +105,7 @@ impl FileSessionStore {
     {
         let store = self.clone();
         tokio::task::spawn_blocking(move || {
-            let mut state = store.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = crate::sync::lock(&store.state);
             op(&store, &mut state)
         })
         .await

@@ -1,4 +1,4 @@
-//! [`Client::generate_object`].
+//! [`generate_object`] and [`Client::generate_object`].
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -6,9 +6,9 @@ use serde::de::DeserializeOwned;
 use super::{OutputSchema, repair_message};
 use crate::client::Client;
 use crate::error::Error;
-use crate::model::{ModelRequest, ModelResponse, Usage};
+use crate::model::{LanguageModel, ModelRequest, ModelResponse, ModelState, Usage};
 
-/// What [`Client::generate_object`] returns.
+/// What [`generate_object`] and [`Client::generate_object`] return.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct GeneratedObject<T> {
@@ -21,10 +21,8 @@ pub struct GeneratedObject<T> {
 }
 
 impl Client {
-    /// One model call whose answer is a `T`: the request asks for `T`'s JSON schema (derived
-    /// by `schemars`), and the answer is checked against it and decoded. An answer that fails
-    /// is sent back once with what was wrong; a second failure is
-    /// [`Error::StructuredOutput`] with the raw answer.
+    /// One model call whose answer is a `T`: [`generate_object`] on the model
+    /// `request.model` names.
     ///
     /// ```no_run
     /// # async fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
@@ -42,34 +40,60 @@ impl Client {
         &self,
         request: &ModelRequest,
     ) -> Result<GeneratedObject<T>, Error> {
-        let schema = OutputSchema::of::<T>();
-        let mut request = request.clone();
-        request.output_schema = Some(schema.clone());
-        let response = self.generate(&request).await?;
-        let mut usage = response.usage;
-        let problem = match schema.parse(&response.text()) {
-            Ok(value) => {
-                return Ok(GeneratedObject {
-                    value,
-                    response,
-                    usage,
-                });
-            }
-            Err(problem) => problem,
-        };
-        tracing::debug!(%problem, "structured answer rejected; asking once more");
-        request.messages.push(response.message);
-        request.messages.push(repair_message(&problem));
-        let response = self.generate(&request).await?;
-        usage += response.usage;
-        let text = response.text();
-        match schema.parse(&text) {
-            Ok(value) => Ok(GeneratedObject {
+        generate_object(&self.model(request.model.clone()), request).await
+    }
+}
+
+/// One call of `model` whose answer is a `T`: the request asks for `T`'s JSON schema (derived
+/// by `schemars`), and the answer is checked against it and decoded. An answer that fails is
+/// sent back once with what was wrong; a second failure is [`Error::StructuredOutput`] with the
+/// raw answer.
+///
+/// ```no_run
+/// # async fn demo(model: &dyn aquaregia::LanguageModel) -> Result<(), aquaregia::Error> {
+/// use aquaregia::{Message, ModelRequest, generate_object};
+/// #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+/// struct City {
+///     name: String,
+///     country: String,
+/// }
+/// let request = ModelRequest::new(model.model_id(), vec![Message::user("The capital of France?")]);
+/// let city = generate_object::<City>(model, &request).await?.value;
+/// # Ok(()) }
+/// ```
+pub async fn generate_object<T: JsonSchema + DeserializeOwned>(
+    model: &dyn LanguageModel,
+    request: &ModelRequest,
+) -> Result<GeneratedObject<T>, Error> {
+    let schema = OutputSchema::of::<T>();
+    let mut request = request.clone();
+    request.output_schema = Some(schema.clone());
+    // One state for both calls: the repair round only appends to the conversation.
+    let mut state = ModelState::new();
+    let response = model.generate(&request, &mut state).await?;
+    let mut usage = response.usage;
+    let problem = match schema.parse(&response.text()) {
+        Ok(value) => {
+            return Ok(GeneratedObject {
                 value,
                 response,
                 usage,
-            }),
-            Err(message) => Err(Error::StructuredOutput { message, raw: text }),
+            });
         }
+        Err(problem) => problem,
+    };
+    tracing::debug!(%problem, "structured answer rejected; asking once more");
+    request.messages.push(response.message);
+    request.messages.push(repair_message(&problem));
+    let response = model.generate(&request, &mut state).await?;
+    usage += response.usage;
+    let text = response.text();
+    match schema.parse(&text) {
+        Ok(value) => Ok(GeneratedObject {
+            value,
+            response,
+            usage,
+        }),
+        Err(message) => Err(Error::StructuredOutput { message, raw: text }),
     }
 }

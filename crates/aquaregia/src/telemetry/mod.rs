@@ -15,7 +15,7 @@ use tracing::field::Empty;
 use crate::client::{Client, ProviderKind};
 use crate::error::Error;
 use crate::message::ToolCall;
-use crate::model::{FinishReason, ModelRequest, ModelResponse, Usage};
+use crate::model::{FinishReason, LanguageModel, ModelRequest, ModelResponse, Usage};
 use crate::tool::{ToolExecError, ToolOutput};
 
 /// The `tracing` target of aquaregia's GenAI spans (`invoke_agent`, `chat`, `execute_tool`,
@@ -84,9 +84,13 @@ pub(crate) fn provider_name(client: &Client) -> &'static str {
     }
 }
 
-/// The span of a whole run.
-pub(crate) fn agent_span(client: &Client, model: &str, telemetry: &Telemetry) -> Span {
-    let provider = provider_name(client);
+/// The span of a whole run on `language_model`, asking for `model`.
+pub(crate) fn agent_span(
+    language_model: &dyn LanguageModel,
+    model: &str,
+    telemetry: &Telemetry,
+) -> Span {
+    let provider = language_model.provider_name();
     let name = telemetry.agent_name.as_deref();
     tracing::info_span!(
         target: TELEMETRY_TARGET,
@@ -122,15 +126,16 @@ pub(crate) fn record_run<T>(span: &Span, usage: Option<&Usage>, result: &Result<
     }
 }
 
-/// The span of one model call. `content` records the request's messages and instructions.
+/// The span of one call of `model`. `content` records the request's messages and
+/// instructions.
 pub(crate) fn chat_span(
-    client: &Client,
+    model: &dyn LanguageModel,
     request: &ModelRequest,
     streaming: bool,
     content: bool,
 ) -> Span {
-    let provider = provider_name(client);
-    let server = client.server();
+    let provider = model.provider_name();
+    let server = model.server_address();
     let span = tracing::info_span!(
         target: TELEMETRY_TARGET,
         "chat",
@@ -265,8 +270,6 @@ fn record_error(span: &Span, error: &Error) {
         Error::StructuredOutput { .. } => "structured_output_error",
         Error::ContextWindowExceeded { .. } => "context_window_exceeded",
         Error::Cancelled => "cancelled",
-        #[cfg(feature = "mcp")]
-        Error::Mcp(_) => "mcp_error",
         _ => "_OTHER",
     };
     span.record("error.type", kind);

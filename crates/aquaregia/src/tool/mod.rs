@@ -127,6 +127,22 @@ impl ToolExecError {
     pub fn failed(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         Self::Failed(Arc::from(error.into()))
     }
+
+    /// The tool's own error as a `T`, when this is [`Failed`](Self::Failed) with one.
+    ///
+    /// ```
+    /// use aquaregia::ToolExecError;
+    /// let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+    /// let error = ToolExecError::failed(io);
+    /// let io = error.downcast_ref::<std::io::Error>().expect("an io::Error");
+    /// assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    /// ```
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        match self {
+            Self::Failed(error) => error.downcast_ref::<T>(),
+            _ => None,
+        }
+    }
 }
 
 impl PartialEq for ToolExecError {
@@ -254,7 +270,7 @@ impl Tool {
             self.inner.executor.clone(),
         )
         .budget(self.inner.output_budget)
-        .trusting_hints(self.inner.hints_trusted)
+        .with_trusted_hints(self.inner.hints_trusted)
     }
 
     /// This tool with its own limit on what one result may put into the context (an MCP
@@ -296,7 +312,7 @@ impl Tool {
             self.inner.executor.clone(),
         )
         .budget(self.inner.output_budget)
-        .trusting_hints(self.inner.hints_trusted)
+        .with_trusted_hints(self.inner.hints_trusted)
     }
 
     /// The name, description and schema the model sees.
@@ -322,17 +338,19 @@ impl Tool {
     /// Whether [`annotations`](Self::annotations) may be believed, e.g. to run a
     /// `read_only` tool without asking: true for tools written in Rust (with [`tool`] or
     /// [`Tool::new`]: the developer set the hints), and for an MCP server's tools only when
-    /// the server is trusted (`"trust": true` in its config, or
-    /// [`McpToolsetBuilder::trust`](crate::mcp::McpToolsetBuilder::trust) /
-    /// [`McpConnection::with_trusted_hints`](crate::mcp::McpConnection::with_trusted_hints)).
+    /// the server is trusted (`"trust": true` in its config, or `aquaregia-mcp`'s
+    /// `McpToolsetBuilder::trust` / `McpConnection::with_trusted_hints`).
     /// A server that is not trusted can claim anything, so a permission check should treat
     /// its tools as if they had no annotations.
     pub fn hints_trusted(&self) -> bool {
         self.inner.hints_trusted
     }
 
-    /// This tool with its hints trusted or not (MCP tools of servers the user did not trust).
-    pub(crate) fn trusting_hints(self, trusted: bool) -> Self {
+    /// This tool with its [`annotations`](Self::annotations) believed or not (see
+    /// [`hints_trusted`](Self::hints_trusted)): a tool source whose hints nobody vouches for,
+    /// such as an MCP server the user did not trust, hands its tools out with `false`.
+    #[must_use]
+    pub fn with_trusted_hints(self, trusted: bool) -> Self {
         if self.inner.hints_trusted == trusted {
             return self;
         }

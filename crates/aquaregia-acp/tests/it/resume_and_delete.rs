@@ -1,0 +1,142 @@
+//! With a session store: `session/resume` continues a stored session without replaying it,
+//! `session/close` leaves it stored, `session/delete` removes it.
+
+use crate::support;
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use aquaregia::FileSessionStore;
+use aquaregia_test_support::mock_model::{MockServer, Reply};
+use support::raw::RawClient;
+use support::{agent_for, updates};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn resume_close_and_delete() {
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let store = Arc::new(FileSessionStore::new(dir.path()));
+    let mock = MockServer::start().await;
+
+    let first = RawClient::connect(agent_for(&mock).session_store(store.clone()));
+    let init = first.initialize().await;
+    let sessions = &init["agentCapabilities"]["sessionCapabilities"];
+    assert!(
+        sessions["resume"].is_object() && sessions["delete"].is_object(),
+        "{init}"
+    );
+    let id = first.new_session("/tmp", json!([])).await;
+    mock.push(Reply::text("One."));
+    first.prompt(&id, "First question").await;
+    first.finish().await.unwrap();
+
+    let second = RawClient::connect(agent_for(&mock).session_store(store));
+    second.initialize().await;
+    let resumed = second
+        .request(
+            "session/resume",
+            json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []}),
+        )
+        .await;
+    assert!(resumed.get("result").is_some(), "{resumed}");
+    assert!(
+        !updates(&second.log(), &id)
+            .iter()
+            .any(|u| u["sessionUpdate"] == "user_message_chunk"),
+        "resume does not replay"
+    );
+    mock.push(Reply::text("Two."));
+    let answer = second.prompt(&id, "Second question").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let history = mock.bodies()[1]["messages"].to_string();
+    assert!(
+        history.contains("First question") && history.contains("One."),
+        "{history}"
+    );
+
+    let closed = second
+        .request("session/close", json!({"sessionId": id}))
+        .await;
+    assert_eq!(closed["result"], json!({}), "{closed}");
+    let listed = second.request("session/list", json!({})).await;
+    assert_eq!(listed["result"]["sessions"][0]["sessionId"], id, "{listed}");
+
+    let deleted = second
+        .request("session/delete", json!({"sessionId": id}))
+        .await;
+    assert_eq!(deleted["result"], json!({}), "{deleted}");
+    let listed = second.request("session/list", json!({})).await;
+    assert_eq!(listed["result"]["sessions"], json!([]), "{listed}");
+    let gone = second
+        .request(
+            "session/resume",
+            json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    second.finish().await.unwrap();
+}
+
+/// Two agents with stores of their own on one directory (as two processes would be) resume one
+/// session: the one whose turn comes second is told, goes on from the latest history, and no
+/// turn is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_changed_by_another_agent_is_reloaded_not_diverged() {
+    use aquaregia::{SessionId, SessionStore};
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let dir = scratch.path();
+    let mock = MockServer::start().await;
+    let resume = |id: &str| json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []});
+
+    let a =
+        RawClient::connect(agent_for(&mock).session_store(Arc::new(FileSessionStore::new(dir))));
+    a.initialize().await;
+    let id = a.new_session("/tmp", json!([])).await;
+    mock.push(Reply::text("One."));
+    a.prompt(&id, "First question").await;
+
+    let b =
+        RawClient::connect(agent_for(&mock).session_store(Arc::new(FileSessionStore::new(dir))));
+    b.initialize().await;
+    assert!(
+        b.request("session/resume", resume(&id))
+            .await
+            .get("result")
+            .is_some()
+    );
+
+    mock.push(Reply::text("A two."));
+    a.prompt(&id, "Question from A").await;
+    mock.push(Reply::text("B two."));
+    let answer = b.prompt(&id, "Question from B").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let told = updates(&b.log(), &id)
+        .iter()
+        .any(|u| u.to_string().contains("changed by another process"));
+    assert!(told, "B's client is told: {:?}", b.log());
+
+    mock.push(Reply::text("B three."));
+    b.prompt(&id, "Another from B").await;
+    let history = mock.bodies()[3]["messages"].to_string();
+    assert!(
+        history.contains("Question from A") && history.contains("Question from B"),
+        "B goes on from the latest history: {history}"
+    );
+    a.finish().await.unwrap();
+    b.finish().await.unwrap();
+
+    let stored = FileSessionStore::new(dir)
+        .load(&SessionId::new(id.as_str()).unwrap())
+        .await
+        .unwrap();
+    let prompts: Vec<String> = stored.turns.iter().map(|t| t.messages[0].text()).collect();
+    assert_eq!(
+        prompts,
+        [
+            "First question",
+            "Question from A",
+            "Question from B",
+            "Another from B"
+        ]
+    );
+}

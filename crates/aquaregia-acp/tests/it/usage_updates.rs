@@ -1,0 +1,83 @@
+//! `usage_update` after each model call: the tokens of that call, before the prompt is
+//! answered.
+
+use crate::support;
+
+use serde_json::{Value, json};
+
+use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text_stream, chat_tool_stream};
+use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::raw::RawClient;
+use support::scripts::marked_toolbox;
+use support::{BOUND, agent_for, updates};
+
+/// A Chat Completions stream with its usage chunk (`stream_options.include_usage`).
+fn with_usage(stream: &str, input: u64, output: u64, cached: u64) -> Reply {
+    let usage = json!({"id": "c1", "object": "chat.completion.chunk", "model": "mock-model",
+        "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output,
+        "total_tokens": input + output, "prompt_tokens_details": {"cached_tokens": cached}}});
+    Reply::sse(stream.replace("data: [DONE]", &format!("data: {usage}\n\ndata: [DONE]")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_usage_update_follows_every_model_call() {
+    let mock = MockServer::start().await;
+    let client = RawClient::connect(agent_for(&mock).trust_server("box"));
+    client.initialize().await;
+    let marker = marker("usage");
+    let session = client
+        .new_session("/tmp", json!([marked_toolbox("box", &marker)]))
+        .await;
+
+    // Two model calls: a read-only tool call, then the answer.
+    mock.push(with_usage(
+        &chat_tool_stream(&[("call-1", "box__read_note", json!({}))]),
+        100,
+        7,
+        0,
+    ))
+    .push(with_usage(&chat_text_stream(&["Done."]), 130, 9, 50));
+    let answer = client.prompt(&session, "read").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let log = client.log();
+    let usage: Vec<Value> = updates(&log, &session)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] == "usage_update")
+        .collect();
+    assert_eq!(usage.len(), 2, "one per model call: {usage:#?}");
+    let seen: Vec<(u64, u64, u64, u64)> = usage
+        .iter()
+        .map(|u| {
+            let number = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("a number in {u}"));
+            (
+                number(&u["used"]),
+                number(&u["_meta"]["inputTokens"]),
+                number(&u["_meta"]["outputTokens"]),
+                number(&u["_meta"]["cachedInputTokens"]),
+            )
+        })
+        .collect();
+    assert_eq!(seen, [(107, 100, 7, 0), (139, 130, 9, 50)]);
+    for update in &usage {
+        assert_eq!(
+            update["size"], 0,
+            "the mock model's window is unknown: {update}"
+        );
+        assert_eq!(update["_meta"]["model"], "mock-model", "{update}");
+    }
+    // Sent before the prompt's answer.
+    let answered = log
+        .iter()
+        .position(|m| {
+            m.get("result")
+                .is_some_and(|r| r.get("stopReason").is_some())
+        })
+        .unwrap();
+    let last_usage = log
+        .iter()
+        .rposition(|m| m["params"]["update"]["sessionUpdate"] == "usage_update")
+        .unwrap();
+    assert!(last_usage < answered);
+    client.finish().await.unwrap();
+    assert_no_process_left(&marker, BOUND).await;
+}
