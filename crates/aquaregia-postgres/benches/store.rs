@@ -4,9 +4,16 @@
 //! over 100 loads), through one store as a long-running service holds it (connections open,
 //! statements prepared), beside the file store doing the same on the same disk.
 //!
-//! `cargo bench -p aquaregia-postgres --bench store` (needs `scripts/test-deps.sh`'s
-//! PostgreSQL, found through `AQUAREGIA_TEST_DEPS`).
-#![allow(missing_docs, clippy::print_stdout, clippy::unwrap_used)]
+//! `cargo bench -p aquaregia-postgres --bench store` (PostgreSQL from `scripts/test-deps.sh
+//! postgres`; the targets of issue 21: append p99 under 5 ms, load under 20 ms).
+#![allow(missing_docs, clippy::print_stdout)]
+// Bench code: a failed setup should stop it loudly, and nothing here is public API.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_debug_implementations
+)]
 
 use std::time::{Duration, Instant};
 
@@ -28,7 +35,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let cluster = PgCluster::start(Durability::Durable);
+    let Some(cluster) = PgCluster::start(Durability::Durable) else {
+        eprintln!("skipped: PostgreSQL is not installed and cannot be installed here");
+        return;
+    };
     let url = cluster.database("bench");
     let scratch = tempfile::tempdir().unwrap();
     runtime.block_on(async {

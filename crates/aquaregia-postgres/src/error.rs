@@ -17,6 +17,17 @@ pub enum PostgresStoreError {
         #[source]
         source: tokio_postgres::Error,
     },
+    /// The connection string requires TLS (`sslmode=require`), which this store does not
+    /// speak.
+    #[error(
+        "PostgreSQL at {target}: the connection string requires TLS (sslmode=require), which \
+         aquaregia-postgres does not speak; connect over a unix socket, a private network or a \
+         TLS-terminating proxy"
+    )]
+    TlsRequired {
+        /// Where.
+        target: String,
+    },
     /// No connection could be made (refused, unknown host, authentication failed...).
     #[error("cannot connect to PostgreSQL at {target}: {}", chain(source))]
     Connect {

@@ -84,7 +84,12 @@ pub(crate) async fn migrate(
             .await
             .map_err(failed)?;
         transaction.commit().await.map_err(failed)?;
-        tracing::info!(version = migration.version, name = migration.name, target, "applied a session store migration");
+        tracing::info!(
+            version = migration.version,
+            name = migration.name,
+            target,
+            "applied a session store migration"
+        );
         applied.push(migration.version);
     }
     let newest: Option<i32> = client

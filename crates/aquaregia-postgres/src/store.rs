@@ -12,7 +12,7 @@ use aquaregia::{
     SessionTurn, SessionUpdate, StoredSession, Timestamp,
 };
 use deadpool_postgres::{Manager, Pool, PoolError, Runtime};
-use tokio_postgres::config::Host;
+use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::types::{Json, ToSql};
 use tokio_postgres::{NoTls, Row};
 
@@ -152,6 +152,11 @@ impl PostgresSessionStoreBuilder {
             config.application_name("aquaregia");
         }
         let target: Arc<str> = describe(&config).into();
+        if config.get_ssl_mode() == SslMode::Require {
+            return Err(PostgresStoreError::TlsRequired {
+                target: target.to_string(),
+            });
+        }
         let pool = Pool::builder(Manager::new(config, NoTls))
             .max_size(self.max_connections)
             .runtime(Runtime::Tokio1)
@@ -617,11 +622,7 @@ fn describe(config: &tokio_postgres::Config) -> String {
         target.push_str(user);
         target.push('@');
     }
-    target.push_str(if hosts.is_empty() {
-        "localhost"
-    } else {
-        ""
-    });
+    target.push_str(if hosts.is_empty() { "localhost" } else { "" });
     target.push_str(&hosts.join(","));
     target.push(':');
     target.push_str(if ports.is_empty() { "5432" } else { "" });

@@ -3,18 +3,17 @@
 //! lands after it. A session with damaged metadata fails alone and is left out of listings.
 
 use aquaregia::{NewSession, SessionError, SessionQuery, SessionStore};
-use aquaregia_postgres::{PostgresSessionStore, PostgresStoreError};
-use aquaregia_test_support::postgres::PgCluster;
+use aquaregia_postgres::PostgresStoreError;
+use aquaregia_test_support::session_contract::{prompts, tool_turn};
 
-use crate::support::{prompts, store, tool_turn};
-
-fn database_of(url: &str) -> &str {
-    url.rsplit('/').next().unwrap()
-}
+use crate::support::Database;
 
 #[tokio::test]
 async fn a_damaged_turn_row_is_skipped_and_the_session_goes_on() {
-    let (store, url) = store("damaged_turn").await;
+    let Some(database) = Database::new("damaged_turn") else {
+        return;
+    };
+    let store = database.store().await;
     let meta = store.create(NewSession::new("/p")).await.unwrap();
     for prompt in ["one", "two", "three"] {
         store
@@ -23,16 +22,13 @@ async fn a_damaged_turn_row_is_skipped_and_the_session_goes_on() {
             .unwrap();
     }
     // Valid JSON, but not a turn.
-    PgCluster::shared().sql(
-        database_of(&url),
-        &format!(
-            "UPDATE aquaregia_session_turns SET turn = '{{\"messages\": 5}}' \
+    database.sql(&format!(
+        "UPDATE aquaregia_session_turns SET turn = '{{\"messages\": 5}}' \
              WHERE session_id = '{}' AND seq = 1",
-            meta.id
-        ),
-    );
+        meta.id
+    ));
 
-    let fresh = PostgresSessionStore::connect(&url).await.unwrap();
+    let fresh = database.store().await;
     let loaded = fresh.load(&meta.id).await.unwrap();
     assert_eq!(prompts(&loaded), ["one", "three"]);
     assert_eq!(loaded.skipped, 1);
@@ -55,7 +51,10 @@ async fn a_damaged_turn_row_is_skipped_and_the_session_goes_on() {
 
 #[tokio::test]
 async fn a_session_with_damaged_metadata_fails_alone() {
-    let (store, url) = store("damaged_meta").await;
+    let Some(database) = Database::new("damaged_meta") else {
+        return;
+    };
+    let store = database.store().await;
     let broken = store.create(NewSession::new("/p")).await.unwrap();
     store
         .append_turn(&broken.id, tool_turn("lost"))
@@ -66,15 +65,12 @@ async fn a_session_with_damaged_metadata_fails_alone() {
         .append_turn(&intact.id, tool_turn("kept"))
         .await
         .unwrap();
-    PgCluster::shared().sql(
-        database_of(&url),
-        &format!(
-            // Newest of all too, so listing has to read past it.
-            "UPDATE aquaregia_sessions SET meta = '[\"not\", \"metadata\"]', \
+    database.sql(&format!(
+        // Newest of all too, so listing has to read past it.
+        "UPDATE aquaregia_sessions SET meta = '[\"not\", \"metadata\"]', \
              updated_at = 9999999999999 WHERE id = '{}'",
-            broken.id
-        ),
-    );
+        broken.id
+    ));
 
     let error = store.load(&broken.id).await.unwrap_err();
     let SessionError::Backend(inner) = &error else {
@@ -98,7 +94,11 @@ async fn a_session_with_damaged_metadata_fails_alone() {
     assert_eq!(ids, vec![intact.id.clone()]);
     assert_eq!(listed.next_cursor, None);
     let one = store.list(SessionQuery::new().limit(1)).await.unwrap();
-    assert_eq!(one.sessions.len(), 1, "the damaged row does not shorten the page");
+    assert_eq!(
+        one.sessions.len(),
+        1,
+        "the damaged row does not shorten the page"
+    );
     assert_eq!(one.sessions[0].id, intact.id);
     assert_eq!(
         store.latest("/p".into()).await.unwrap().unwrap().id,

@@ -6,17 +6,16 @@ use std::time::{Duration, Instant};
 
 use aquaregia::{NewSession, SessionStore};
 use aquaregia_postgres::{PostgresSessionStore, PostgresStoreError};
-use aquaregia_test_support::postgres::{PgCluster, unreachable_url};
+use aquaregia_test_support::postgres::unreachable_url;
 
-use crate::support::database;
-
-fn database_of(url: &str) -> &str {
-    url.rsplit('/').next().unwrap()
-}
+use crate::support::Database;
 
 #[tokio::test]
 async fn stores_starting_at_once_on_a_fresh_database_all_connect() {
-    let url = database("fresh");
+    let Some(database) = Database::new("fresh") else {
+        return;
+    };
+    let url = database.url.clone();
     let connects: Vec<_> = (0..8)
         .map(|_| {
             let url = url.clone();
@@ -27,8 +26,7 @@ async fn stores_starting_at_once_on_a_fresh_database_all_connect() {
     for connect in connects {
         stores.push(connect.await.unwrap().unwrap());
     }
-    let versions = PgCluster::shared().sql(
-        database_of(&url),
+    let versions = database.sql(
         "SELECT string_agg(version::text, ',' ORDER BY version) FROM aquaregia_schema_migrations",
     );
     assert_eq!(
@@ -45,41 +43,41 @@ async fn stores_starting_at_once_on_a_fresh_database_all_connect() {
 
 #[tokio::test]
 async fn connecting_again_keeps_the_data_and_the_schema() {
-    let url = database("again");
-    let first = PostgresSessionStore::connect(&url).await.unwrap();
+    let Some(database) = Database::new("again") else {
+        return;
+    };
+    let first = database.store().await;
     let meta = first.create(NewSession::new("/p")).await.unwrap();
-    let applied_at = PgCluster::shared().sql(
-        database_of(&url),
-        "SELECT applied_at FROM aquaregia_schema_migrations",
-    );
-    let second = PostgresSessionStore::connect(&url).await.unwrap();
+    let applied = "SELECT version, applied_at FROM aquaregia_schema_migrations";
+    let applied_at = database.sql(applied);
+    let second = database.store().await;
     assert_eq!(second.load(&meta.id).await.unwrap().meta, meta);
-    assert_eq!(
-        PgCluster::shared().sql(
-            database_of(&url),
-            "SELECT applied_at FROM aquaregia_schema_migrations",
-        ),
-        applied_at
-    );
+    assert_eq!(database.sql(applied), applied_at, "nothing applied again");
     assert_eq!(
         second.target(),
-        format!("aquaregia@127.0.0.1:{}/{}", PgCluster::shared().port(), database_of(&url))
+        format!(
+            "aquaregia@127.0.0.1:{}/{}",
+            database.cluster.port(),
+            database.name()
+        )
     );
 }
 
 #[tokio::test]
 async fn an_unreachable_database_is_a_clear_error() {
+    let (_closed, url) = unreachable_url();
     let started = Instant::now();
-    let error = PostgresSessionStore::connect(&unreachable_url())
-        .await
-        .unwrap_err();
+    let error = PostgresSessionStore::connect(&url).await.unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(
         matches!(error, PostgresStoreError::Connect { .. }),
         "{error:?}"
     );
     let text = error.to_string();
-    assert!(text.starts_with("cannot connect to PostgreSQL at aquaregia@127.0.0.1:"), "{text}");
+    assert!(
+        text.starts_with("cannot connect to PostgreSQL at aquaregia@127.0.0.1:"),
+        "{text}"
+    );
     // The cause is told, not only its kind.
     assert!(text.contains("Connection refused"), "{text}");
     assert!(std::error::Error::source(&error).is_some());
@@ -97,11 +95,12 @@ async fn a_silent_server_times_out() {
         }
     });
     let started = Instant::now();
-    let error = PostgresSessionStore::builder(format!("postgres://someone:secret@127.0.0.1:{port}/db"))
-        .connect_timeout(Duration::from_millis(500))
-        .connect()
-        .await
-        .unwrap_err();
+    let error =
+        PostgresSessionStore::builder(format!("postgres://someone:secret@127.0.0.1:{port}/db"))
+            .connect_timeout(Duration::from_millis(500))
+            .connect()
+            .await
+            .unwrap_err();
     let elapsed = started.elapsed();
     held.abort();
     assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
@@ -110,7 +109,10 @@ async fn a_silent_server_times_out() {
         "{error:?}"
     );
     let text = error.to_string();
-    assert!(text.contains(&format!("someone@127.0.0.1:{port}/db")), "{text}");
+    assert!(
+        text.contains(&format!("someone@127.0.0.1:{port}/db")),
+        "{text}"
+    );
     assert!(!text.contains("secret"), "{text}");
     assert!(!format!("{error:?}").contains("secret"));
 }
@@ -120,5 +122,82 @@ async fn a_bad_connection_string_is_refused() {
     let error = PostgresSessionStore::connect("postgres://host:notaport/db")
         .await
         .unwrap_err();
-    assert!(matches!(error, PostgresStoreError::InvalidUrl { .. }), "{error:?}");
+    assert!(
+        matches!(error, PostgresStoreError::InvalidUrl { .. }),
+        "{error:?}"
+    );
+}
+
+/// A newer release migrated the tables further: this one uses them as they are (new columns
+/// and tables are not its business) instead of refusing to start.
+#[tokio::test]
+async fn tables_a_newer_release_migrated_are_used_as_they_are() {
+    let Some(database) = Database::new("newer") else {
+        return;
+    };
+    let store = database.store().await;
+    let meta = store.create(NewSession::new("/p")).await.unwrap();
+    database.sql(
+        "ALTER TABLE aquaregia_sessions ADD COLUMN tenant text; \
+         INSERT INTO aquaregia_schema_migrations (version, name) VALUES (99, 'from the future')",
+    );
+    let again = database.store().await;
+    assert_eq!(again.load(&meta.id).await.unwrap().meta, meta);
+    again
+        .append_turn(
+            &meta.id,
+            aquaregia_test_support::session_contract::tool_turn("x"),
+        )
+        .await
+        .unwrap();
+}
+
+/// The server refuses: the database does not exist, or the user is unknown. Its own words
+/// are in the error, with where it was, and no password.
+#[tokio::test]
+async fn a_missing_database_or_user_is_a_clear_error() {
+    let Some(database) = Database::new("refused") else {
+        return;
+    };
+    let port = database.cluster.port();
+    let missing = format!("postgres://aquaregia:hunter2@127.0.0.1:{port}/no_such_database");
+    let error = PostgresSessionStore::connect(&missing).await.unwrap_err();
+    assert!(
+        matches!(error, PostgresStoreError::Connect { .. }),
+        "{error:?}"
+    );
+    let text = error.to_string();
+    assert!(
+        text.contains(&format!("aquaregia@127.0.0.1:{port}/no_such_database")),
+        "{text}"
+    );
+    assert!(
+        text.contains("database \"no_such_database\" does not exist"),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2") && !format!("{error:?}").contains("hunter2"));
+
+    let stranger = format!("postgres://stranger@127.0.0.1:{port}/{}", database.name());
+    let text = PostgresSessionStore::connect(&stranger)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("role \"stranger\" does not exist"), "{text}");
+}
+
+/// TLS is not built in: a URL that requires it is refused before connecting, saying so (not
+/// with whatever the handshake would fail on).
+#[tokio::test]
+async fn a_url_requiring_tls_is_refused() {
+    let Some(database) = Database::new("tls") else {
+        return;
+    };
+    let url = format!("{}?sslmode=require", database.url);
+    let error = PostgresSessionStore::connect(&url).await.unwrap_err();
+    assert!(
+        matches!(error, PostgresStoreError::TlsRequired { .. }),
+        "{error:?}"
+    );
+    let text = error.to_string();
+    assert!(text.contains("requires TLS (sslmode=require)"), "{text}");
 }

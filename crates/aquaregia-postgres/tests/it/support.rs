@@ -1,50 +1,44 @@
-//! What the store's tests share: a fresh database, and turns to store.
+//! What the store's tests share: a fresh database on the binary's cluster, and a store on it.
 
-use aquaregia::{
-    ContentPart, Message, Role, SessionTurn, StoredSession, ToolCall, ToolOutput, ToolResult,
-};
+use std::sync::Arc;
+
+use aquaregia::SessionStore;
 use aquaregia_postgres::PostgresSessionStore;
 use aquaregia_test_support::postgres::PgCluster;
-use serde_json::json;
+use aquaregia_test_support::session_contract::StoreFixture;
 
-/// A fresh database on the binary's cluster; returns its URL.
-pub(crate) fn database(tag: &str) -> String {
-    PgCluster::shared().database(tag)
+/// A fresh database on the binary's cluster; `None` (the test is skipped) where PostgreSQL
+/// cannot be installed.
+pub(crate) struct Database {
+    pub(crate) cluster: &'static PgCluster,
+    pub(crate) url: String,
 }
 
-/// A store on a fresh database.
-pub(crate) async fn store(tag: &str) -> (PostgresSessionStore, String) {
-    let url = database(tag);
-    let store = PostgresSessionStore::connect(&url).await.unwrap();
-    (store, url)
+impl Database {
+    pub(crate) fn new(tag: &str) -> Option<Self> {
+        let cluster = PgCluster::shared()?;
+        let url = cluster.database(tag);
+        Some(Self { cluster, url })
+    }
+
+    /// The database's name.
+    pub(crate) fn name(&self) -> &str {
+        aquaregia_test_support::postgres::database_name(&self.url)
+    }
+
+    /// Runs `sql` in this database through psql.
+    pub(crate) fn sql(&self, sql: &str) -> String {
+        self.cluster.sql(self.name(), sql)
+    }
+
+    /// A new store (its own connection pool) on this database.
+    pub(crate) async fn store(&self) -> PostgresSessionStore {
+        PostgresSessionStore::connect(&self.url).await.unwrap()
+    }
 }
 
-/// A turn with a prompt, a tool call, its result and an answer.
-pub(crate) fn tool_turn(prompt: &str) -> SessionTurn {
-    SessionTurn::new(vec![
-        Message::user(prompt),
-        Message::new(
-            Role::Assistant,
-            vec![ContentPart::ToolCall(ToolCall {
-                id: "call_1".into(),
-                name: "get-sum".into(),
-                arguments: json!({"a": 2, "b": 40}),
-            })],
-        ),
-        Message::new(
-            Role::Tool,
-            vec![ContentPart::ToolResult(ToolResult {
-                call_id: "call_1".into(),
-                name: "get-sum".into(),
-                output: ToolOutput::Json(json!({"sum": 42})),
-                is_error: false,
-            })],
-        ),
-        Message::assistant("The sum is 42."),
-    ])
-}
-
-/// The prompts of a loaded session's turns.
-pub(crate) fn prompts(session: &StoredSession) -> Vec<String> {
-    session.turns.iter().map(|t| t.messages[0].text()).collect()
+impl StoreFixture for Database {
+    async fn open(&self) -> Arc<dyn SessionStore> {
+        Arc::new(self.store().await)
+    }
 }
