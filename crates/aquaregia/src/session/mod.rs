@@ -44,9 +44,11 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     ) -> Result<SessionMeta, SessionError>;
 
     /// Appends one completed turn only if the session still has exactly `expected_turns` turns
-    /// (the count the caller loaded, plus the turns it appended since); otherwise fails with
-    /// [`SessionError::Conflict`] and stores nothing, so the caller reloads and appends on top
-    /// of the latest state instead of diverging from another writer.
+    /// as [`SessionMeta::turns`] counts them (the count the caller loaded, or the one the
+    /// caller's last append returned); otherwise fails with [`SessionError::Conflict`] and
+    /// stores nothing, so the caller reloads and appends on top of the latest state instead of
+    /// diverging from another writer. Compare with `meta.turns`, not with the number of turns
+    /// loaded: a store may count turns it could not read back ([`StoredSession::skipped`]).
     ///
     /// The default implementation loads the session and then appends, which is not atomic:
     /// stores shared between processes override it with a check and append that are.
@@ -56,8 +58,7 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
         turn: SessionTurn,
         expected_turns: u64,
     ) -> Result<SessionMeta, SessionError> {
-        let current = self.load(id).await?;
-        let actual = u64::try_from(current.turns.len()).unwrap_or(u64::MAX);
+        let actual = self.load(id).await?.meta.turns;
         if actual != expected_turns {
             return Err(SessionError::Conflict {
                 id: id.clone(),
@@ -164,7 +165,10 @@ pub struct SessionMeta {
     pub created_at: Timestamp,
     /// When a turn or the metadata last changed.
     pub updated_at: Timestamp,
-    /// How many turns were completed.
+    /// How many turns were completed and stored: the count
+    /// [`SessionStore::append_turn_checked`] compares with. A store that keeps a turn it can
+    /// no longer read back (a row edited by hand) still counts it; one that drops such turns
+    /// (the file store, which skips damaged lines) does not.
     #[serde(default)]
     pub turns: u64,
     /// Front-end data kept with the session (the MCP servers to reconnect, say).
