@@ -32,6 +32,11 @@ impl SessionsSetting {
         let Value::Object(mut fields) = value else {
             return Err(invalid());
         };
+        if let Some(key) = fields.keys().find(|key| *key != "postgres") {
+            return Err(ConfigError::Invalid(format!(
+                "`sessions` has an unknown key `{key}` (use `postgres`)"
+            )));
+        }
         let setting = match fields.remove("postgres") {
             Some(Value::String(url)) => Self::Postgres { url },
             Some(_) => {
@@ -43,11 +48,6 @@ impl SessionsSetting {
             }
             None => return Err(invalid()),
         };
-        if let Some(key) = fields.keys().next() {
-            return Err(ConfigError::Invalid(format!(
-                "`sessions` has an unknown key `{key}` (use `postgres`)"
-            )));
-        }
         Ok(setting)
     }
 
