@@ -30,7 +30,10 @@
 //! Two tables, `aquaregia_sessions` and `aquaregia_session_turns`, plus
 //! `aquaregia_schema_migrations`. [`connect`](PostgresSessionStore::connect) applies the
 //! embedded migrations (versioned SQL, each in a transaction, under an advisory lock), so any
-//! number of processes may start at once against a fresh database. To keep the tables in
+//! number of processes may start at once against a fresh database. A database already at this
+//! version is only read on connect: once a role that may create tables has connected, the
+//! agents may connect as one with `SELECT`, `INSERT`, `UPDATE` and `DELETE` on the two tables
+//! and `SELECT` on `aquaregia_schema_migrations`, and nothing more. To keep the tables in
 //! another schema, put it first in the connection's `search_path`
 //! (`?options=-c%20search_path%3Dagents`).
 //!

@@ -33,7 +33,8 @@ const VERSIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS aquaregia_schema_migrat
 )";
 
 /// Brings the schema up to [`SCHEMA_VERSION`]; returns the versions it applied. A database
-/// already at a newer version (a newer release migrated it) is used as it is, with a warning.
+/// already up to date is only read (so a role without CREATE rights can use it); one at a
+/// newer version (a newer release migrated it) is used as it is, with a warning.
 pub(crate) async fn migrate(
     client: &mut Client,
     target: &str,
@@ -42,6 +43,29 @@ pub(crate) async fn migrate(
         target: target.to_owned(),
         source,
     };
+    // Read first, without the lock or any DDL: a database already migrated is used by roles
+    // that may not create anything (PostgreSQL 15 grants no CREATE on `public` by default).
+    let versioned: bool = client
+        .query_one(
+            "SELECT to_regclass('aquaregia_schema_migrations') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(query)?
+        .get(0);
+    let newest: Option<i32> = if versioned {
+        client
+            .query_one("SELECT max(version) FROM aquaregia_schema_migrations", &[])
+            .await
+            .map_err(query)?
+            .get(0)
+    } else {
+        None
+    };
+    if newest.is_some_and(|newest| newest >= SCHEMA_VERSION) {
+        warn_if_newer(newest, target);
+        return Ok(Vec::new());
+    }
     let mut applied = Vec::new();
     for migration in MIGRATIONS {
         let transaction = client.transaction().await.map_err(query)?;
@@ -97,6 +121,11 @@ pub(crate) async fn migrate(
         .await
         .map_err(query)?
         .get(0);
+    warn_if_newer(newest, target);
+    Ok(applied)
+}
+
+fn warn_if_newer(newest: Option<i32>, target: &str) {
     if let Some(newest) = newest.filter(|newest| *newest > SCHEMA_VERSION) {
         tracing::warn!(
             database = newest,
@@ -105,5 +134,4 @@ pub(crate) async fn migrate(
             "the session tables were migrated by a newer aquaregia-postgres; using them as they are"
         );
     }
-    Ok(applied)
 }

@@ -201,3 +201,40 @@ async fn a_url_requiring_tls_is_refused() {
     let text = error.to_string();
     assert!(text.contains("requires TLS (sslmode=require)"), "{text}");
 }
+
+/// The tables were made by an owner; the agents connect as a role that may read and write
+/// them but create nothing (PostgreSQL 15 gives no CREATE on `public` by default): connecting
+/// only reads the schema version, and every operation works.
+#[tokio::test]
+async fn a_role_that_may_not_create_tables_uses_a_migrated_database() {
+    let Some(database) = Database::new("least_privilege") else {
+        return;
+    };
+    database.store().await;
+    database.sql(
+        "CREATE ROLE agent LOGIN; \
+         REVOKE CREATE ON SCHEMA public FROM PUBLIC; \
+         GRANT SELECT, INSERT, UPDATE, DELETE ON aquaregia_sessions, aquaregia_session_turns \
+         TO agent; \
+         GRANT SELECT ON aquaregia_schema_migrations TO agent",
+    );
+    let url = format!(
+        "postgres://agent@127.0.0.1:{}/{}",
+        database.cluster.port(),
+        database.name()
+    );
+    let store = PostgresSessionStore::connect(&url).await.unwrap();
+    let meta = store.create(NewSession::new("/p")).await.unwrap();
+    store
+        .append_turn_checked(
+            &meta.id,
+            aquaregia_test_support::session_contract::tool_turn("hi"),
+            0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.load(&meta.id).await.unwrap().meta.turns, 1);
+    // Not a grant too many: it really may not create.
+    let denied = database.sql("SELECT has_schema_privilege('agent', 'public', 'CREATE')");
+    assert_eq!(denied, "f");
+}
