@@ -11,8 +11,8 @@ use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::agent::AgentBuilder;
-use crate::error::Error;
-use crate::http::{self, HttpConfig};
+use crate::error::{ConfigError, Error};
+use crate::http::HttpConfig;
 use crate::model::{ModelRequest, ModelResponse, ModelState, ModelStream};
 pub use client_model::ClientModel;
 
@@ -122,19 +122,22 @@ impl Client {
     /// else) before building.
     pub fn builder_from_model_spec(spec: &str) -> Result<(ClientBuilder, String), Error> {
         let (id, model) = spec.split_once(':').ok_or_else(|| {
-            Error::Config(format!(
-                "model spec `{spec}` is not of the form provider:model (providers: {})",
-                provider_ids()
-            ))
+            Error::Config(ConfigError::MalformedModelSpec {
+                spec: spec.to_owned(),
+                providers: provider_ids(),
+            })
         })?;
         if model.is_empty() {
-            return Err(Error::Config(format!("model spec `{spec}` names no model")));
+            return Err(Error::Config(ConfigError::NoModel {
+                spec: spec.to_owned(),
+            }));
         }
         let provider = provider(id).ok_or_else(|| {
-            Error::Config(format!(
-                "unknown provider `{id}` in model spec `{spec}` (use one of {})",
-                provider_ids()
-            ))
+            Error::Config(ConfigError::UnknownProvider {
+                provider: id.to_owned(),
+                spec: spec.to_owned(),
+                providers: provider_ids(),
+            })
         })?;
         Ok((ClientBuilder::new(provider), model.to_owned()))
     }
@@ -344,8 +347,12 @@ impl ClientBuilder {
                 .as_deref()
                 .unwrap_or(provider.default_base_url),
         );
-        reqwest::Url::parse(&base_url)
-            .map_err(|error| Error::Config(format!("invalid base URL `{base_url}`: {error}")))?;
+        reqwest::Url::parse(&base_url).map_err(|error| {
+            Error::Config(ConfigError::InvalidUrl {
+                url: crate::http::safe_url(&base_url),
+                reason: error.to_string(),
+            })
+        })?;
 
         let api_key = self
             .api_key
@@ -373,18 +380,19 @@ impl ClientBuilder {
         if let Some(key) = &api_key {
             crate::redact::register(key);
             let (name, value) = (provider.auth_header)(key);
-            let mut value = HeaderValue::from_str(&value).map_err(|_| {
-                Error::Config("the API key contains characters not allowed in a header".into())
-            })?;
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|_| Error::Config(ConfigError::InvalidApiKey))?;
             value.set_sensitive(true);
             headers.insert(name, value);
         }
         for (name, value) in &self.headers {
             crate::redact::register_header(name, value);
-            let header_name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| Error::Config(format!("invalid header name `{name}`")))?;
-            let mut header_value = HeaderValue::from_str(value)
-                .map_err(|_| Error::Config(format!("invalid value for header `{name}`")))?;
+            let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                Error::Config(ConfigError::InvalidHeaderName { name: name.clone() })
+            })?;
+            let mut header_value = HeaderValue::from_str(value).map_err(|_| {
+                Error::Config(ConfigError::InvalidHeaderValue { name: name.clone() })
+            })?;
             // Custom headers often carry credentials (gateway keys, org tokens).
             header_value.set_sensitive(true);
             headers.insert(header_name, header_value);
@@ -409,11 +417,6 @@ impl ClientBuilder {
     pub fn build(self) -> Result<Client, Error> {
         let (base_url, headers) = self.resolve()?;
         let provider = self.provider;
-        let custom = self.http.is_some();
-        let http = match self.http {
-            Some(http) => http,
-            None => http::default_client()?,
-        };
         let server = reqwest::Url::parse(&base_url).ok().and_then(|url| {
             let host = url.host_str()?.to_owned();
             Some((host, url.port_or_known_default()))
@@ -423,13 +426,12 @@ impl ClientBuilder {
                 provider,
                 server,
                 http: HttpConfig::new(
-                    http,
-                    custom,
+                    self.http,
                     base_url,
                     headers,
                     self.timeout,
                     self.max_retries,
-                ),
+                )?,
             }),
         })
     }

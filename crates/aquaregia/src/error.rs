@@ -68,9 +68,10 @@ pub enum Error {
     /// The request could not be built (bad header, bad option, unusable message list...).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
-    /// Client configuration is wrong (unknown provider, bad URL or header...).
+    /// Client configuration is wrong (unknown provider, bad URL or header...): see
+    /// [`ConfigError`] for which.
     #[error("configuration error: {0}")]
-    Config(String),
+    Config(ConfigError),
     /// No API key was given and the provider's environment variable is not set.
     #[error("no API key: set {env_var}")]
     MissingApiKey {
@@ -171,4 +172,76 @@ fn context_window_message(
 
 pub(crate) fn is_retryable_status(status: u16) -> bool {
     matches!(status, 408 | 429) || status >= 500
+}
+
+/// What is wrong with a client's configuration ([`Error::Config`]).
+///
+/// ```
+/// use aquaregia::{Client, ConfigError, Error};
+/// match Client::from_model_spec("nope:model") {
+///     Err(Error::Config(ConfigError::UnknownProvider { provider, .. })) => assert_eq!(provider, "nope"),
+///     other => panic!("{other:?}"),
+/// }
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A model spec without the `provider:` part.
+    #[error("model spec `{spec}` is not of the form provider:model (providers: {providers})")]
+    MalformedModelSpec {
+        /// The spec as given.
+        spec: String,
+        /// The provider ids there are, comma-separated.
+        providers: String,
+    },
+    /// A model spec with a provider and no model (`openai:`).
+    #[error("model spec `{spec}` names no model")]
+    NoModel {
+        /// The spec as given.
+        spec: String,
+    },
+    /// A model spec naming a provider that does not exist.
+    #[error("unknown provider `{provider}` in model spec `{spec}` (use one of {providers})")]
+    UnknownProvider {
+        /// The provider id asked for.
+        provider: String,
+        /// The spec as given.
+        spec: String,
+        /// The provider ids there are, comma-separated.
+        providers: String,
+    },
+    /// A base URL (or an endpoint under it) that does not parse. The URL is shown without
+    /// user info or query.
+    #[error("invalid URL `{url}`: {reason}")]
+    InvalidUrl {
+        /// The URL, without credentials.
+        url: String,
+        /// Why it does not parse.
+        reason: String,
+    },
+    /// The API key cannot be sent in a header (a newline, say).
+    #[error("the API key contains characters not allowed in a header")]
+    InvalidApiKey,
+    /// A custom header name that HTTP does not allow.
+    #[error("invalid header name `{name}`")]
+    InvalidHeaderName {
+        /// The name as given.
+        name: String,
+    },
+    /// A custom header value that HTTP does not allow (the value is not shown: it may be a
+    /// credential).
+    #[error("invalid value for header `{name}`")]
+    InvalidHeaderValue {
+        /// The header's name.
+        name: String,
+    },
+    /// The HTTP client could not be set up (TLS backend, system proxy settings...).
+    #[error("HTTP client: {0}")]
+    HttpClient(String),
+}
+
+impl From<ConfigError> for Error {
+    fn from(error: ConfigError) -> Self {
+        Self::Config(error)
+    }
 }

@@ -146,7 +146,7 @@ pub use context::{
     ToolOutputStore, context_window_for, estimate_image_tokens, estimate_request_tokens,
     estimate_tokens,
 };
-pub use error::Error;
+pub use error::{ConfigError, Error};
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
 pub use model::{
     Fallback, FinishReason, LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream,

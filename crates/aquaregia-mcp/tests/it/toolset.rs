@@ -432,8 +432,83 @@ async fn a_trusted_server_has_its_hints_believed_and_others_not() {
     toolset.close().await;
 }
 
-/// The model seam with tools from an MCP server: an agent on an in-process model (no HTTP)
-/// calls the server's tools; nothing about the tools depends on where the model comes from.
+/// A model written here, outside aquaregia (what a user crate does): it calls the `echo`
+/// tool with each word of the prompt, one call per step, then answers with what came back.
+#[derive(Debug)]
+struct EchoEachWord;
+
+#[aquaregia::async_trait]
+impl aquaregia::LanguageModel for EchoEachWord {
+    fn model_id(&self) -> &str {
+        "echo-each-word"
+    }
+
+    fn provider_name(&self) -> &str {
+        "test"
+    }
+
+    async fn generate(
+        &self,
+        request: &aquaregia::ModelRequest,
+        _state: &mut aquaregia::ModelState,
+    ) -> Result<aquaregia::ModelResponse, aquaregia::Error> {
+        use aquaregia::{ContentPart, FinishReason, Message, ModelResponse, Role, ToolCall};
+        let prompt = request
+            .messages
+            .iter()
+            .find(|message| message.role == Role::User)
+            .map(Message::text)
+            .unwrap_or_default();
+        let results: Vec<String> = request
+            .messages
+            .iter()
+            .flat_map(|message| &message.content)
+            .filter_map(|part| match part {
+                ContentPart::ToolResult(result) => Some(result.output.to_text()),
+                _ => None,
+            })
+            .collect();
+        let words: Vec<&str> = prompt.split_whitespace().collect();
+        Ok(match words.get(results.len()) {
+            Some(word) => ModelResponse::new(
+                Message::new(
+                    Role::Assistant,
+                    vec![ContentPart::ToolCall(ToolCall {
+                        id: format!("call_{}", results.len()),
+                        name: "echo".into(),
+                        arguments: json!({"text": word}),
+                    })],
+                ),
+                FinishReason::ToolCalls,
+            ),
+            None => ModelResponse::new(Message::assistant(results.join(" ")), FinishReason::Stop),
+        })
+    }
+}
+
+/// The model seam with tools from an MCP server: an agent on a model written outside the
+/// crate (no HTTP) calls the server's tools; nothing about the tools depends on where the
+/// model comes from.
+#[tokio::test]
+async fn an_agent_on_a_model_of_our_own_calls_mcp_tools() {
+    let server = TestServer::new();
+    let connection = Connector::new()
+        .name("test")
+        .transport(server.serve_duplex())
+        .await
+        .unwrap();
+    let agent = aquaregia::AgentBuilder::new(Arc::new(EchoEachWord))
+        .tools(connection.tools().await.unwrap())
+        .build()
+        .unwrap();
+    let output = agent.run("hello there").await.unwrap();
+    assert_eq!(output.text, "hello there");
+    assert_eq!(output.steps.len(), 3);
+    assert_eq!(server.call_count(), 2, "the MCP server ran both calls");
+    connection.close().await;
+}
+
+/// The same on `ScriptedModel`, the SDK's scripted model for tests.
 #[tokio::test]
 async fn an_agent_on_a_scripted_model_calls_mcp_tools() {
     use aquaregia::test_utils::{ScriptedModel, ScriptedReply};
@@ -471,4 +546,5 @@ async fn an_agent_on_a_scripted_model_calls_mcp_tools() {
     );
     assert_eq!(server.call_count(), 2, "the MCP server ran both calls");
     assert_eq!(model.call_count(), 2);
+    connection.close().await;
 }

@@ -36,7 +36,11 @@ impl Client {
         let url = config.url("/models");
         let response = tokio::time::timeout(
             config.timeout,
-            config.http.get(&url).headers(config.headers.clone()).send(),
+            config
+                .reqwest()?
+                .get(&url)
+                .headers(config.headers.clone())
+                .send(),
         )
         .await
         .map_err(|_| Error::Timeout {

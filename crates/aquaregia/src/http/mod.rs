@@ -9,7 +9,7 @@ mod plain;
 pub mod sse;
 
 use std::pin::Pin;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,7 +20,7 @@ use reqwest::{Method, Url};
 
 use plain::{PlainClient, PlainResponse};
 
-use crate::error::{Error, is_retryable_status};
+use crate::error::{ConfigError, Error, is_retryable_status};
 
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 const BASE_BACKOFF: Duration = Duration::from_millis(500);
@@ -54,16 +54,18 @@ pub fn client_builder() -> reqwest::ClientBuilder {
 }
 
 /// A default client built by [`client_builder`].
-pub(crate) fn default_client() -> Result<reqwest::Client, Error> {
+fn default_client() -> Result<reqwest::Client, ConfigError> {
     client_builder()
         .build()
-        .map_err(|error| Error::Config(format!("HTTP client: {}", reqwest_message(&error))))
+        .map_err(|error| ConfigError::HttpClient(reqwest_message(&error)))
 }
 
 /// HTTP settings shared by every request of a [`Client`](crate::Client).
 #[derive(Debug)]
 pub(crate) struct HttpConfig {
-    pub(crate) http: reqwest::Client,
+    /// The reqwest client: the caller's, or aquaregia's own built on first use when requests
+    /// go on the plain-HTTP client (a local model server then needs no TLS roots at all).
+    http: OnceLock<Result<reqwest::Client, ConfigError>>,
     /// Model requests to a plain-HTTP base URL no proxy applies to, when `http` is aquaregia's
     /// own client (see [`plain`]).
     plain: Option<PlainClient>,
@@ -167,22 +169,33 @@ pub(crate) struct Rejection {
 
 impl HttpConfig {
     /// The settings of a client sending to `base_url` with these headers (auth included).
-    /// `custom` says `http` is the caller's own client, which then carries every request.
+    /// `custom` is the caller's own client, which then carries every request; without one,
+    /// aquaregia's own is built now, unless model requests go on the plain-HTTP client (then
+    /// on first use), so that a bad TLS setup is reported when the client is built.
     pub(crate) fn new(
-        http: reqwest::Client,
-        custom: bool,
+        custom: Option<reqwest::Client>,
         base_url: String,
         headers: HeaderMap,
         timeout: Duration,
         max_retries: u32,
-    ) -> Self {
+    ) -> Result<Self, Error> {
         let mut json_headers = headers.clone();
         json_headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let plain = match Url::parse(&base_url) {
-            Ok(url) if !custom => PlainClient::for_base_url(&url),
+            Ok(url) if custom.is_none() => PlainClient::for_base_url(&url),
             _ => None,
         };
-        Self {
+        let http = OnceLock::new();
+        match custom {
+            Some(client) => {
+                let _ = http.set(Ok(client));
+            }
+            None if plain.is_none() => {
+                let _ = http.set(Ok(default_client().map_err(Error::Config)?));
+            }
+            None => {}
+        }
+        Ok(Self {
             http,
             plain,
             base_url,
@@ -191,7 +204,15 @@ impl HttpConfig {
             timeout,
             max_retries,
             endpoint: Mutex::new(None),
-        }
+        })
+    }
+
+    /// The reqwest client (built now if it was left for first use).
+    pub(crate) fn reqwest(&self) -> Result<&reqwest::Client, Error> {
+        self.http
+            .get_or_init(default_client)
+            .as_ref()
+            .map_err(|error| Error::Config(error.clone()))
     }
 
     /// `path` appended to the base URL.
@@ -211,7 +232,10 @@ impl HttpConfig {
         }
         let text = self.url(path);
         let invalid = |error: &dyn std::fmt::Display| {
-            Error::Config(format!("invalid URL `{}`: {error}", safe_url(&text)))
+            Error::Config(ConfigError::InvalidUrl {
+                url: safe_url(&text),
+                reason: error.to_string(),
+            })
         };
         let url = Url::parse(&text).map_err(|error| invalid(&error))?;
         let uri = url
@@ -241,7 +265,7 @@ impl HttpConfig {
                 let mut request = reqwest::Request::new(Method::POST, endpoint.url.clone());
                 *request.headers_mut() = self.json_headers.clone();
                 *request.body_mut() = Some(body.clone().into());
-                self.http
+                self.reqwest()?
                     .execute(request)
                     .await
                     .map(HttpResponse::Reqwest)
@@ -342,7 +366,27 @@ pub(crate) fn safe_url(url: &str) -> String {
             parsed.set_fragment(None);
             parsed.to_string()
         }
-        Err(_) => crate::redact::redact(url).into_owned(),
+        Err(_) => {
+            // Not a URL: cut what would be the query and fragment, and user info before the
+            // host, by text alone (a password must not reach a message because the host part
+            // is broken).
+            let end = url.find(['?', '#']).unwrap_or(url.len());
+            let mut text = url.get(..end).unwrap_or(url).to_owned();
+            if let Some(scheme_end) = text.find("://") {
+                let authority_start = scheme_end + 3;
+                let authority_end = text
+                    .get(authority_start..)
+                    .and_then(|rest| rest.find('/'))
+                    .map_or(text.len(), |slash| authority_start + slash);
+                if let Some(at) = text
+                    .get(authority_start..authority_end)
+                    .and_then(|authority| authority.rfind('@'))
+                {
+                    text.replace_range(authority_start..=authority_start + at, "");
+                }
+            }
+            crate::redact::redact(&text).into_owned()
+        }
     }
 }
 

@@ -402,7 +402,28 @@ async fn connection_refused_is_a_transport_error() {
         .unwrap();
     let error = client.generate(&weather_request()).await.unwrap_err();
     assert!(matches!(error, Error::Transport { .. }), "{error:?}");
-    // The HTTP client's error is kept as the source, without the URL.
+    // The HTTP client's error is kept as the source (its chain ends in the refused
+    // connection), and it does not repeat the URL.
+    let source = std::error::Error::source(&error).unwrap();
+    assert!(!source.to_string().contains(&port.to_string()), "{source}");
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source);
+    let mut refused = false;
+    while let Some(error) = cause {
+        refused |= error
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+        cause = error.source();
+    }
+    assert!(refused, "{source:?}");
+
+    // On a client of the caller's own (reqwest), the source is reqwest's error, without its URL.
+    let client = aquaregia::Client::openai_chat()
+        .base_url(format!("http://127.0.0.1:{port}/v1"))
+        .http_client(reqwest::Client::new())
+        .max_retries(0)
+        .build()
+        .unwrap();
+    let error = client.generate(&weather_request()).await.unwrap_err();
     let source = std::error::Error::source(&error).unwrap();
     let reqwest = source.downcast_ref::<reqwest::Error>().unwrap();
     assert!(reqwest.is_connect(), "{reqwest:?}");
@@ -669,4 +690,43 @@ async fn an_ignored_named_tool_choice_is_reported() {
     let (response, logs) = logs_of(client.generate(&request)).await;
     assert_eq!(response.unwrap().message.tool_calls().count(), 1);
     assert!(!logs.contains("tool_choice"), "{logs}");
+}
+
+/// Configuration errors are typed, so callers can branch on them, and never show a
+/// credential: not a header's value, not the user info or query of a base URL.
+#[test]
+fn configuration_errors_are_typed_and_show_no_credentials() {
+    use aquaregia::{Client, ConfigError, Error};
+
+    let error = Client::openai_chat()
+        .api_key("test-key")
+        .header("x-gateway-key", "secret-value\n")
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::Config(ConfigError::InvalidHeaderValue { name }) if name == "x-gateway-key"),
+        "{error:?}"
+    );
+    assert!(!error.to_string().contains("secret-value"), "{error}");
+
+    let error = Client::openai_chat()
+        .api_key("test-key")
+        .base_url("http://user:hunter2@[::1/v1?key=abc")
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::Config(ConfigError::InvalidUrl { .. })),
+        "{error:?}"
+    );
+    let text = error.to_string();
+    assert!(
+        !text.contains("hunter2") && !text.contains("key=abc"),
+        "{text}"
+    );
+
+    let error = Client::from_model_spec("openai-chat:").unwrap_err();
+    assert!(
+        matches!(&error, Error::Config(ConfigError::NoModel { spec }) if spec == "openai-chat:"),
+        "{error:?}"
+    );
 }
