@@ -1,5 +1,6 @@
-//! `PostgresSessionStore` on a throwaway local cluster with PostgreSQL's default durability
-//! (every commit flushed): the latency of a checked append (p50, p99, max over 1,000, each a
+//! `PostgresSessionStore` on throwaway local clusters, one with PostgreSQL's default durability
+//! (every commit flushed to disk) and one with fsync off (what is left without the disk): the
+//! latency of a checked append (p50, p99, max over 1,000, each a
 //! prompt, a tool call, its result and an answer), and of loading a 200-turn session (p50, p99
 //! over 100 loads), through one store as a long-running service holds it (connections open,
 //! statements prepared), beside the file store doing the same on the same disk.
@@ -35,19 +36,30 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let Some(cluster) = PgCluster::start(Durability::Durable) else {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "load average at start: {}",
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
+    let Some(durable) = PgCluster::start(Durability::Durable) else {
         eprintln!("skipped: PostgreSQL is not installed and cannot be installed here");
         return;
     };
-    let url = cluster.database("bench");
+    let fast = PgCluster::start(Durability::Fast).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     runtime.block_on(async {
-        let postgres = PostgresSessionStore::connect(&url).await.unwrap();
+        let durable = PostgresSessionStore::connect(&durable.database("bench"))
+            .await
+            .unwrap();
+        let fast = PostgresSessionStore::connect(&fast.database("bench"))
+            .await
+            .unwrap();
         let file = FileSessionStore::new(scratch.path().join("sessions"));
         println!("| | p50 | p99 | max |");
         println!("|---|---|---|---|");
         for (name, store) in [
-            ("PostgreSQL", &postgres as &dyn SessionStore),
+            ("PostgreSQL (commits flushed)", &durable as &dyn SessionStore),
+            ("PostgreSQL (fsync off)", &fast as &dyn SessionStore),
             ("file store", &file as &dyn SessionStore),
         ] {
             let appends = appends(store).await;
