@@ -39,7 +39,10 @@ fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "load average at start: {}",
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     let Some(durable) = PgCluster::start(Durability::Durable) else {
         eprintln!("skipped: PostgreSQL is not installed and cannot be installed here");
@@ -58,7 +61,10 @@ fn main() {
         println!("| | p50 | p99 | max |");
         println!("|---|---|---|---|");
         for (name, store) in [
-            ("PostgreSQL (commits flushed)", &durable as &dyn SessionStore),
+            (
+                "PostgreSQL (commits flushed)",
+                &durable as &dyn SessionStore,
+            ),
             ("PostgreSQL (fsync off)", &fast as &dyn SessionStore),
             ("file store", &file as &dyn SessionStore),
         ] {
