@@ -65,8 +65,8 @@
 //! ## Errors
 //!
 //! [`McpError`] says what went wrong, by variant. A failed tool call reaches the agent as
-//! [`ToolExecError::Other`](aquaregia::ToolExecError::Other) with the `McpError` as its
-//! source (a call timeout as `ToolExecError::Timeout`); `?` on an `McpError` in a function
+//! [`ToolExecError::Failed`](aquaregia::ToolExecError::Failed) with the `McpError` kept whole
+//! inside (a call timeout as `ToolExecError::Timeout`); `?` on an `McpError` in a function
 //! returning [`aquaregia::Error`] makes it `Error::Other`.
 //!
 //! ## Cargo features
