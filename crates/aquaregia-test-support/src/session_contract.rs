@@ -2,7 +2,7 @@
 //! store (`crates/aquaregia`) and the Postgres store (`crates/aquaregia-postgres`).
 //!
 //! A store's test module implements [`StoreFixture`] (fresh, empty storage; a new handle on it
-//! as another process would open it) and expands [`session_store_contract!`] with an
+//! as another process would open it) and expands [`session_store_contract!`](crate::session_store_contract) with an
 //! expression making one, which writes one `#[tokio::test]` per case of this module. What only
 //! one store has (files cut short by a crash, migrations, rows edited by hand) stays in that
 //! store's own tests.
