@@ -33,8 +33,19 @@
 #   env.sh  `source` it to get AQUAREGIA_* paths (and NODE_PATH); `env` has the
 #           same values as plain KEY=VALUE lines for programs that parse it.
 #
+# `scripts/test-deps.sh postgres` does only this, and needs neither npm nor Python:
+#   PostgreSQL  the server's bin dir (initdb, pg_ctl, postgres, psql), printed on
+#           stdout, for the Postgres session store's tests, which start a
+#           throwaway cluster in a temp dir
+#           (crates/aquaregia-test-support/src/postgres.rs). $AQUAREGIA_PG_BIN if
+#           set, else the newest /usr/lib/postgresql/<version>/bin (Debian's
+#           layout), else Debian's `postgresql` is installed with apt-get, as
+#           root. Exits with 3 when it is missing and cannot be installed here
+#           (not root, or no apt-get): the tests then say they are skipped.
+#
 # Usage: scripts/test-deps.sh            # install if needed, print env.sh path
 #        . "$(scripts/test-deps.sh)"     # ... and load it into this shell
+#        scripts/test-deps.sh postgres   # find or install PostgreSQL, print its bin dir
 set -euo pipefail
 
 # ---- pins (bump here; the stamp below makes the next run reinstall) ----
@@ -73,6 +84,57 @@ DIR=${AQUAREGIA_TEST_DEPS:-$ROOT/target/test-deps}
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 PYTHON3=${AQUAREGIA_BASE_PYTHON:-python3}
+
+# ---- PostgreSQL (a system package), on its own ----
+pg_bin_complete() {
+  local program
+  for program in initdb pg_ctl postgres psql; do
+    [[ -x $1/$program ]] || return 1
+  done
+}
+
+find_pg_bin() {
+  local dir
+  for dir in $(compgen -G '/usr/lib/postgresql/*/bin' | sort -V -r); do
+    if pg_bin_complete "$dir"; then
+      echo "$dir"
+      return
+    fi
+  done
+  return 1
+}
+
+if [[ ${1:-} == postgres ]]; then
+  if [[ -n ${AQUAREGIA_PG_BIN:-} ]]; then
+    pg_bin_complete "$AQUAREGIA_PG_BIN" || die "AQUAREGIA_PG_BIN=$AQUAREGIA_PG_BIN lacks initdb, pg_ctl, postgres or psql"
+    echo "$AQUAREGIA_PG_BIN"
+    exit 0
+  fi
+  if PG_BIN=$(find_pg_bin); then
+    echo "$PG_BIN"
+    exit 0
+  fi
+  if ! command -v apt-get >/dev/null || ((EUID != 0)); then
+    log "PostgreSQL is not installed, and only root with apt-get installs it here: run 'apt-get install postgresql' as root, or set AQUAREGIA_PG_BIN to its bin dir"
+    exit 3
+  fi
+  # Several test binaries may ask at once; apt-get takes its own lock, but one install is enough.
+  if command -v flock >/dev/null; then
+    exec 8>"$DIR/.lock-postgres"
+    flock 8
+  fi
+  if ! PG_BIN=$(find_pg_bin); then
+    log "apt-get install postgresql"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
+    PG_BIN=$(find_pg_bin) || die "no /usr/lib/postgresql/*/bin after installing postgresql"
+  fi
+  # As root the fixture runs the server as another user, through setpriv (util-linux).
+  command -v setpriv >/dev/null || die "setpriv (util-linux) not found: the tests run PostgreSQL through it as root"
+  echo "$PG_BIN"
+  exit 0
+fi
+[[ -z ${1:-} ]] || die "unknown argument '$1' (none, or 'postgres')"
 
 command -v npm >/dev/null || die "npm not found on PATH"
 command -v "$PYTHON3" >/dev/null || die "$PYTHON3 not found on PATH"

@@ -154,7 +154,9 @@ impl State {
         let (session, _) = self
             .open(id.to_owned(), cwd, servers, store::history(&stored), cx)
             .await;
-        session.set_stored_turns(u64::try_from(stored.turns.len()).unwrap_or(u64::MAX));
+        // The stored count (what the next append is checked against), which counts turns that
+        // no longer decode too.
+        session.set_stored_turns(stored.meta.turns);
         if stored.skipped > 0 {
             // Told at the next turn: what was lost is said, not silently dropped.
             session.add_notice(format!(

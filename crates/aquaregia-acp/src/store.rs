@@ -122,10 +122,16 @@ pub(crate) struct Appended {
     pub(crate) reloaded: Option<Vec<Message>>,
 }
 
-/// Appends a completed turn on top of the `expected` turns this session has seen; when it
-/// gave the session its title, tells the client. When another process changed the session
-/// meanwhile, the latest state is loaded, the turn is appended after it, and the client is told
-/// in an agent message. Returns `None` when the turn was not stored.
+/// How many times [`append`] tries to store a turn: after each conflict it reloads the session
+/// and tries on top of it, so only a session other processes keep changing that fast loses
+/// the turn (with a warning).
+const SAVE_ATTEMPTS: usize = 5;
+
+/// Appends a completed turn on top of the `expected` turns this session has seen (the stored
+/// count, [`aquaregia::SessionMeta::turns`]); when it gave the session its title, tells the
+/// client. When another process changed the session meanwhile, the latest state is loaded, the
+/// turn is appended after it, and the client is told in an agent message. Returns `None` when
+/// the turn was not stored.
 pub(crate) async fn append(
     store: &dyn SessionStore,
     cx: &ConnectionTo<Client>,
@@ -138,28 +144,34 @@ pub(crate) async fn append(
     let turn = SessionTurn::new(messages).usage(usage);
     let mut reloaded = None;
     let mut saved = store.append_turn_checked(&id, turn.clone(), expected).await;
-    if let Err(aquaregia::SessionError::Conflict { actual, .. }) = &saved {
-        let theirs = actual.saturating_sub(expected);
+    let mut attempts = 1;
+    while let Err(aquaregia::SessionError::Conflict { .. }) = &saved
+        && attempts < SAVE_ATTEMPTS
+    {
+        attempts += 1;
         saved = match store.load(&id).await {
             Ok(latest) => {
                 let mut history = history(&latest);
                 history.extend(turn.messages.iter().cloned());
                 reloaded = Some(history);
-                let turns = u64::try_from(latest.turns.len()).unwrap_or(u64::MAX);
-                store.append_turn_checked(&id, turn, turns).await
+                // The stored count, which may include turns that no longer decode.
+                store
+                    .append_turn_checked(&id, turn.clone(), latest.meta.turns)
+                    .await
             }
             Err(error) => Err(error),
         };
-        if saved.is_ok() {
-            updates::send(
-                cx,
-                session_id,
-                updates::message(&format!(
-                    "\n\n(This session was changed by another process: its {theirs} new \
-                     turn(s) were loaded, and this turn was saved after them.)"
-                )),
-            );
-        }
+    }
+    if let (Some(_), Ok(meta)) = (&reloaded, &saved) {
+        let theirs = meta.turns.saturating_sub(expected).saturating_sub(1);
+        updates::send(
+            cx,
+            session_id,
+            updates::message(&format!(
+                "\n\n(This session was changed by another process: its {theirs} new \
+                 turn(s) were loaded, and this turn was saved after them.)"
+            )),
+        );
     }
     match saved {
         Ok(meta) => {

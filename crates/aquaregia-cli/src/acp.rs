@@ -16,7 +16,7 @@ use crate::prompt_cache;
 use crate::reaper;
 use crate::telemetry;
 use anyhow::Context;
-use aquaregia::{Client, FileSessionStore};
+use aquaregia::Client;
 use aquaregia_acp::{AcpServer, ApiKeyAuth, Sandbox};
 use aquaregia_mcp::{Connector, FileTokenStore, OAuth, PinFile};
 use clap::Args;
@@ -134,7 +134,7 @@ impl Clients {
     }
 }
 
-pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: AcpArgs, config: Option<&std::path::Path>) -> anyhow::Result<()> {
     let spec = args.model.unwrap_or_else(Client::default_model_spec);
     let (builder, model) = Client::builder_from_model_spec(&spec)
         .with_context(|| format!("cannot use model `{spec}`"))?;
@@ -155,6 +155,9 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     }
     let policy =
         crate::permissions::acp_policy(args.policy.as_deref(), args.policy_shadow.as_deref())?;
+    // Before `initialize` is answered: a store that cannot be opened is a start-up error.
+    let sessions = crate::session_store::open(config, || Ok(data_dir.join("sessions"))).await?;
+    tracing::info!(store = %sessions.place, "sessions");
     tracing::info!(model = %spec, key_needed = ?required.filter(|var| auth.api_key(var).is_none()), "aquaregia acp: serving ACP on stdio");
     let clients = Arc::new(Clients {
         spec,
@@ -181,9 +184,7 @@ pub(crate) async fn run(args: AcpArgs) -> anyhow::Result<()> {
     .auth(auth)
     .editor_tools(true)
     // Secrets are redacted from each turn before it is written.
-    .session_store(Arc::new(aquaregia::redact::RedactingStore::new(
-        FileSessionStore::new(data_dir.join("sessions")),
-    )))
+    .session_store(sessions.store)
     .models(default_model, move || {
         let clients = lister.clone();
         Box::pin(async move {

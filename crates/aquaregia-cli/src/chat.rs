@@ -52,7 +52,7 @@ pub(crate) struct ChatArgs {
 
 pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result<()> {
     let mut signals = StopSignals::new();
-    let mut conversation = Conversation::open(&args.agent.session).await?;
+    let mut conversation = Conversation::open(&args.agent.session, config).await?;
     let chosen = args
         .agent
         .model

@@ -2,7 +2,8 @@
 //! and the user's file, in the `mcpServers` format or VS Code's `servers`, with comments and
 //! trailing commas allowed (JSONC), plus `"permissions": {"allow": [...], "deny": [...]}` and
 //! `"prices": {"<model>": {"input": ..., "output": ...}}` and `"policy": "<file.cedar>"` (a
-//! Cedar permission policy, relative to the config file's directory).
+//! Cedar permission policy, relative to the config file's directory), and `"sessions":
+//! {"postgres": "<url>"}` (where sessions are kept, [`crate::session_store`]).
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,7 @@ use aquaregia_mcp::{
 use serde_json::{Map, Value};
 
 use crate::prices;
+use crate::session_store::SessionsSetting;
 
 /// The config file's name, in the current directory and in the user config directory.
 const FILE_NAME: &str = "aquaregia.json";
@@ -43,6 +45,8 @@ pub(crate) struct Config {
     pub(crate) prices: Vec<(String, ModelPrice)>,
     /// The Cedar permission policy file (`"policy"`; a later file's wins).
     pub(crate) policy: Option<PathBuf>,
+    /// Where sessions are kept (`"sessions"`; a later file's wins), and the file that says so.
+    pub(crate) sessions: Option<(SessionsSetting, PathBuf)>,
 }
 
 impl Config {
@@ -77,22 +81,8 @@ impl Config {
             deny,
             prices,
             policy,
-        } = parse(&text).map_err(|error| match error {
-            ConfigError::Syntax {
-                line,
-                column,
-                message,
-            } => {
-                // serde_json ends its message with the position we already show.
-                let suffix = format!(" at line {line} column {column}");
-                let message = message.strip_suffix(&suffix).unwrap_or(&message);
-                anyhow!(
-                    "invalid config file {}: line {line}, column {column}: {message}",
-                    path.display()
-                )
-            }
-            other => anyhow!("invalid config file {}: {other}", path.display()),
-        })?;
+            sessions,
+        } = parse(&text).map_err(|error| config_error(&path, error))?;
         for warning in &servers.warnings {
             eprintln!("warning: {}: {warning}", path.display());
         }
@@ -119,6 +109,9 @@ impl Config {
         if let Some(policy) = policy {
             let base = path.parent().unwrap_or(Path::new("."));
             self.policy = Some(base.join(policy));
+        }
+        if let Some(sessions) = sessions {
+            self.sessions = Some((sessions, path.clone()));
         }
         self.files.push(path);
         Ok(())
@@ -233,6 +226,58 @@ struct Parsed {
     deny: Vec<String>,
     prices: Vec<(String, ModelPrice)>,
     policy: Option<String>,
+    sessions: Option<SessionsSetting>,
+}
+
+/// A file's error, saying which file (and where in it, for a syntax error).
+fn config_error(path: &Path, error: ConfigError) -> anyhow::Error {
+    match error {
+        ConfigError::Syntax {
+            line,
+            column,
+            message,
+        } => {
+            // serde_json ends its message with the position we already show.
+            let suffix = format!(" at line {line} column {column}");
+            let message = message.strip_suffix(&suffix).unwrap_or(&message);
+            anyhow!(
+                "invalid config file {}: line {line}, column {column}: {message}",
+                path.display()
+            )
+        }
+        other => anyhow!("invalid config file {}: {other}", path.display()),
+    }
+}
+
+/// Where sessions are kept, and the file that says so: the `"sessions"` of the `explicit`
+/// file alone, else of the default files (a later one winning); `None` when none says (the
+/// file store). Only that key is read, so a file whose servers cannot be used (a variable
+/// they need is unset) still names the store.
+pub(crate) fn sessions_setting(
+    explicit: Option<&Path>,
+) -> anyhow::Result<Option<(SessionsSetting, PathBuf)>> {
+    let paths = match explicit {
+        Some(path) => vec![path.to_owned()],
+        None => default_paths()
+            .into_iter()
+            .rev()
+            .filter(|path| path.is_file())
+            .collect(),
+    };
+    let mut found = None;
+    for path in paths {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read config file {}", path.display()))?;
+        let root = parse_jsonc(&text).map_err(|error| config_error(&path, error))?;
+        if let Value::Object(mut root) = root
+            && let Some(value) = root.remove("sessions")
+        {
+            let setting =
+                SessionsSetting::parse(value).map_err(|error| config_error(&path, error))?;
+            found = Some((setting, path));
+        }
+    }
+    Ok(found)
 }
 
 /// One file: JSONC to JSON, `permissions` and `prices` taken out, VS Code's `servers` read as
@@ -271,6 +316,10 @@ fn parse(text: &str) -> Result<Parsed, ConfigError> {
             ));
         }
     };
+    let sessions = root
+        .remove("sessions")
+        .map(SessionsSetting::parse)
+        .transpose()?;
     let prices = match root.remove("prices") {
         Some(prices) => prices::parse(&prices).map_err(ConfigError::Invalid)?,
         None => Vec::new(),
@@ -289,6 +338,7 @@ fn parse(text: &str) -> Result<Parsed, ConfigError> {
         deny,
         prices,
         policy,
+        sessions,
     })
 }
 

@@ -33,6 +33,13 @@ pub(crate) fn run(explicit: Option<&Path>) -> anyhow::Result<()> {
             styles.dim(&format!("from {}", file.display()))
         ));
     }
+    if let Some((sessions, file)) = &config.sessions {
+        text.push_str(&format!(
+            "sessions:\n  {}  {}\n",
+            sessions.describe(),
+            styles.dim(&format!("from {}", file.display()))
+        ));
+    }
     if !config.allow.is_empty() || !config.deny.is_empty() {
         text.push_str(&format!(
             "permissions:\n  allow: {}\n  deny: {}\n",

@@ -1,42 +1,48 @@
 //! The saved conversation of a `run` or `chat`: resumed from the session store, and each
 //! completed turn appended to it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use aquaregia::{
-    AgentOutput, FileSessionStore, Message, NewSession, SessionError, SessionId, SessionMeta,
-    SessionStore, SessionTurn, SessionUpdate,
+    AgentOutput, Message, NewSession, SessionError, SessionId, SessionMeta, SessionStore,
+    SessionTurn, SessionUpdate,
 };
-
-use aquaregia::redact::RedactingStore;
 
 use crate::agent_args::SessionArgs;
 use crate::output::Styles;
+use crate::session_store;
+
+/// How many times a turn is saved again on top of the latest state after another process
+/// changed the session in between: each try reloads, so only a session that keeps moving that
+/// fast loses the turn (with a warning).
+const SAVE_ATTEMPTS: usize = 5;
 
 /// The history so far, and where it is saved.
 #[derive(Debug)]
 pub(crate) struct Conversation {
-    /// Turns are redacted ([`aquaregia::redact`]) before they are written.
-    store: Option<RedactingStore<FileSessionStore>>,
+    /// The configured store ([`session_store`]); turns are redacted before they are written.
+    store: Option<Arc<dyn SessionStore>>,
     meta: Option<SessionMeta>,
     history: Vec<Message>,
     cwd: PathBuf,
 }
 
 impl Conversation {
-    /// A new conversation, or the session `--continue`/`--resume` names.
-    pub(crate) async fn open(args: &SessionArgs) -> anyhow::Result<Self> {
+    /// A new conversation, or the session `--continue`/`--resume` names, in the store the
+    /// config files name (the file store by default).
+    pub(crate) async fn open(args: &SessionArgs, config: Option<&Path>) -> anyhow::Result<Self> {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let resuming = args.continue_latest || args.resume.is_some();
         let store = if args.no_save {
             None
         } else {
-            match FileSessionStore::open_default() {
-                Ok(store) => Some(RedactingStore::new(store)),
-                Err(error) if resuming => return Err(error.into()),
+            match session_store::open(config, session_store::default_file_dir).await {
+                Ok(open) => Some(open.store),
+                Err(error) if resuming => return Err(error),
                 Err(error) => {
-                    warn(&format!("this conversation will not be saved: {error}"));
+                    warn(&format!("this conversation will not be saved: {error:#}"));
                     None
                 }
             }
@@ -131,31 +137,33 @@ impl Conversation {
             }
         };
         let turn = SessionTurn::new(messages).usage(output.usage);
-        let saved = match store
-            .append_turn_checked(&meta.id, turn.clone(), meta.turns)
-            .await
-        {
-            Err(SessionError::Conflict { .. }) => {
-                // Another process added turns: take them in, and save this turn after them.
-                let latest = store.load(&meta.id).await?;
-                let theirs = latest
-                    .turns
-                    .len()
-                    .saturating_sub(usize::try_from(meta.turns).unwrap_or(usize::MAX));
-                warn(&format!(
-                    "session {} was changed by another process: its {theirs} new turn(s) were \
-                     loaded, and this turn was saved after them",
-                    meta.id
-                ));
-                let mut history = latest.messages();
-                history.extend(turn.messages.iter().cloned());
-                self.history = history;
-                store
-                    .append_turn_checked(&meta.id, turn, latest.meta.turns)
-                    .await?
+        let mut expected = meta.turns;
+        let mut attempt = 1;
+        let saved = loop {
+            match store
+                .append_turn_checked(&meta.id, turn.clone(), expected)
+                .await
+            {
+                Err(SessionError::Conflict { .. }) if attempt < SAVE_ATTEMPTS => {
+                    // Another process added turns: take them in, and save this turn after them.
+                    attempt += 1;
+                    let latest = store.load(&meta.id).await?;
+                    let mut history = latest.messages();
+                    history.extend(turn.messages.iter().cloned());
+                    self.history = history;
+                    expected = latest.meta.turns;
+                }
+                other => break other?,
             }
-            other => other?,
         };
+        if attempt > 1 {
+            let theirs = saved.turns.saturating_sub(meta.turns).saturating_sub(1);
+            warn(&format!(
+                "session {} was changed by another process: its {theirs} new turn(s) were \
+                 loaded, and this turn was saved after them",
+                meta.id
+            ));
+        }
         self.meta = Some(saved);
         Ok(())
     }

@@ -25,6 +25,7 @@ mod prompt_cache;
 mod reaper;
 mod run;
 mod servers;
+mod session_store;
 mod sessions_cmd;
 mod signals;
 mod telemetry;
@@ -185,11 +186,11 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run::run(args, config.as_deref(), cancel).await,
         Command::Chat(args) => chat::run(args, config.as_deref()).await,
-        Command::Sessions(args) => sessions_cmd::run(args).await,
+        Command::Sessions(args) => sessions_cmd::run(args, config.as_deref()).await,
         Command::Config => config_cmd::run(config.as_deref()),
         Command::Models(args) => models_cmd::run(args).await,
         Command::Mcp(command) => mcp_cmd::run(command, config.as_deref()).await,
-        Command::Acp(args) => acp::run(args).await,
+        Command::Acp(args) => acp::run(args, config.as_deref()).await,
         Command::Reaper => Ok(()),
     }
 }

@@ -90,7 +90,7 @@ pub(crate) async fn run(
         prompt = read_prompt(&args) => prompt?,
         () = cancel.cancelled() => return Err(Interrupted.into()),
     };
-    let mut conversation = Conversation::open(&args.agent.session).await?;
+    let mut conversation = Conversation::open(&args.agent.session, config).await?;
     let chosen = args
         .agent
         .model

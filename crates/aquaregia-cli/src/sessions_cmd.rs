@@ -1,7 +1,10 @@
-//! `aquaregia sessions`: the saved conversations of `run`, `chat` and `acp`.
+//! `aquaregia sessions`: the saved conversations of `run`, `chat` and `acp`, in the store the
+//! config files name (the file store by default).
+
+use std::path::Path;
 
 use anyhow::Context;
-use aquaregia::{FileSessionStore, SessionQuery, SessionStore};
+use aquaregia::SessionQuery;
 use clap::Args;
 use serde_json::Value;
 
@@ -21,8 +24,9 @@ pub(crate) struct SessionsArgs {
     json: bool,
 }
 
-pub(crate) async fn run(args: SessionsArgs) -> anyhow::Result<()> {
-    let store = FileSessionStore::open_default()?;
+pub(crate) async fn run(args: SessionsArgs, config: Option<&Path>) -> anyhow::Result<()> {
+    let open = crate::session_store::open(config, crate::session_store::default_file_dir).await?;
+    let store = open.store;
     let mut query = SessionQuery::new().limit(usize::try_from(args.limit).unwrap_or(usize::MAX));
     if args.here {
         query = query.cwd(std::env::current_dir().context("cannot read the current directory")?);
@@ -42,7 +46,7 @@ pub(crate) async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         return output::write_stdout(&output::clean(&format!("{:#}\n", Value::from(sessions))));
     }
     if page.sessions.is_empty() {
-        eprintln!("no saved sessions in {}", store.dir().display());
+        eprintln!("no saved sessions in {}", open.place);
         return Ok(());
     }
     let styles = Styles::stdout();

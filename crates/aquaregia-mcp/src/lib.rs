@@ -109,7 +109,8 @@ use tokio::process::Command;
 pub use call::naming::prefixed_name;
 pub use call::prompts::{McpPrompt, McpPromptArgument, RenderedPrompt};
 pub use config::{
-    ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig, parse_jsonc,
+    ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig,
+    expand_variables, parse_jsonc,
 };
 pub use connector::{Connector, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESTARTS};
 pub use error::{ErrorSource, McpError};

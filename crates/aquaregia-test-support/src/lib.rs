@@ -6,13 +6,16 @@
 //!   the Python test servers, example binaries, background servers that report the port they
 //!   bound, and a port that refuses connections;
 //! - [`processes`]: finding (and killing) the processes a test marked through its environment;
+//! - [`postgres`]: a throwaway PostgreSQL cluster on 127.0.0.1, one per test binary (skipped
+//!   where PostgreSQL cannot be installed);
 //! - [`mock_model`]: a scripted OpenAI-compatible model on 127.0.0.1, with Chat Completions
 //!   payload builders and request inspectors;
 //! - [`real_model`]: a real model server (llama.cpp serving SmolLM2) on 127.0.0.1, shared by a
 //!   test binary;
 //! - [`oauth_server`]: an OAuth 2.1 authorization server and the MCP server it protects
 //!   (Streamable HTTP and legacy SSE), on 127.0.0.1;
-//! - `mcp_servers` (feature `mcp-servers`): in-process MCP servers on rmcp.
+//! - `mcp_servers` (feature `mcp-servers`): in-process MCP servers on rmcp;
+//! - `session_contract` (feature `sessions`): the behaviour suite every `SessionStore` passes.
 
 // Fixtures: a failed setup should stop the test loudly, so unwrapping is the point here;
 // nothing here is public API, so no type needs `Debug`.
@@ -29,5 +32,8 @@ pub mod deps;
 pub mod mcp_servers;
 pub mod mock_model;
 pub mod oauth_server;
+pub mod postgres;
 pub mod processes;
 pub mod real_model;
+#[cfg(feature = "sessions")]
+pub mod session_contract;

@@ -140,3 +140,122 @@ async fn a_session_changed_by_another_agent_is_reloaded_not_diverged() {
         ]
     );
 }
+
+/// A store on the same directory as another writer that appends a turn of its own just before
+/// each of this agent's first `busy` checked appends, as a session other processes keep busy.
+#[derive(Debug)]
+struct Contended {
+    own: FileSessionStore,
+    other: FileSessionStore,
+    busy: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl aquaregia::SessionStore for Contended {
+    async fn create(
+        &self,
+        new: aquaregia::NewSession,
+    ) -> Result<aquaregia::SessionMeta, aquaregia::SessionError> {
+        self.own.create(new).await
+    }
+
+    async fn append_turn(
+        &self,
+        id: &aquaregia::SessionId,
+        turn: aquaregia::SessionTurn,
+    ) -> Result<aquaregia::SessionMeta, aquaregia::SessionError> {
+        self.own.append_turn(id, turn).await
+    }
+
+    async fn append_turn_checked(
+        &self,
+        id: &aquaregia::SessionId,
+        turn: aquaregia::SessionTurn,
+        expected_turns: u64,
+    ) -> Result<aquaregia::SessionMeta, aquaregia::SessionError> {
+        use std::sync::atomic::Ordering;
+        if self
+            .busy
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            let theirs = aquaregia::SessionTurn::new(vec![
+                aquaregia::Message::user("from elsewhere"),
+                aquaregia::Message::assistant("Elsewhere."),
+            ]);
+            self.other.append_turn(id, theirs).await?;
+        }
+        self.own.append_turn_checked(id, turn, expected_turns).await
+    }
+
+    async fn load(
+        &self,
+        id: &aquaregia::SessionId,
+    ) -> Result<aquaregia::StoredSession, aquaregia::SessionError> {
+        self.own.load(id).await
+    }
+
+    async fn list(
+        &self,
+        query: aquaregia::SessionQuery,
+    ) -> Result<aquaregia::SessionPage, aquaregia::SessionError> {
+        self.own.list(query).await
+    }
+
+    async fn update(
+        &self,
+        id: &aquaregia::SessionId,
+        update: aquaregia::SessionUpdate,
+    ) -> Result<aquaregia::SessionMeta, aquaregia::SessionError> {
+        self.own.update(id, update).await
+    }
+
+    async fn delete(&self, id: &aquaregia::SessionId) -> Result<(), aquaregia::SessionError> {
+        self.own.delete(id).await
+    }
+}
+
+/// Other writers get in before this agent's save twice in a row: it reloads and tries again
+/// each time, and its turn lands after theirs instead of being dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_turn_is_saved_even_when_other_writers_get_in_first_twice() {
+    use aquaregia::{SessionId, SessionStore};
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let dir = scratch.path();
+    let store = Arc::new(Contended {
+        own: FileSessionStore::new(dir),
+        other: FileSessionStore::new(dir),
+        busy: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let mock = MockServer::start().await;
+    let client = RawClient::connect(agent_for(&mock).session_store(store.clone()));
+    client.initialize().await;
+    let id = client.new_session("/tmp", json!([])).await;
+    mock.push(Reply::text("One."));
+    client.prompt(&id, "First question").await;
+
+    store.busy.store(2, std::sync::atomic::Ordering::SeqCst);
+    mock.push(Reply::text("Two."));
+    let answer = client.prompt(&id, "Second question").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let told = updates(&client.log(), &id)
+        .iter()
+        .any(|u| u.to_string().contains("its 2 new turn(s) were loaded"));
+    assert!(told, "the client is told: {:?}", client.log());
+    client.finish().await.unwrap();
+
+    let stored = FileSessionStore::new(dir)
+        .load(&SessionId::new(id.as_str()).unwrap())
+        .await
+        .unwrap();
+    let prompts: Vec<String> = stored.turns.iter().map(|t| t.messages[0].text()).collect();
+    assert_eq!(
+        prompts,
+        [
+            "First question",
+            "from elsewhere",
+            "from elsewhere",
+            "Second question"
+        ]
+    );
+}

@@ -47,6 +47,8 @@ mod mcp_tools;
 mod models;
 #[cfg(feature = "otel")]
 mod otel_export;
+#[cfg(feature = "postgres")]
+mod postgres_sessions;
 mod prompt_caching;
 mod real_model;
 mod run_agent;

@@ -184,8 +184,14 @@ async fn continue_loads_every_intact_turn_of_a_damaged_session_file() {
 
 #[tokio::test]
 async fn two_processes_on_one_session_neither_lose_a_turn_nor_diverge() {
+    two_processes_race(&Scratch::new()).await;
+}
+
+/// A chat and a `run --continue` on one session, in the store `scratch`'s config names: the
+/// run appends behind the chat's back, the chat's next save conflicts, reloads, says so and
+/// saves on top; its next request carries the run's turn.
+pub(crate) async fn two_processes_race(scratch: &Scratch) {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-    let scratch = Scratch::new();
     let model = MockServer::with_replies(vec![
         Reply::text_stream(&["Zero."]),
         Reply::text_stream(&["One A."]),
@@ -194,13 +200,13 @@ async fn two_processes_on_one_session_neither_lose_a_turn_nor_diverge() {
         Reply::text_stream(&["One C."]),
     ])
     .await;
-    let mut first = cli(&scratch);
+    let mut first = cli(scratch);
     first.args(["run", "zero"]);
     use_mock(&mut first, &model);
     assert_eq!(run(first, "").await.code, Some(0));
 
     // Process one: a chat on the session; its first turn is saved once `/help` answers.
-    let mut chat = cli(&scratch);
+    let mut chat = cli(scratch);
     chat.args(["chat", "--continue"]);
     use_mock(&mut chat, &model);
     let mut chat = tokio::process::Command::from(chat);
@@ -222,7 +228,7 @@ async fn two_processes_on_one_session_neither_lose_a_turn_nor_diverge() {
     }
 
     // Process two adds a turn behind the chat's back.
-    let mut other = cli(&scratch);
+    let mut other = cli(scratch);
     other.args(["run", "--continue", "two"]);
     use_mock(&mut other, &model);
     let outcome = run(other, "").await;
@@ -256,7 +262,7 @@ async fn two_processes_on_one_session_neither_lose_a_turn_nor_diverge() {
             "zero", "Zero.", "one a", "One A.", "two", "Two.", "one b", "One B.", "one c"
         ]
     );
-    let mut list = cli(&scratch);
+    let mut list = cli(scratch);
     list.args(["sessions", "--json"]);
     let sessions: Value = serde_json::from_str(&run(list, "").await.stdout).unwrap();
     assert_eq!(sessions[0]["turns"], 5, "no turn was lost");

@@ -495,8 +495,33 @@ fn expand_spec(
     })
 }
 
-/// `value` with every `${NAME}` and `${NAME:-default}` replaced; the name of the first unset
-/// variable without a default as the error. Anything else, `${` included, is kept as is.
+/// `value` with every `${NAME}` and `${NAME:-default}` replaced by `lookup`'s value, the way
+/// [`McpServersConfig::from_json`] expands a server's fields: a set variable is used even when
+/// empty, the default only when it is unset. `$NAME` without braces, and `${...}` around
+/// anything but a variable name, are kept as they are. For other settings of a config file in
+/// this format (a session store's URL, say).
+///
+/// The error is the name of the first unset variable that has no default.
+///
+/// ```
+/// let env = |name: &str| (name == "DB_HOST").then(|| "db.internal".to_owned());
+/// assert_eq!(
+///     aquaregia_mcp::expand_variables("postgres://${DB_HOST}/${DB:-agents}", env),
+///     Ok("postgres://db.internal/agents".to_owned())
+/// );
+/// assert_eq!(
+///     aquaregia_mcp::expand_variables("${DATABASE_URL}", env),
+///     Err("DATABASE_URL".to_owned())
+/// );
+/// ```
+pub fn expand_variables(
+    value: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    expand(value, &lookup)
+}
+
+/// [`expand_variables`] with the lookup behind a reference, as the server fields use it.
 fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;

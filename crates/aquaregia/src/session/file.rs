@@ -311,18 +311,7 @@ impl SessionStore for FileSessionStore {
     async fn create(&self, new: NewSession) -> Result<SessionMeta, SessionError> {
         self.blocking(move |store, state| {
             store.ensure_dir()?;
-            let now = Self::next_stamp(state);
-            let meta = SessionMeta {
-                id: new.id.unwrap_or_else(SessionId::generate),
-                cwd: new.cwd,
-                title: new.title,
-                model: new.model,
-                mode: new.mode,
-                created_at: now,
-                updated_at: now,
-                turns: 0,
-                metadata: new.metadata,
-            };
+            let meta = SessionMeta::created(new, Self::next_stamp(state));
             let mut file = store.open_record(&meta.id, true)?;
             store.append_record(&meta.id, &mut file, &Record::Meta { meta: meta.clone() })?;
             store.write_meta_cache(&meta)?;

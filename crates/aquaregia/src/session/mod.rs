@@ -44,9 +44,11 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     ) -> Result<SessionMeta, SessionError>;
 
     /// Appends one completed turn only if the session still has exactly `expected_turns` turns
-    /// (the count the caller loaded, plus the turns it appended since); otherwise fails with
-    /// [`SessionError::Conflict`] and stores nothing, so the caller reloads and appends on top
-    /// of the latest state instead of diverging from another writer.
+    /// as [`SessionMeta::turns`] counts them (the count the caller loaded, or the one the
+    /// caller's last append returned); otherwise fails with [`SessionError::Conflict`] and
+    /// stores nothing, so the caller reloads and appends on top of the latest state instead of
+    /// diverging from another writer. Compare with `meta.turns`, not with the number of turns
+    /// loaded: a store may count turns it could not read back ([`StoredSession::skipped`]).
     ///
     /// The default implementation loads the session and then appends, which is not atomic:
     /// stores shared between processes override it with a check and append that are.
@@ -56,8 +58,7 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
         turn: SessionTurn,
         expected_turns: u64,
     ) -> Result<SessionMeta, SessionError> {
-        let current = self.load(id).await?;
-        let actual = u64::try_from(current.turns.len()).unwrap_or(u64::MAX);
+        let actual = self.load(id).await?.meta.turns;
         if actual != expected_turns {
             return Err(SessionError::Conflict {
                 id: id.clone(),
@@ -91,6 +92,57 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     }
 }
 
+/// A shared store is a store: `Arc<dyn SessionStore>` can be wrapped like a concrete one
+/// (in [`RedactingStore`](crate::redact::RedactingStore), say). Every method, the provided
+/// ones included, goes to the inner store, so its own atomic check is kept.
+#[async_trait::async_trait]
+impl<S: SessionStore + ?Sized> SessionStore for std::sync::Arc<S> {
+    async fn create(&self, new: NewSession) -> Result<SessionMeta, SessionError> {
+        (**self).create(new).await
+    }
+
+    async fn append_turn(
+        &self,
+        id: &SessionId,
+        turn: SessionTurn,
+    ) -> Result<SessionMeta, SessionError> {
+        (**self).append_turn(id, turn).await
+    }
+
+    async fn append_turn_checked(
+        &self,
+        id: &SessionId,
+        turn: SessionTurn,
+        expected_turns: u64,
+    ) -> Result<SessionMeta, SessionError> {
+        (**self).append_turn_checked(id, turn, expected_turns).await
+    }
+
+    async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError> {
+        (**self).load(id).await
+    }
+
+    async fn list(&self, query: SessionQuery) -> Result<SessionPage, SessionError> {
+        (**self).list(query).await
+    }
+
+    async fn update(
+        &self,
+        id: &SessionId,
+        update: SessionUpdate,
+    ) -> Result<SessionMeta, SessionError> {
+        (**self).update(id, update).await
+    }
+
+    async fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
+        (**self).delete(id).await
+    }
+
+    async fn latest(&self, cwd: PathBuf) -> Result<Option<SessionMeta>, SessionError> {
+        (**self).latest(cwd).await
+    }
+}
+
 /// Everything known about a session except its turns.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,12 +165,34 @@ pub struct SessionMeta {
     pub created_at: Timestamp,
     /// When a turn or the metadata last changed.
     pub updated_at: Timestamp,
-    /// How many turns were completed.
+    /// How many turns were completed and stored: the count
+    /// [`SessionStore::append_turn_checked`] compares with. A store that keeps a turn it can
+    /// no longer read back (a row edited by hand) still counts it; one that drops such turns
+    /// (the file store, which skips damaged lines) does not.
     #[serde(default)]
     pub turns: u64,
     /// Front-end data kept with the session (the MCP servers to reconnect, say).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
+}
+
+impl SessionMeta {
+    /// The metadata of a session created at `now` from `new`: its id (a fresh one unless
+    /// `new` names one), cwd, title, model, mode and metadata, no turns, and `now` as both
+    /// timestamps. For [`SessionStore`] implementations.
+    pub fn created(new: NewSession, now: Timestamp) -> Self {
+        Self {
+            id: new.id.unwrap_or_else(SessionId::generate),
+            cwd: new.cwd,
+            title: new.title,
+            model: new.model,
+            mode: new.mode,
+            created_at: now,
+            updated_at: now,
+            turns: 0,
+            metadata: new.metadata,
+        }
+    }
 }
 
 /// What to create a session with. Only the cwd is required.
@@ -320,6 +394,16 @@ pub struct StoredSession {
 }
 
 impl StoredSession {
+    /// A loaded session: its metadata, the turns read back (oldest first) and how many
+    /// stored records could not be read. For [`SessionStore`] implementations.
+    pub fn new(meta: SessionMeta, turns: Vec<SessionTurn>, skipped: usize) -> Self {
+        Self {
+            meta,
+            turns,
+            skipped,
+        }
+    }
+
     /// Every message of every turn, oldest first: the history to continue the conversation.
     pub fn messages(&self) -> Vec<Message> {
         self.turns
@@ -387,6 +471,17 @@ pub struct SessionPage {
     pub sessions: Vec<SessionMeta>,
     /// Pass to [`SessionQuery::cursor`] for the next page; `None` on the last one.
     pub next_cursor: Option<String>,
+}
+
+impl SessionPage {
+    /// A page of `sessions` (most recently updated first), with the cursor of the next one.
+    /// For [`SessionStore`] implementations.
+    pub fn new(sessions: Vec<SessionMeta>, next_cursor: Option<String>) -> Self {
+        Self {
+            sessions,
+            next_cursor,
+        }
+    }
 }
 
 /// Why a session operation failed.
