@@ -103,3 +103,42 @@ fn strip_ansi(text: &str) -> String {
     }
     out
 }
+
+/// An argument with a second line (what hid `touch pwned` behind `echo harmless` in an
+/// editor's one-line title) shows both lines in the question; rejected, the tool never runs.
+#[tokio::test]
+async fn a_second_line_in_an_argument_is_shown_in_the_question() {
+    let scratch = Scratch::new();
+    let name = "harmless\ntouch pwned_hidden_line";
+    let model = MockServer::with_replies(vec![
+        Reply::tool_call("call_1", "greet", json!({"name": name})),
+        Reply::text_stream(&["Not greeted."]),
+    ])
+    .await;
+    scratch.config(&json!({ "test": test_server_entry() }));
+    let mut command = cli(&scratch);
+    command.args(["run", "--ask-all", "Greet."]);
+    use_mock(&mut command, &model);
+    let mut child = on_pty(&command, 80).spawn().expect("start script");
+    let mut keys = child.stdin.take().expect("piped stdin");
+    let mut screen = child.stdout.take().expect("piped stdout");
+    let mut seen = Vec::new();
+    read_until(&mut screen, &mut seen, "[y/N/always/v] ").await;
+    let question = strip_ansi(&String::from_utf8_lossy(&seen));
+    let asked = &question[question.find("Allow greet(").expect("the question")..];
+    assert!(asked.contains("harmless"), "{asked:?}");
+    assert!(asked.contains("touch pwned_hidden_line"), "{asked:?}");
+
+    keys.write_all(b"n\n").await.expect("type n");
+    tokio::time::timeout(common::BOUND, screen.read_to_end(&mut seen))
+        .await
+        .expect("the run ends")
+        .expect("read the pty output");
+    drop(keys);
+    child.wait().await.expect("wait for script");
+    let sent = model.requests();
+    assert_eq!(sent.len(), 2);
+    let results = aquaregia_test_support::mock_model::tool_results(&sent[1].body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].1.contains("rejected"), "{results:?}");
+}
