@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::{ConnectionTo, Dispatch};
 use agent_client_protocol::{Agent, Client, ConnectTo};
-use aquaregia::{AgentBuilder, OutputBudget, SessionStore};
+use aquaregia::{AgentBuilder, LanguageModel, OutputBudget, SessionStore};
 use aquaregia_mcp::{Connector, PinFile, ServerProcess};
 use futures::future::BoxFuture;
 
@@ -97,7 +97,10 @@ pub enum AcpError {
 }
 
 impl AcpServer {
-    /// An agent whose per-prompt configuration comes from `factory`.
+    /// An agent whose per-prompt configuration comes from `factory`: given the session (its
+    /// id, working directory and picked model), it returns the agent to run, on any model
+    /// (`client.agent(model)`, or [`AgentBuilder::new`] on any [`LanguageModel`]). For one
+    /// model and the defaults, [`from_model`](Self::from_model) is shorter.
     pub fn new(factory: impl Fn(&SessionContext) -> AgentBuilder + Send + Sync + 'static) -> Self {
         Self::try_new(move |session| Ok(factory(session)))
     }
@@ -126,6 +129,27 @@ impl AcpServer {
             pins: None,
             trusted: Vec::new(),
         }
+    }
+
+    /// An agent on `model` for every session and every prompt: [`AgentBuilder::new`] with the
+    /// SDK's defaults, to which each prompt adds the session's tools, hooks and output budget
+    /// as it does to a factory's agent. Any [`LanguageModel`] will do: a
+    /// [`Client`](aquaregia::Client)'s model, a [`Fallback`](aquaregia::Fallback), a provider
+    /// of your own, or in tests `aquaregia::test_utils::ScriptedModel` (no HTTP at all).
+    ///
+    /// The agent is the same whatever the session's `model` option says; to pick the model,
+    /// instructions or steps per session, give [`new`](Self::new) a factory.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (client, model) = aquaregia::Client::from_env()?;
+    /// aquaregia_acp::AcpServer::from_model(std::sync::Arc::new(client.model(model)))
+    ///     .serve_stdio()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn from_model(model: Arc<dyn LanguageModel>) -> Self {
+        Self::new(move |_session| AgentBuilder::new(model.clone()))
     }
 
     /// A permission policy for every tool call of every session (principal: the session id,
