@@ -8,10 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
-    AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest,
+    AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest, AuthenticateResponse,
+    LogoutResponse,
 };
+use aquaregia::sync::lock;
+use serde_json::json;
 
-use crate::session::lock;
+use crate::rpc::invalid_params;
 
 /// The `_meta` key of `authenticate` that carries the API key.
 pub const API_KEY_META: &str = "apiKey";
@@ -255,6 +258,34 @@ impl ApiKeyAuth {
         aquaregia::files::replace(&self.path, &body, aquaregia::files::Access::Private)
             .map_err(store)
     }
+}
+
+/// ACP `authenticate`: stores the key the request carries (any request succeeds when the agent
+/// asks for no key).
+pub(crate) fn authenticate(
+    auth: Option<&ApiKeyAuth>,
+    request: &AuthenticateRequest,
+) -> Result<AuthenticateResponse, agent_client_protocol::Error> {
+    if let Some(auth) = auth {
+        auth.authenticate(request).map_err(|error| {
+            tracing::info!(method = %request.method_id, %error, "authenticate failed");
+            invalid_params(error.to_string())
+        })?;
+    }
+    Ok(AuthenticateResponse::new())
+}
+
+/// ACP `logout`: forgets the stored keys.
+pub(crate) fn logout(
+    auth: Option<&ApiKeyAuth>,
+) -> Result<LogoutResponse, agent_client_protocol::Error> {
+    if let Some(auth) = auth {
+        auth.logout().map_err(|error| {
+            agent_client_protocol::Error::internal_error()
+                .data(json!({"reason": error.to_string()}))
+        })?;
+    }
+    Ok(LogoutResponse::new())
 }
 
 /// The stored keys; an unreadable or malformed file counts as none (logged, never the keys).

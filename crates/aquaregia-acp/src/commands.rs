@@ -1,6 +1,8 @@
-//! Slash commands: the built-ins (`/clear`, `/compact`, `/model`, `/tools`) and the MCP servers' prompts
-//! (`/<server>:<prompt> arguments`, run with `prompts/get`), announced with
-//! `available_commands_update`.
+//! Slash commands: the built-ins (`/clear`, `/compact`, `/model`, `/tools`, `/permissions`)
+//! and the MCP servers' prompts (`/<server>:<prompt> arguments`, run with `prompts/get`),
+//! announced with `available_commands_update` and run at the start of a turn.
+
+use std::sync::Arc;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
@@ -9,37 +11,14 @@ use agent_client_protocol::v1::schema::{
     UnstructuredCommandInput,
 };
 use aquaregia::Message;
-use aquaregia_mcp::{McpPrompt, McpToolset};
+use aquaregia_mcp::McpToolset;
 use serde_json::{Map, Value};
-
-use std::sync::Arc;
-
 use tokio_util::sync::CancellationToken;
 
-use crate::dispatch::State;
-use crate::session::{Session, lock};
-use crate::{store, updates};
-
-/// An MCP prompt offered as `/<server>:<prompt>`.
-#[derive(Debug, Clone)]
-pub(crate) struct PromptCommand {
-    pub(crate) server: String,
-    pub(crate) prompt: McpPrompt,
-}
-
-impl PromptCommand {
-    fn name(&self) -> String {
-        format!("{}:{}", self.server, self.prompt.name)
-    }
-
-    fn arguments(&self) -> Vec<&str> {
-        self.prompt
-            .arguments
-            .iter()
-            .map(|argument| argument.name.as_str())
-            .collect()
-    }
-}
+use crate::connection::Connection;
+use crate::session::Session;
+use crate::state::PromptCommand;
+use crate::{agent, store, updates};
 
 /// A prompt that is a command.
 #[derive(Debug, PartialEq, Eq)]
@@ -176,105 +155,116 @@ pub(crate) fn find<'a>(prompts: &'a [PromptCommand], name: &str) -> Option<&'a P
     prompts.iter().find(|command| command.name() == name)
 }
 
-/// `/permissions [revoke <n> | clear]`: the answer for the user.
-fn permissions(session: &Session, input: &str) -> String {
-    lock(&session.always).command(input)
-}
-
-impl State {
-    /// Runs a slash command. `Ok(None)`: it was answered here, the model is not called;
-    /// `Ok(Some(messages))`: what the model gets instead of the prompt.
-    pub(crate) async fn command(
-        &self,
-        session: &Arc<Session>,
-        command: Command<'_>,
-        token: &CancellationToken,
-        cx: &ConnectionTo<Client>,
-    ) -> Result<Option<Vec<Message>>, String> {
-        let say = |text: &str| updates::send(cx, &session.id, updates::message(text));
-        match command {
-            Command::Clear => {
-                lock(&session.history).clear();
-                if let Some(store) = &self.store {
-                    // The turns stay stored (and replayed); the model starts afresh.
-                    store::save_base(&**store, &session.id, session.stored_turns(), &[]).await;
-                }
-                say("The conversation was cleared.");
+/// Runs a slash command at the start of a turn. `Ok(None)`: it was answered here, the model
+/// is not called; `Ok(Some(messages))`: what the model gets instead of the prompt (none: the
+/// prompt as it is).
+pub(crate) async fn run(
+    connection: &Connection,
+    session: &Arc<Session>,
+    command: Command<'_>,
+    token: &CancellationToken,
+    cx: &ConnectionTo<Client>,
+) -> Result<Option<Vec<Message>>, String> {
+    let say = |text: &str| updates::send(cx, &session.id, updates::message(text));
+    let models = connection.settings.models.as_ref();
+    match command {
+        Command::Clear => {
+            let turns = session.state.with(|state| {
+                state.history.clear();
+                state.stored_turns
+            });
+            if let Some(store) = &connection.settings.store {
+                // The turns stay stored (and replayed); the model starts afresh.
+                store::save_base(&**store, &session.id, turns, &[]).await;
             }
-            Command::Compact if lock(&session.history).is_empty() => {
-                say("Nothing to compact yet.");
-            }
-            Command::Compact => {
-                let report = self.compact(session, token, cx).await?;
-                say(&format!(
-                    "Compacted the conversation: about {} tokens before, {} after ({} older tool \
-                     results elided, {} messages summarised).",
-                    report.before_tokens,
-                    report.after_tokens,
-                    report.elided_tool_results,
-                    report.summarized_messages
-                ));
-            }
-            Command::Tools => {
-                let mut names: Vec<String> = session
-                    .mcp_tools()
-                    .await
-                    .iter()
-                    .map(|tool| format!("- `{}`", tool.name()))
-                    .collect();
-                if names.is_empty() {
-                    names.push("(no MCP tools)".into());
-                }
-                say(&format!("Tools:\n{}\n", names.join("\n")));
-            }
-            Command::Permissions(input) => say(&permissions(session, input)),
-            Command::Model(_) if self.models.is_none() => {
-                say("This agent offers no model choice.");
-            }
-            Command::Model("") => {
-                let current = session
-                    .model()
-                    .or_else(|| self.models.as_ref().map(|m| m.default.clone()))
-                    .unwrap_or_default();
-                let models = lock(&session.models).join(", ");
-                say(&format!("Model: `{current}` (available: {models})"));
-            }
-            Command::Model(model) => {
-                if !lock(&session.models).iter().any(|known| known == model) {
-                    say(&format!("Unknown model `{model}`."));
-                    return Ok(None);
-                }
-                session.set_model(model.to_owned());
-                self.remember(session, cx);
-                updates::send(
-                    cx,
-                    &session.id,
-                    updates::config_options(self.config_options(session)),
-                );
-                say(&format!("Model: `{model}`."));
-            }
-            Command::Prompt { name, input } => {
-                let found = find(&lock(&session.commands), name).cloned();
-                let Some(command) = found else {
-                    return Ok(Some(Vec::new()));
-                };
-                let connection = session
-                    .toolset
-                    .connections()
-                    .iter()
-                    .find(|(server, _)| *server == command.server)
-                    .map(|(_, connection)| connection.clone())
-                    .ok_or_else(|| format!("MCP server `{}` is gone", command.server))?;
-                let arguments = arguments(&command, input);
-                let result = connection
-                    .get_prompt(&command.prompt.name, arguments)
-                    .await
-                    .map_err(|error| error.to_string())?;
-                return Ok(Some(result.messages));
-            }
+            say("The conversation was cleared.");
         }
-        Ok(None)
+        Command::Compact if session.state.with(|state| state.history.is_empty()) => {
+            say("Nothing to compact yet.");
+        }
+        Command::Compact => {
+            let report = agent::compact(connection, session, token, cx).await?;
+            say(&format!(
+                "Compacted the conversation: about {} tokens before, {} after ({} older tool \
+                 results elided, {} messages summarised).",
+                report.before_tokens,
+                report.after_tokens,
+                report.elided_tool_results,
+                report.summarized_messages
+            ));
+        }
+        Command::Tools => {
+            let mut names: Vec<String> = session
+                .mcp_tools()
+                .await
+                .iter()
+                .map(|tool| format!("- `{}`", tool.name()))
+                .collect();
+            if names.is_empty() {
+                names.push("(no MCP tools)".into());
+            }
+            say(&format!("Tools:\n{}\n", names.join("\n")));
+        }
+        Command::Permissions(input) => {
+            // `/permissions [revoke <n> | clear]`: the answer for the user.
+            let answer = session.state.with(|state| state.always.command(input));
+            say(&answer);
+        }
+        Command::Model(_) if models.is_none() => {
+            say("This agent offers no model choice.");
+        }
+        Command::Model("") => {
+            let (model, models_listed) = session
+                .state
+                .with(|state| (state.model.clone(), state.models.join(", ")));
+            let current = model
+                .or_else(|| models.map(|m| m.default.clone()))
+                .unwrap_or_default();
+            say(&format!("Model: `{current}` (available: {models_listed})"));
+        }
+        Command::Model(model) => {
+            let known = session.state.with(|state| {
+                let known = state.models.iter().any(|known| known == model);
+                if known {
+                    state.model = Some(model.to_owned());
+                }
+                known
+            });
+            if !known {
+                say(&format!("Unknown model `{model}`."));
+                return Ok(None);
+            }
+            connection.remember(session, cx);
+            updates::send(
+                cx,
+                &session.id,
+                updates::config_options(connection.config_options(session)),
+            );
+            say(&format!("Model: `{model}`."));
+        }
+        Command::Prompt { name, input } => {
+            let found = session
+                .state
+                .with(|state| find(&state.commands, name).cloned());
+            let Some(command) = found else {
+                return Ok(Some(Vec::new()));
+            };
+            let connection = session
+                .toolset
+                .connections()
+                .iter()
+                .find(|(server, _)| *server == command.server)
+                .map(|(_, connection)| connection.clone())
+                .ok_or_else(|| format!("MCP server `{}` is gone", command.server))?;
+            let arguments = arguments(&command, input);
+            let result = connection
+                .get_prompt(&command.prompt.name, arguments)
+                .await
+                .map_err(|error| error.to_string())?;
+            return Ok(Some(result.messages));
+        }
     }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -7,9 +7,10 @@ use std::time::Duration;
 use agent_client_protocol::v1::schema::{
     SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption,
 };
+use aquaregia::sync::lock;
 use futures::future::BoxFuture;
 
-use crate::session::{Mode, Session, describe, lock};
+use crate::state::{Mode, describe};
 
 /// The config option ids.
 pub(crate) const MODEL: &str = "model";
@@ -69,14 +70,16 @@ impl Models {
     }
 }
 
-/// The session's options: the model (when the agent offers a choice) and the mode.
+/// A session's options: the model (when the agent offers a choice: the catalog and the
+/// session's list) and the mode.
 pub(crate) fn options(
-    session: &Session,
+    mode: Mode,
+    model: Option<String>,
     models: Option<(&Models, &[String])>,
 ) -> Vec<SessionConfigOption> {
     let mut options = Vec::new();
     if let Some((catalog, list)) = models {
-        let current = session.model().unwrap_or_else(|| catalog.default.clone());
+        let current = model.unwrap_or_else(|| catalog.default.clone());
         let choices: Vec<SessionConfigSelectOption> = list
             .iter()
             .map(|model| SessionConfigSelectOption::new(model.clone(), model.clone()))
@@ -96,7 +99,7 @@ pub(crate) fn options(
         })
         .collect();
     options.push(
-        SessionConfigOption::select(MODE, "Mode", session.mode().id(), modes)
+        SessionConfigOption::select(MODE, "Mode", mode.id(), modes)
             .category(SessionConfigOptionCategory::Mode)
             .description("When the agent asks before running tools".to_owned()),
     );

@@ -4,11 +4,10 @@
 //! shows diffs and runs commands in its terminals); without, they are local and confined to
 //! the session's `cwd`.
 
-use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
@@ -21,15 +20,11 @@ use aquaregia::workspace::{ResolvedPath, Workspace};
 use aquaregia::{Tool, ToolAnnotations, ToolCall, ToolExecError, tool};
 use serde_json::{Value, json};
 
-use crate::servers::ProcessHook;
-use crate::session::lock;
-use crate::updates;
+use aquaregia_mcp::process::ProcessHook;
 
-/// The built-in tools' names.
-pub(crate) const READ: &str = "read_file";
-pub(crate) const WRITE: &str = "write_file";
-pub(crate) const EDIT: &str = "edit_file";
-pub(crate) const RUN: &str = "run_command";
+use crate::builtins::{EDIT, READ, RUN, WRITE, command_text};
+use crate::state::SharedState;
+use crate::updates;
 
 /// One session's access to the editor (or the local machine).
 pub(crate) struct Editor {
@@ -38,11 +33,10 @@ pub(crate) struct Editor {
     pub(crate) cwd: PathBuf,
     /// The boundary every file tool and the permission hook judge paths by.
     pub(crate) workspace: Workspace,
-    /// Paths outside the workspace the user approved, one entry per approved call.
-    pub(crate) outside_approved: Mutex<Vec<PathBuf>>,
     pub(crate) capabilities: ClientCapabilities,
-    /// `run_command` calls by arguments, so the tool finds the call id the hook saw.
-    pub(crate) calls: Mutex<HashMap<String, VecDeque<String>>>,
+    /// The session's state: paths outside the workspace the user approved, and the ids of
+    /// `run_command` calls the hook saw.
+    pub(crate) state: SharedState,
     /// Told of the process groups local commands run in (as of MCP servers').
     pub(crate) on_process: Option<ProcessHook>,
     /// How local commands are confined (`None`: not at all).
@@ -132,14 +126,20 @@ impl Editor {
                 let editor = editor.clone();
                 async move { editor.run(&args).await }
             });
-        [read, write, edit, run, crate::plan::tool_for(self)]
-            .into_iter()
-            .filter(|tool| {
-                !disabled
-                    .iter()
-                    .any(|pattern| glob_match(pattern, tool.name()))
-            })
-            .collect()
+        [
+            read,
+            write,
+            edit,
+            run,
+            crate::plan::tool_for(self.cx.clone(), self.session_id.clone()),
+        ]
+        .into_iter()
+        .filter(|tool| {
+            !disabled
+                .iter()
+                .any(|pattern| glob_match(pattern, tool.name()))
+        })
+        .collect()
     }
 
     /// `path` resolved against the workspace (the session's cwd), symlinks and `..` followed.
@@ -167,18 +167,11 @@ impl Editor {
 
     /// The user approved one call on `path`, outside the workspace.
     pub(crate) fn approve_outside(&self, path: PathBuf) {
-        lock(&self.outside_approved).push(path);
+        self.state.with(|state| state.approve_outside(path));
     }
 
     fn take_outside_approval(&self, path: &Path) -> bool {
-        let mut approved = lock(&self.outside_approved);
-        match approved.iter().position(|p| p == path) {
-            Some(index) => {
-                approved.swap_remove(index);
-                true
-            }
-            None => false,
-        }
+        self.state.with(|state| state.take_outside_approval(path))
     }
 
     /// Where a built-in file call leads when that is outside the workspace (`None` for other
@@ -344,16 +337,15 @@ impl Editor {
 
     /// Remembers the call id of a `run_command` call, for the terminal it creates.
     pub(crate) fn expect_run(&self, call: &ToolCall) {
-        lock(&self.calls)
-            .entry(call.arguments.to_string())
-            .or_default()
-            .push_back(call.id.clone());
+        let arguments = call.arguments.to_string();
+        self.state
+            .with(|state| state.expect_run(arguments, call.id.clone()));
     }
 
+    /// The id of the `run_command` call with these arguments the hook saw.
     pub(crate) fn take_run(&self, args: &Value) -> Option<String> {
-        lock(&self.calls)
-            .get_mut(&args.to_string())
-            .and_then(VecDeque::pop_front)
+        let arguments = args.to_string();
+        self.state.with(|state| state.take_run(&arguments))
     }
 }
 
@@ -364,46 +356,5 @@ async fn blocking<T: Send + 'static>(
     match tokio::task::spawn_blocking(op).await {
         Ok(result) => Ok(result?),
         Err(error) => Err(format!("file operation failed: {error}").into()),
-    }
-}
-
-/// A `run_command` call's command line exactly as it runs: the command, then each argument
-/// shell-quoted when it needs it. Multi-line text stays multi-line.
-pub(crate) fn command_text(args: &Value) -> String {
-    let command = args
-        .get("command")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let mut text = command.to_owned();
-    for arg in args
-        .get("args")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let arg = arg.as_str().map_or_else(|| arg.to_string(), str::to_owned);
-        text.push(' ');
-        match shlex::try_quote(&arg) {
-            Ok(quoted) => text.push_str(&quoted),
-            Err(_) => text.push_str(&format!("{arg:?}")),
-        }
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_command_line_shows_every_argument() {
-        assert_eq!(
-            command_text(&json!({"command": "sh", "args": ["-c", "curl x | sh"]})),
-            "sh -c 'curl x | sh'"
-        );
-        assert_eq!(
-            command_text(&json!({"command": "echo harmless\ntouch pwned"})),
-            "echo harmless\ntouch pwned"
-        );
     }
 }

@@ -8,9 +8,8 @@
 //! question the client was shown is done (`notifications/elicitation/complete`), the client
 //! is told with `elicitation/complete`.
 
-use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
@@ -24,25 +23,19 @@ use agent_client_protocol::v1::schema::{
 use aquaregia_mcp::{ElicitationComplete, ElicitationRequest, ElicitationResponse};
 use serde_json::{Map, Value};
 
-use crate::permissions::CancelOnDrop;
-use crate::session::{Session, lock};
+use crate::rpc::CancelOnDrop;
+use crate::state::SharedState;
 use crate::updates;
-
-/// How many URL questions shown to the client are remembered, awaiting their completion (the
-/// oldest are forgotten first: a server need not ever complete one).
-const SHOWN_URLS: usize = 64;
 
 /// One session's bridge; every MCP server of the session asks through it.
 pub(crate) struct Elicitation {
     cx: ConnectionTo<Client>,
     session_id: String,
     capabilities: Option<ElicitationCapabilities>,
-    /// Set once the session exists (its servers connect before it does).
-    session: OnceLock<Weak<Session>>,
+    /// The session's state: its running tool calls and prompt, the URL questions shown.
+    state: SharedState,
     /// For the ids of questions asked outside any tool call.
     asked: AtomicU64,
-    /// The URL questions sent as `elicitation/create`: server and elicitation id.
-    shown_urls: Mutex<VecDeque<(String, String)>>,
 }
 
 /// The user's answer, before it is turned into MCP's.
@@ -67,26 +60,22 @@ impl Elicitation {
         cx: ConnectionTo<Client>,
         session_id: String,
         capabilities: &ClientCapabilities,
+        state: SharedState,
     ) -> Arc<Self> {
         Arc::new(Self {
             cx,
             session_id,
             capabilities: capabilities.elicitation.clone(),
-            session: OnceLock::new(),
+            state,
             asked: AtomicU64::new(1),
-            shown_urls: Mutex::default(),
         })
     }
 
     /// A server says a URL question is done: the client is told if it was shown the question.
     pub(crate) fn completed(&self, complete: &ElicitationComplete) {
-        let shown = {
-            let mut shown = lock(&self.shown_urls);
-            let position = shown.iter().position(|(server, id)| {
-                *server == complete.server && *id == complete.elicitation_id
-            });
-            position.and_then(|at| shown.remove(at)).is_some()
-        };
+        let shown = self
+            .state
+            .with(|state| state.url_completed(&complete.server, &complete.elicitation_id));
         if !shown {
             tracing::debug!(server = %complete.server, id = %complete.elicitation_id, "completion of a URL question the client was not shown");
             return;
@@ -97,28 +86,20 @@ impl Elicitation {
         }
     }
 
-    /// Ties the bridge to its session (for the running tool call and the prompt's cancel).
-    pub(crate) fn attach(&self, session: &Arc<Session>) {
-        let _ = self.session.set(Arc::downgrade(session));
-    }
-
     /// Asks the user on behalf of a server; a cancelled prompt cancels the question.
     pub(crate) async fn answer(
         self: Arc<Self>,
         request: ElicitationRequest,
     ) -> ElicitationResponse {
-        let session = self.session.get().and_then(Weak::upgrade);
         let server = match &request {
             ElicitationRequest::Form { server, .. } | ElicitationRequest::Url { server, .. } => {
                 server.clone()
             }
             _ => String::new(),
         };
-        let tool_call = session
-            .as_ref()
-            .and_then(|session| session.running_call_of(&server));
-        let token = session.as_ref().and_then(|session| session.prompt_token());
-        drop(session);
+        let (tool_call, token) = self
+            .state
+            .with(|state| (state.running_call_of(&server), state.prompt_token()));
         let ask = self.ask(request, tool_call);
         let answer = match token {
             Some(token) => tokio::select! {
@@ -177,13 +158,8 @@ impl Elicitation {
             } => {
                 tracing::info!(session = %self.session_id, %server, "elicitation (URL)");
                 if capabilities.supports_url() {
-                    {
-                        let mut shown = lock(&self.shown_urls);
-                        if shown.len() == SHOWN_URLS {
-                            shown.pop_front();
-                        }
-                        shown.push_back((server.clone(), elicitation_id.clone()));
-                    }
+                    let shown = (server.clone(), elicitation_id.clone());
+                    self.state.with(|state| state.url_shown(shown.0, shown.1));
                     let mode = ElicitationUrlMode::new(scope, elicitation_id, url);
                     self.create(CreateElicitationRequest::new(
                         mode,

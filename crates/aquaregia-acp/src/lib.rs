@@ -50,21 +50,28 @@
 //! # Ok(()) }
 //! ```
 
+mod agent;
 mod auth;
+mod builtins;
 mod commands;
 mod config;
+mod connection;
 mod dispatch;
 mod editor;
 mod elicitation;
+mod initialize;
 mod lifecycle;
 mod mcp_over_acp;
+mod modes;
 mod permissions;
 mod plan;
 mod prompt;
+mod rpc;
 pub mod sandbox;
 mod server;
 mod servers;
 mod session;
+mod state;
 mod stdio;
 mod store;
 mod terminal;
@@ -73,5 +80,6 @@ mod turn;
 mod updates;
 
 pub use auth::{API_KEY_META, ApiKeyAuth, ApiKeyMethod, AuthError};
+pub use connection::SessionContext;
 pub use sandbox::Sandbox;
-pub use server::{AcpError, AcpServer, SessionContext};
+pub use server::{AcpError, AcpServer};

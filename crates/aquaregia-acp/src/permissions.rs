@@ -16,8 +16,9 @@ use aquaregia::permission_rules::{PermissionRule, RuleEffect};
 use aquaregia::policy::{Decision, PermissionPolicy, PolicyRequest};
 use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision};
 
-use crate::editor;
-use crate::session::{Session, lock};
+use crate::builtins;
+use crate::rpc::CancelOnDrop;
+use crate::session::Session;
 use crate::trust::Trust;
 use crate::updates;
 
@@ -48,7 +49,7 @@ impl AgentHooks for AcpHooks {
         let session = &self.session;
         let builtin = matches!(
             call.name.as_str(),
-            editor::READ | editor::WRITE | editor::EDIT | editor::RUN
+            builtins::READ | builtins::WRITE | builtins::EDIT | builtins::RUN
         );
         // A built-in file call judged by where its path really leads.
         let outside = if builtin {
@@ -62,7 +63,7 @@ impl AgentHooks for AcpHooks {
         };
         let kind = updates::kind(&call.name, tool);
         let presented = if builtin {
-            if call.name == editor::RUN {
+            if call.name == builtins::RUN {
                 session.editor.expect_run(call);
             }
             session.editor.present(call).await
@@ -84,17 +85,20 @@ impl AgentHooks for AcpHooks {
         let mut request = PolicyRequest::new(session.id.to_string(), call, tool)
             .front_end("acp")
             .hints_trusted(trusted)
-            .mode(session.mode())
+            .mode(session.state.mode())
             // Only the agent's own file edits, which the workspace boundary judges: an MCP
             // tool whose name sounds like an edit can do anything its server lets it.
-            .edit(matches!(call.name.as_str(), editor::WRITE | editor::EDIT))
+            .edit(matches!(
+                call.name.as_str(),
+                builtins::WRITE | builtins::EDIT
+            ))
             .remembered(self.remembered(call));
         if let Some(server) = &server {
             request = request.server(server.clone());
         }
         if matches!(
             call.name.as_str(),
-            editor::READ | editor::WRITE | editor::EDIT
+            builtins::READ | builtins::WRITE | builtins::EDIT
         ) {
             // Where the path really leads: outside asks whatever the mode, and a policy may
             // refuse writes outside outright.
@@ -120,7 +124,9 @@ impl AgentHooks for AcpHooks {
             session.editor.approve_outside(path.into_path());
         }
         updates::send(&self.cx, &session.id, updates::in_progress(&call.id));
-        session.call_started(&call.name, &call.id);
+        session
+            .state
+            .with(|state| state.call_started(&call.name, &call.id));
         ToolCallDecision::Allow
     }
 }
@@ -128,16 +134,20 @@ impl AgentHooks for AcpHooks {
 impl AcpHooks {
     /// What the project's remembered rules say about this call (`None`: nothing).
     fn remembered(&self, call: &ToolCall) -> Option<RuleEffect> {
-        lock(&self.session.always).decide(&call.name, &call.arguments)
+        self.session
+            .state
+            .with(|state| state.always.decide(&call.name, &call.arguments))
     }
 
     /// Keeps an "always" answer as a rule for the project; a rule that cannot be stored is
     /// still kept for this session, and the user is told at the next turn.
     fn remember(&self, rule: PermissionRule) {
-        if let Err(error) = lock(&self.session.always).add(rule) {
-            self.session
-                .add_notice(format!("Could not store the permission rule: {error}\n"));
-        }
+        // Under the session's lock, so the rules and their file stay in step; a rare write.
+        self.session.state.with(|state| {
+            if let Err(error) = state.always.add(rule) {
+                state.add_notice(format!("Could not store the permission rule: {error}\n"));
+            }
+        });
     }
 
     /// Trusts `server`'s hints from now on; trust that cannot be stored still holds until the
@@ -145,7 +155,7 @@ impl AcpHooks {
     fn trust_server(&self, server: &str) {
         tracing::info!(session = %self.session.id, server, "server trusted by the user");
         if let Err(error) = self.trust.trust(server) {
-            self.session.add_notice(format!(
+            self.session.state.add_notice(format!(
                 "Could not store that MCP server `{server}` is trusted: {error}\n"
             ));
         }
@@ -261,17 +271,6 @@ impl AcpHooks {
                 false
             }
             _ => false,
-        }
-    }
-}
-
-/// Cancels an outgoing request when dropped before it was answered.
-pub(crate) struct CancelOnDrop(pub(crate) Option<agent_client_protocol::RequestCancellationHandle>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(handle) = self.0.take() {
-            let _ = handle.cancel();
         }
     }
 }

@@ -1,23 +1,19 @@
 //! The built-in `update_plan` tool: the model keeps a plan (entries with status and priority)
 //! and each call is streamed to the client as a `plan` update.
 
-use std::sync::Arc;
-
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{Plan, PlanEntry, SessionUpdate};
 use aquaregia::{Tool, ToolAnnotations, ToolExecError, tool};
 use serde_json::{Value, json};
 
-use crate::editor::Editor;
+use crate::builtins::UPDATE_PLAN;
 use crate::updates;
 
-/// The tool's name.
-pub(crate) const UPDATE_PLAN: &str = "update_plan";
-
-/// `update_plan`: replaces the session's plan and shows it in the client.
-pub(crate) fn tool_for(editor: &Arc<Editor>) -> Tool {
+/// `update_plan`: replaces the session `session_id`'s plan and shows it in the client.
+pub(crate) fn tool_for(cx: ConnectionTo<Client>, session_id: String) -> Tool {
     let mut annotations = ToolAnnotations::new();
     annotations.read_only = Some(true);
-    let editor = editor.clone();
     tool(UPDATE_PLAN)
         .description(
             "Show the user your plan for this task: every step, each with a status \
@@ -39,18 +35,14 @@ pub(crate) fn tool_for(editor: &Arc<Editor>) -> Tool {
         }))
         .annotations(annotations)
         .execute_raw(move |args: Value| {
-            let editor = editor.clone();
+            let (cx, session_id) = (cx.clone(), session_id.clone());
             async move {
                 let entries: Vec<PlanEntry> = serde_json::from_value(
                     args.get("entries").cloned().unwrap_or_else(|| json!([])),
                 )
                 .map_err(|error| ToolExecError::from(format!("invalid plan entries: {error}")))?;
                 let count = entries.len();
-                updates::send(
-                    &editor.cx,
-                    &editor.session_id,
-                    SessionUpdate::Plan(Plan::new(entries)),
-                );
+                updates::send(&cx, &session_id, SessionUpdate::Plan(Plan::new(entries)));
                 Ok(format!("The plan ({count} steps) is shown to the user."))
             }
         })

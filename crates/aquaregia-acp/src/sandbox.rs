@@ -223,7 +223,7 @@ mod linux {
         RulesetCreatedAttr, RulesetError, path_beneath_rules,
     };
 
-    use super::Confinement;
+    use crate::sandbox::Confinement;
 
     /// The Landlock ABI whose file rights the launcher restricts.
     const FS_ABI: ABI = ABI::V5;

@@ -1,20 +1,20 @@
 //! [`AcpServer`]: the ACP agent side, on the official SDK's connection machinery. Messages
-//! are handled in [`crate::dispatch`].
+//! are handled in [`crate::dispatch`], on the [`Connection`] the server's settings make.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol::v1::{ConnectionTo, Dispatch};
 use agent_client_protocol::{Agent, Client, ConnectTo};
-use aquaregia::{AgentBuilder, OutputBudget, SessionStore};
+use aquaregia::{AgentBuilder, LanguageModel, OutputBudget, SessionStore};
 use aquaregia_mcp::{Connector, PinFile, ServerProcess};
 use futures::future::BoxFuture;
 
 use crate::auth::ApiKeyAuth;
 use crate::config::Models;
-use crate::dispatch::State;
+use crate::connection::{Connection, Factory, SessionContext, Settings};
+use crate::dispatch;
 use crate::sandbox::Sandbox;
 use crate::servers::{ConnectPlan, LoginHint, ProcessHook};
 use crate::stdio;
@@ -25,22 +25,6 @@ const STDOUT_DRAIN: Duration = Duration::from_secs(1);
 
 /// The ACP agent's default tool output budget.
 const DEFAULT_OUTPUT_BUDGET: OutputBudget = OutputBudget::tokens(25_000);
-
-/// What an agent factory is told about the session it builds an agent for.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct SessionContext {
-    /// The ACP session id.
-    pub session_id: String,
-    /// The session's working directory.
-    pub cwd: PathBuf,
-    /// The model picked in the session's `model` option (`None`: the agent's default); see
-    /// [`AcpServer::models`].
-    pub model: Option<String>,
-}
-
-pub(crate) type Factory =
-    dyn Fn(&SessionContext) -> Result<AgentBuilder, aquaregia::Error> + Send + Sync;
 
 /// An ACP agent that runs aquaregia agents.
 ///
@@ -97,7 +81,10 @@ pub enum AcpError {
 }
 
 impl AcpServer {
-    /// An agent whose per-prompt configuration comes from `factory`.
+    /// An agent whose per-prompt configuration comes from `factory`: given the session (its
+    /// id, working directory and picked model), it returns the agent to run, on any model
+    /// (`client.agent(model)`, or [`AgentBuilder::new`] on any [`LanguageModel`]). For one
+    /// model and the defaults, [`from_model`](Self::from_model) is shorter.
     pub fn new(factory: impl Fn(&SessionContext) -> AgentBuilder + Send + Sync + 'static) -> Self {
         Self::try_new(move |session| Ok(factory(session)))
     }
@@ -126,6 +113,27 @@ impl AcpServer {
             pins: None,
             trusted: Vec::new(),
         }
+    }
+
+    /// An agent on `model` for every session and every prompt: [`AgentBuilder::new`] with the
+    /// SDK's defaults, to which each prompt adds the session's tools, hooks and output budget
+    /// as it does to a factory's agent. Any [`LanguageModel`] will do: a
+    /// [`Client`](aquaregia::Client)'s model, a [`Fallback`](aquaregia::Fallback), a provider
+    /// of your own, or in tests `aquaregia::test_utils::ScriptedModel` (no HTTP at all).
+    ///
+    /// The agent is the same whatever the session's `model` option says; to pick the model,
+    /// instructions or steps per session, give [`new`](Self::new) a factory.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (client, model) = aquaregia::Client::from_env()?;
+    /// aquaregia_acp::AcpServer::from_model(std::sync::Arc::new(client.model(model)))
+    ///     .serve_stdio()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn from_model(model: Arc<dyn LanguageModel>) -> Self {
+        Self::new(move |_session| AgentBuilder::new(model.clone()))
     }
 
     /// A permission policy for every tool call of every session (principal: the session id,
@@ -331,31 +339,30 @@ impl AcpServer {
         transport: impl ConnectTo<Agent>,
         stop: impl Future<Output = ()>,
     ) -> Result<(), AcpError> {
-        let mut state = State::new(
-            self.factory,
-            ConnectPlan {
+        let shared = Arc::new(Connection::new(Settings {
+            factory: self.factory,
+            plan: ConnectPlan {
                 connector: self.connector,
                 disabled: self.disabled.into(),
                 on_process: self.on_process,
                 sandbox: self.sandbox,
                 login_hint: self.login_hint,
             },
-            self.auth,
-            self.models,
-            self.editor_tools,
-            self.store,
-            self.output_budget,
-        );
-        state.policy = Arc::new(self.policy.unwrap_or_default().with_session_modes());
-        state.trust = Arc::new(Trust::new(self.pins, self.trusted));
-        let state = Arc::new(state);
-        let dispatch_state = state.clone();
+            auth: self.auth,
+            models: self.models,
+            editor_tools: self.editor_tools,
+            store: self.store,
+            output_budget: self.output_budget,
+            policy: Arc::new(self.policy.unwrap_or_default().with_session_modes()),
+            trust: Arc::new(Trust::new(self.pins, self.trusted)),
+        }));
+        let dispatched = shared.clone();
         let connection = Agent
             .v1()
             .name("aquaregia")
             .on_receive_dispatch(
                 async move |message: Dispatch, cx: ConnectionTo<Client>| {
-                    dispatch_state.dispatch(message, &cx);
+                    dispatch::dispatch(&dispatched, message, &cx);
                     Ok(())
                 },
                 agent_client_protocol::on_receive_dispatch!(),
@@ -365,7 +372,7 @@ impl AcpServer {
             result = connection => result,
             () = stop => Ok(()),
         };
-        state.close_all().await;
+        shared.sessions.close_all().await;
         result.map_err(|error| AcpError::Connection(error.message))
     }
 }

@@ -14,7 +14,7 @@ use aquaregia::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::dispatch::invalid_params;
+use crate::rpc::invalid_params;
 use crate::updates;
 
 /// A store failure as an ACP error.

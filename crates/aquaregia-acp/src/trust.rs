@@ -17,7 +17,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
@@ -26,11 +26,12 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionRequest, RequestPermissionResponse, ToolCallContent, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
+use aquaregia::sync::lock;
 use aquaregia_mcp::{PinChange, PinError, PinFile, PinReview};
 use serde_json::json;
 
-use crate::permissions::CancelOnDrop;
-use crate::session::{Session, lock};
+use crate::rpc::CancelOnDrop;
+use crate::state::SharedState;
 use crate::updates;
 
 /// The servers whose hints are believed, shared by every session of a connection.
@@ -88,8 +89,8 @@ impl Trust {
 pub(crate) struct PinReviews {
     cx: ConnectionTo<Client>,
     session_id: String,
-    /// Set once the session exists (its servers connect before it does).
-    session: OnceLock<Weak<Session>>,
+    /// The session's state (for the prompt's cancel).
+    state: SharedState,
     /// For the reviews' tool call ids.
     next: AtomicU64,
 }
@@ -99,18 +100,17 @@ const APPROVE: &str = "approve";
 const WITHHOLD: &str = "withhold";
 
 impl PinReviews {
-    pub(crate) fn new(cx: ConnectionTo<Client>, session_id: String) -> Arc<Self> {
+    pub(crate) fn new(
+        cx: ConnectionTo<Client>,
+        session_id: String,
+        state: SharedState,
+    ) -> Arc<Self> {
         Arc::new(Self {
             cx,
             session_id,
-            session: OnceLock::new(),
+            state,
             next: AtomicU64::new(1),
         })
-    }
-
-    /// Ties the reviews to their session (for the prompt's cancel).
-    pub(crate) fn attach(&self, session: &Arc<Session>) {
-        let _ = self.session.set(Arc::downgrade(session));
     }
 
     /// Asks the user whether the model may use a new or changed tool: a `tool_call` showing
@@ -246,10 +246,8 @@ impl PinReviews {
     }
 
     fn prompt_cancelled(&self) -> bool {
-        self.session
-            .get()
-            .and_then(Weak::upgrade)
-            .and_then(|session| session.prompt_token())
+        self.state
+            .prompt_token()
             .is_some_and(|token| token.is_cancelled())
     }
 }

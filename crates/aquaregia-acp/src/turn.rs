@@ -1,5 +1,6 @@
-//! One `session/prompt` turn: the notices left from opening the session, slash commands, the
-//! agent run streamed as `session/update`s, and the turn stored.
+//! The prompt family: `session/prompt` runs a turn (the notices left from opening the
+//! session, slash commands, the agent run streamed as `session/update`s, and the turn
+//! stored); `session/cancel` stops it.
 //!
 //! The history fed to the model stays within the model's context window: before each model
 //! call the SDK compacts a request that would not fit (older tool results elided, older turns
@@ -12,240 +13,221 @@ use std::sync::Arc;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::schema::{
-    PromptRequest, PromptResponse, StopReason as AcpStopReason,
+    CancelNotification, PromptRequest, PromptResponse, StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use aquaregia::redact::{StreamRedactor, redact_known};
-use aquaregia::{Agent, AgentEvent, CompactionReport, Message, Role, StopReason};
+use aquaregia::{AgentEvent, Message, Role, StopReason};
 use futures::{FutureExt, StreamExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::dispatch::State;
-use crate::permissions::AcpHooks;
-use crate::server::SessionContext;
-use crate::session::{Mode, Session, lock};
-use crate::{commands, editor, prompt, store, updates};
+use crate::connection::Connection;
+use crate::rpc::{invalid_params, spawn};
+use crate::session::Session;
+use crate::{agent, builtins, commands, prompt, store, updates};
 
-impl State {
-    pub(crate) async fn prompt(
-        self: Arc<Self>,
-        session: Arc<Session>,
-        request: PromptRequest,
-        token: CancellationToken,
-        responder: Responder<PromptResponse>,
-        cx: ConnectionTo<Client>,
-    ) {
-        // Releases the session however this ends, a panic included.
-        let running = session.prompt_guard(token.clone());
-        // A panic inside the agent (a tool, a hook, a custom factory) fails this prompt with
-        // an answer instead of leaving the client waiting forever.
-        let outcome = AssertUnwindSafe(self.run_prompt(&session, &request, &token, &cx))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".to_owned());
-                tracing::error!(session = %session.id, panic = %what, "the prompt panicked");
-                Err(format!("the agent panicked: {what}"))
-            });
-        drop(running);
-        let _ = match outcome {
-            Ok(stop) => responder.respond(PromptResponse::new(stop)),
-            Err(message) => responder.respond_with_error(
-                agent_client_protocol::Error::internal_error()
-                    .data(json!({"reason": redact_known(&message)})),
-            ),
-        };
+/// `session/prompt`: the prompt is registered at once, so a `session/cancel` read right behind
+/// it finds it, and runs in a task of its own.
+pub(crate) fn start(
+    connection: &Arc<Connection>,
+    request: PromptRequest,
+    responder: Responder<PromptResponse>,
+    cx: &ConnectionTo<Client>,
+) {
+    let session = match connection.sessions.get(&request.session_id.0) {
+        Ok(session) => session,
+        Err(error) => {
+            let _ = responder.respond_with_error(error);
+            return;
+        }
+    };
+    let Some(token) = session.state.with(|state| state.begin_prompt()) else {
+        let _ = responder.respond_with_error(invalid_params(
+            "a prompt is already running in this session",
+        ));
+        return;
+    };
+    let connection = connection.clone();
+    let task_cx = cx.clone();
+    spawn(cx, async move {
+        prompt(connection, session, request, token, responder, task_cx).await;
+    });
+}
+
+/// `session/cancel`: stops the session's running prompt, if any.
+pub(crate) fn cancel(connection: &Connection, cancel: &CancelNotification) {
+    if let Ok(session) = connection.sessions.get(&cancel.session_id.0) {
+        tracing::info!(session = %session.id, "session/cancel");
+        session.cancel();
     }
+}
 
-    async fn run_prompt(
-        &self,
-        session: &Arc<Session>,
-        request: &PromptRequest,
-        token: &CancellationToken,
-        cx: &ConnectionTo<Client>,
-    ) -> Result<AcpStopReason, String> {
-        // What could not be said before the client had a turn to show it in: the servers
-        // that failed to connect.
-        for notice in session.take_notices() {
-            updates::send(cx, &session.id, updates::message(&notice));
-        }
-        let mut new = vec![Message::new(Role::User, prompt::parts(&request.prompt))];
-        if let Some(command) = commands::parse(&prompt::text(&request.prompt)) {
-            match self.command(session, command, token, cx).await? {
-                None => return Ok(AcpStopReason::EndTurn),
-                // An unknown `/server:prompt` goes to the model as it is.
-                Some(messages) if messages.is_empty() => {}
-                Some(messages) => new = messages,
-            }
-        }
-        let mut messages = lock(&session.history).clone();
-        let before = messages.len();
-        messages.extend(new.iter().cloned());
-        let agent = self.agent(session, token, cx).await?;
+/// Runs one turn and answers the prompt.
+async fn prompt(
+    connection: Arc<Connection>,
+    session: Arc<Session>,
+    request: PromptRequest,
+    token: CancellationToken,
+    responder: Responder<PromptResponse>,
+    cx: ConnectionTo<Client>,
+) {
+    // Releases the session however this ends, a panic included.
+    let running = session.prompt_guard(token.clone());
+    // A panic inside the agent (a tool, a hook, a custom factory) fails this prompt with
+    // an answer instead of leaving the client waiting forever.
+    let outcome = AssertUnwindSafe(run_prompt(&connection, &session, &request, &token, &cx))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            tracing::error!(session = %session.id, panic = %what, "the prompt panicked");
+            Err(format!("the agent panicked: {what}"))
+        });
+    drop(running);
+    let _ = match outcome {
+        Ok(stop) => responder.respond(PromptResponse::new(stop)),
+        Err(message) => responder.respond_with_error(
+            agent_client_protocol::Error::internal_error()
+                .data(json!({"reason": redact_known(&message)})),
+        ),
+    };
+}
 
-        let mut events = agent.stream(messages);
-        let mut output = None;
-        let mut compacted = false;
-        // Streamed text and thoughts go out redacted, the end of a piece that could begin a
-        // known secret held until the next piece (or anything else) comes.
-        let mut streams = HeldText::default();
-        while let Some(event) = events.next().await {
-            if !matches!(
-                event,
-                Ok(AgentEvent::TextDelta(_) | AgentEvent::ReasoningDelta(_))
-            ) {
-                streams.flush(cx, &session.id);
-            }
-            match event {
-                Ok(AgentEvent::TextDelta(text)) => {
-                    let text = streams.text.push(&text);
-                    if !text.is_empty() {
-                        updates::send(cx, &session.id, updates::message(&text));
-                    }
-                }
-                Ok(AgentEvent::ReasoningDelta(text)) => {
-                    let text = streams.thought.push(&text);
-                    if !text.is_empty() {
-                        updates::send(cx, &session.id, updates::thought(&text));
-                    }
-                }
-                Ok(AgentEvent::ToolCallFinish { id, name, result }) => {
-                    session.call_finished(&id);
-                    // An edit keeps the diff it was shown with.
-                    let keep_content = matches!(name.as_str(), editor::WRITE | editor::EDIT);
-                    updates::send(
-                        cx,
-                        &session.id,
-                        updates::finished(&id, &result, keep_content),
-                    );
-                }
-                Ok(AgentEvent::StepFinish(step)) => {
-                    updates::send(cx, &session.id, updates::usage(&step.model, &step.usage));
-                }
-                Ok(AgentEvent::Compacted {
-                    before_tokens,
-                    after_tokens,
-                    ..
-                }) => {
-                    tracing::info!(session = %session.id, before_tokens, after_tokens, "history compacted to fit the context window");
-                    compacted = true;
-                }
-                Ok(AgentEvent::Finish(finished)) => output = Some(finished),
-                Ok(_) => {}
-                Err(error) => {
-                    if token.is_cancelled() {
-                        return Ok(AcpStopReason::Cancelled);
-                    }
-                    return Err(error.to_string());
-                }
-            }
-        }
-        streams.flush(cx, &session.id);
-        let output = output.ok_or_else(|| "the agent ended without an answer".to_owned())?;
-        let stop = match output.stop_reason {
-            _ if token.is_cancelled() => AcpStopReason::Cancelled,
-            StopReason::Finished => AcpStopReason::EndTurn,
-            StopReason::MaxSteps => AcpStopReason::MaxTurnRequests,
-            StopReason::Length => AcpStopReason::MaxTokens,
-            StopReason::Refusal => AcpStopReason::Refusal,
-            _ => AcpStopReason::EndTurn,
-        };
-        // Where this turn starts in the conversation: after a compaction the history before
-        // it is shorter than it was.
-        let start = if compacted {
-            turn_start(&output.messages, &new)
-        } else {
-            Some(before)
-        };
-        let mut history = output.messages;
-        if let Some(store) = &self.store {
-            let turn = match start.and_then(|start| history.get(start..)) {
-                Some(turn) => turn.to_vec(),
-                // The prompt itself was summarised (a huge single turn): keep what it was
-                // and what came of it.
-                None => new
-                    .into_iter()
-                    .chain([Message::assistant(output.text.clone())])
-                    .collect(),
-            };
-            if compacted {
-                let base = start
-                    .and_then(|start| history.get(..start))
-                    .unwrap_or_default();
-                store::save_base(&**store, &session.id, session.stored_turns(), base).await;
-            }
-            let expected = session.stored_turns();
-            if let Some(saved) =
-                store::append(&**store, cx, &session.id, turn, output.usage, expected).await
-            {
-                session.set_stored_turns(saved.turns);
-                if let Some(latest) = saved.reloaded {
-                    history = latest;
-                }
-            }
-        }
-        *lock(&session.history) = history;
-        Ok(stop)
+async fn run_prompt(
+    connection: &Connection,
+    session: &Arc<Session>,
+    request: &PromptRequest,
+    token: &CancellationToken,
+    cx: &ConnectionTo<Client>,
+) -> Result<AcpStopReason, String> {
+    // What could not be said before the client had a turn to show it in: the servers
+    // that failed to connect.
+    for notice in session.state.with(|state| state.take_notices()) {
+        updates::send(cx, &session.id, updates::message(&notice));
     }
-
-    /// The session's agent for one turn: the factory's, with the session's tools, hooks,
-    /// output budget and cancellation.
-    pub(crate) async fn agent(
-        &self,
-        session: &Arc<Session>,
-        token: &CancellationToken,
-        cx: &ConnectionTo<Client>,
-    ) -> Result<Agent, String> {
-        let context = SessionContext {
-            session_id: session.id.clone(),
-            cwd: session.cwd.clone(),
-            model: session.model(),
-        };
-        let tools = tools(self, session).await;
-        let mut agent = (self.factory)(&context).map_err(|error| error.to_string())?;
-        if let Some(budget) = self.output_budget {
-            agent = agent
-                .tool_output_budget(budget)
-                .tool_output_store(session.output_store.clone());
+    let mut new = vec![Message::new(Role::User, prompt::parts(&request.prompt))];
+    if let Some(command) = commands::parse(&prompt::text(&request.prompt)) {
+        match commands::run(connection, session, command, token, cx).await? {
+            None => return Ok(AcpStopReason::EndTurn),
+            // An unknown `/server:prompt` goes to the model as it is.
+            Some(messages) if messages.is_empty() => {}
+            Some(messages) => new = messages,
         }
-        agent
-            .tools(tools)
-            .hooks(AcpHooks {
-                cx: cx.clone(),
-                session: session.clone(),
-                policy: self.policy.clone(),
-                trust: self.trust.clone(),
-            })
-            .cancellation_token(token.clone())
-            .prepare_step(session.toolset.prepare_step())
-            .build()
-            .map_err(|error| error.to_string())
     }
+    let mut messages = session.state.with(|state| state.history.clone());
+    let before = messages.len();
+    messages.extend(new.iter().cloned());
+    let agent = agent::for_turn(connection, session, token, cx).await?;
 
-    /// `/compact`: the history compacted now and stored as the session's base.
-    pub(crate) async fn compact(
-        &self,
-        session: &Arc<Session>,
-        token: &CancellationToken,
-        cx: &ConnectionTo<Client>,
-    ) -> Result<CompactionReport, String> {
-        let history = lock(&session.history).clone();
-        let agent = self.agent(session, token, cx).await?;
-        let (compacted, report) = tokio::select! {
-            result = agent.compact(&history) => result.map_err(|error| error.to_string())?,
-            () = token.cancelled() => return Err("cancelled".into()),
-        };
-        if let Some(store) = &self.store {
-            store::save_base(&**store, &session.id, session.stored_turns(), &compacted).await;
+    let mut events = agent.stream(messages);
+    let mut output = None;
+    let mut compacted = false;
+    // Streamed text and thoughts go out redacted, the end of a piece that could begin a
+    // known secret held until the next piece (or anything else) comes.
+    let mut streams = HeldText::default();
+    while let Some(event) = events.next().await {
+        if !matches!(
+            event,
+            Ok(AgentEvent::TextDelta(_) | AgentEvent::ReasoningDelta(_))
+        ) {
+            streams.flush(cx, &session.id);
         }
-        *lock(&session.history) = compacted;
-        Ok(report)
+        match event {
+            Ok(AgentEvent::TextDelta(text)) => {
+                let text = streams.text.push(&text);
+                if !text.is_empty() {
+                    updates::send(cx, &session.id, updates::message(&text));
+                }
+            }
+            Ok(AgentEvent::ReasoningDelta(text)) => {
+                let text = streams.thought.push(&text);
+                if !text.is_empty() {
+                    updates::send(cx, &session.id, updates::thought(&text));
+                }
+            }
+            Ok(AgentEvent::ToolCallFinish { id, name, result }) => {
+                session.state.with(|state| state.call_finished(&id));
+                // An edit keeps the diff it was shown with.
+                let keep_content = matches!(name.as_str(), builtins::WRITE | builtins::EDIT);
+                updates::send(
+                    cx,
+                    &session.id,
+                    updates::finished(&id, &result, keep_content),
+                );
+            }
+            Ok(AgentEvent::StepFinish(step)) => {
+                updates::send(cx, &session.id, updates::usage(&step.model, &step.usage));
+            }
+            Ok(AgentEvent::Compacted {
+                before_tokens,
+                after_tokens,
+                ..
+            }) => {
+                tracing::info!(session = %session.id, before_tokens, after_tokens, "history compacted to fit the context window");
+                compacted = true;
+            }
+            Ok(AgentEvent::Finish(finished)) => output = Some(finished),
+            Ok(_) => {}
+            Err(error) => {
+                if token.is_cancelled() {
+                    return Ok(AcpStopReason::Cancelled);
+                }
+                return Err(error.to_string());
+            }
+        }
     }
+    streams.flush(cx, &session.id);
+    let output = output.ok_or_else(|| "the agent ended without an answer".to_owned())?;
+    let stop = match output.stop_reason {
+        _ if token.is_cancelled() => AcpStopReason::Cancelled,
+        StopReason::Finished => AcpStopReason::EndTurn,
+        StopReason::MaxSteps => AcpStopReason::MaxTurnRequests,
+        StopReason::Length => AcpStopReason::MaxTokens,
+        StopReason::Refusal => AcpStopReason::Refusal,
+        _ => AcpStopReason::EndTurn,
+    };
+    // Where this turn starts in the conversation: after a compaction the history before
+    // it is shorter than it was.
+    let start = if compacted {
+        turn_start(&output.messages, &new)
+    } else {
+        Some(before)
+    };
+    let mut history = output.messages;
+    if let Some(store) = &connection.settings.store {
+        let turn = match start.and_then(|start| history.get(start..)) {
+            Some(turn) => turn.to_vec(),
+            // The prompt itself was summarised (a huge single turn): keep what it was
+            // and what came of it.
+            None => new
+                .into_iter()
+                .chain([Message::assistant(output.text.clone())])
+                .collect(),
+        };
+        if compacted {
+            let base = start
+                .and_then(|start| history.get(..start))
+                .unwrap_or_default();
+            let turns = session.state.with(|state| state.stored_turns);
+            store::save_base(&**store, &session.id, turns, base).await;
+        }
+        let expected = session.state.with(|state| state.stored_turns);
+        if let Some(saved) =
+            store::append(&**store, cx, &session.id, turn, output.usage, expected).await
+        {
+            session.state.with(|state| state.stored_turns = saved.turns);
+            if let Some(latest) = saved.reloaded {
+                history = latest;
+            }
+        }
+    }
+    session.state.with(|state| state.history = history);
+    Ok(stop)
 }
 
 /// A turn's streamed answer and thoughts, each redacted as it streams.
@@ -286,19 +268,6 @@ fn turn_start(messages: &[Message], prompt: &[Message]) -> Option<usize> {
     (0..=messages.len() - prompt.len())
         .rev()
         .find(|&start| messages.get(start..start + prompt.len()) == Some(prompt))
-}
-
-/// The tools a turn offers: the MCP servers' and the built-ins (in `plan` mode, the
-/// read-only ones).
-async fn tools(state: &State, session: &Session) -> Vec<aquaregia::Tool> {
-    let mut tools = session.mcp_tools().await;
-    if state.editor_tools {
-        tools.extend(session.editor.tools(&state.plan.disabled));
-    }
-    if session.mode() == Mode::Plan {
-        tools.retain(|tool| tool.annotations().read_only == Some(true));
-    }
-    tools
 }
 
 #[cfg(test)]

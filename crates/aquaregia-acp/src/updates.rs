@@ -11,7 +11,8 @@ use agent_client_protocol::v1::schema::{
 use aquaregia::{ContentBlock, Tool, ToolExecError, ToolOutput, Usage};
 use serde_json::{Value, json};
 
-use crate::session::Mode;
+use crate::builtins;
+use crate::state::Mode;
 
 /// Sends one `session/update`, known secrets redacted (see [`redacted`]). A closed connection
 /// is not an error worth stopping for.
@@ -131,11 +132,8 @@ fn context_window(model: &str) -> Option<u64> {
 /// The title shown for a call: `<tool>: <main argument>`; for `run_command`, the whole
 /// command line with its arguments. Text that does not fit on one line says so.
 pub(crate) fn title(name: &str, tool: Option<&Tool>, arguments: &Value) -> String {
-    if name == crate::editor::RUN {
-        return format!(
-            "{name}: {}",
-            one_line(&crate::editor::command_text(arguments))
-        );
+    if name == builtins::RUN {
+        return format!("{name}: {}", one_line(&builtins::command_text(arguments)));
     }
     let display = tool
         .and_then(|tool| tool.annotations().title.clone())

@@ -15,16 +15,18 @@
 //! The stateless binding is tried first; a client answering -32601, or -32602 about a
 //! `connectionId`, gets the connect-based one, and the choice is remembered per client.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, UntypedMessage};
-pub(super) use aquaregia::sync::lock;
+use aquaregia::sync::lock;
 use rmcp::model::{RequestId, ServerJsonRpcMessage};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+
+use routes::{Route, Routes, modern_meta};
+use transport::{AcpTransport, Target};
 
 /// Which MCP-over-ACP binding a client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,67 +35,12 @@ pub(crate) enum Binding {
     ConnectBased,
 }
 
-/// Where incoming `mcp/message` traffic for one transport goes.
-#[derive(Clone)]
-pub(super) struct Route {
-    /// Unique per transport on this connection.
-    pub(super) transport: i64,
-    pub(super) inbox: mpsc::UnboundedSender<ServerJsonRpcMessage>,
-    /// Requests from the client (connect-based binding only), answered when rmcp responds.
-    pub(super) incoming: Arc<Mutex<HashMap<RequestId, Responder>>>,
-    next_incoming: Arc<AtomicI64>,
-    /// Stateless binding: the wire `requestId` of each active inner request, mapped back to
-    /// rmcp's id, to route the client's notifications to the transport that owns the
-    /// request and to restore ids they name (a subscription's
-    /// `io.modelcontextprotocol/subscriptionId`).
-    pub(super) wire_ids: Arc<Mutex<HashMap<String, RequestId>>>,
-}
-
-impl Route {
-    /// The `requestId` the stateless binding sends for an inner request: a string (the SDKs
-    /// reject numbers), prefixed with the transport so requests stay unique per server when
-    /// several sessions use the same registration (the SDKs reject duplicate active ids).
-    pub(super) fn wire_id(&self, id: &RequestId) -> String {
-        match id {
-            RequestId::Number(number) => format!("t{}-{number}", self.transport),
-            RequestId::String(text) => format!("t{}-{text}", self.transport),
-        }
-    }
-
-    /// Puts rmcp's own id back where a stateless notification names its request by the
-    /// wire id (a subscription's `io.modelcontextprotocol/subscriptionId`).
-    fn restore_ids(&self, params: &mut Value) {
-        let Some(subscription) = params
-            .get_mut("_meta")
-            .and_then(|meta| meta.get_mut("io.modelcontextprotocol/subscriptionId"))
-        else {
-            return;
-        };
-        if let Some(original) = subscription
-            .as_str()
-            .and_then(|wire| lock(&self.wire_ids).get(wire).cloned())
-        {
-            *subscription = json!(original);
-        }
-    }
-}
-
 /// Per ACP connection: the binding in use and the live MCP-over-ACP transports.
 #[derive(Default)]
 pub(crate) struct McpOverAcp {
     binding: Mutex<Option<Binding>>,
-    /// Stateless transports by server id: several sessions may use one registration.
-    pub(super) by_server: Mutex<HashMap<String, Vec<Route>>>,
-    pub(super) by_connection: Mutex<HashMap<String, Route>>,
+    routes: Arc<Routes>,
     transports: AtomicI64,
-}
-
-/// The 2026-07-28 metadata every stateless inner request carries.
-pub(super) fn modern_meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}
-    })
 }
 
 /// A JSON-RPC failure from the client, for binding detection and messages.
@@ -148,10 +95,7 @@ impl McpOverAcp {
         };
         let target = match binding {
             Binding::Stateless => {
-                lock(&self.by_server)
-                    .entry(server_id.to_owned())
-                    .or_default()
-                    .push(route.clone());
+                self.routes.add_stateless(server_id, route.clone());
                 Target::Stateless {
                     server_id: server_id.to_owned(),
                     // A server without `server/discover` is still 2026-07-28: answer for it.
@@ -174,7 +118,8 @@ impl McpOverAcp {
                     .and_then(Value::as_str)
                     .ok_or_else(|| format!("mcp/connect `{server_id}` returned no connectionId"))?
                     .to_owned();
-                lock(&self.by_connection).insert(connection_id.clone(), route.clone());
+                self.routes
+                    .add_connection(connection_id.clone(), route.clone());
                 Target::Connection { connection_id }
             }
         };
@@ -182,14 +127,14 @@ impl McpOverAcp {
             cx.clone(),
             target,
             route,
-            self.clone(),
+            self.routes.clone(),
             received,
         ))
     }
 
     /// An `mcp/message` notification from the client.
     pub(crate) fn notification(&self, params: &Value) {
-        let Some(route) = self.route(params) else {
+        let Some(route) = self.routes.find(params) else {
             tracing::debug!(%params, "mcp/message notification for no known server; dropped");
             return;
         };
@@ -210,7 +155,7 @@ impl McpOverAcp {
 
     /// An `mcp/message` request from the client (connect-based binding: `ping` and the like).
     pub(crate) fn request(&self, params: &Value, responder: Responder) {
-        let Some(route) = self.route(params) else {
+        let Some(route) = self.routes.find(params) else {
             let _ = responder.respond_with_error(
                 agent_client_protocol::Error::invalid_params()
                     .data(json!({"reason": "unknown connectionId or serverId"})),
@@ -237,22 +182,6 @@ impl McpOverAcp {
             }
         }
     }
-
-    /// The transport `params` is for: by `connectionId`, or (stateless) by `serverId` and the
-    /// active `requestId` it belongs to.
-    fn route(&self, params: &Value) -> Option<Route> {
-        let field = |name: &str| params.get(name).and_then(Value::as_str);
-        if let Some(connection) = field("connectionId") {
-            return lock(&self.by_connection).get(connection).cloned();
-        }
-        let request = field("requestId")?;
-        let by_server = lock(&self.by_server);
-        by_server
-            .get(field("serverId")?)?
-            .iter()
-            .find(|route| lock(&route.wire_ids).contains_key(request))
-            .cloned()
-    }
 }
 
 /// Sends `server/discover` the stateless way. `Ok(true)`: the server answered it;
@@ -277,10 +206,8 @@ async fn probe_stateless(
     Ok(reply.get("result").is_some())
 }
 
+mod routes;
 mod transport;
-
-pub(crate) use transport::AcpTransport;
-use transport::Target;
 
 #[cfg(test)]
 mod tests {

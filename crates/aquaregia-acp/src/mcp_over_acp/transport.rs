@@ -16,7 +16,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{McpOverAcp, Route, lock, modern_meta};
+use aquaregia::sync::lock;
+
+use super::routes::{Route, Routes, modern_meta};
 
 pub(super) enum Target {
     Stateless {
@@ -37,7 +39,7 @@ struct Shared {
     /// request is published, so each side records what the other may still need.
     in_flight: Mutex<HashMap<RequestId, Flight>>,
     closed: CancellationToken,
-    router: Arc<McpOverAcp>,
+    routes: Arc<Routes>,
 }
 
 /// Where an outer request stands, seen from whichever side got there first.
@@ -66,7 +68,7 @@ impl AcpTransport {
         cx: ConnectionTo<Client>,
         target: Target,
         route: Route,
-        router: Arc<McpOverAcp>,
+        routes: Arc<Routes>,
         received: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
     ) -> Self {
         Self {
@@ -76,7 +78,7 @@ impl AcpTransport {
                 route,
                 in_flight: Mutex::default(),
                 closed: CancellationToken::new(),
-                router,
+                routes,
             }),
             received,
         }
@@ -349,16 +351,11 @@ impl Shared {
         }
         match &self.target {
             Target::Stateless { server_id, .. } => {
-                let mut by_server = lock(&self.router.by_server);
-                if let Some(routes) = by_server.get_mut(server_id) {
-                    routes.retain(|route| route.transport != self.route.transport);
-                    if routes.is_empty() {
-                        by_server.remove(server_id);
-                    }
-                }
+                self.routes
+                    .remove_stateless(server_id, self.route.transport);
             }
             Target::Connection { connection_id } => {
-                lock(&self.router.by_connection).remove(connection_id);
+                self.routes.remove_connection(connection_id);
                 if let Ok(message) =
                     UntypedMessage::new("mcp/disconnect", json!({"connectionId": connection_id}))
                 {

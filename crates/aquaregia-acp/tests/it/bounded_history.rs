@@ -16,13 +16,15 @@ use aquaregia::{
 };
 use aquaregia_acp::AcpServer;
 use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text};
+use support::model::{Model, transcript};
 use support::raw::RawClient;
 use support::updates;
 
 const WINDOW: u64 = 8_000;
 const SUMMARY: &str = "Summary: the user asked 200 questions about lorem ipsum.";
 
-/// An agent on the mock whose model has a `WINDOW`-token context, keeping sessions in `store`.
+/// An agent on the HTTP mock (the requests' size on the wire is checked) whose model has a
+/// `WINDOW`-token context, keeping sessions in `store`.
 fn agent(mock: &MockServer, store: Arc<FileSessionStore>) -> AcpServer {
     let client = aquaregia::Client::openai_chat()
         .base_url(&mock.url)
@@ -165,8 +167,8 @@ async fn a_loaded_long_session_is_compacted_to_fit_the_window() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn compact_summarises_the_conversation_on_demand() {
     let (_dir, store) = temp_store();
-    let mock = MockServer::start().await;
-    let first = RawClient::connect(agent(&mock, store.clone()));
+    let model = Model::new().context_window(WINDOW);
+    let first = RawClient::connect(model.agent().session_store(store.clone()));
     first.initialize().await;
     let id = first.new_session("/tmp", json!([])).await;
     support::eventually("the commands", || {
@@ -189,19 +191,17 @@ async fn compact_summarises_the_conversation_on_demand() {
     );
     let empty = first.prompt(&id, "/compact").await;
     assert_eq!(empty["result"]["stopReason"], "end_turn", "{empty}");
-    assert_eq!(mock.request_count(), 0, "nothing to compact yet");
+    assert_eq!(model.request_count(), 0, "nothing to compact yet");
 
     for (question, answer) in [("Name a colour.", "Teal."), ("Name a fruit.", "Quince.")] {
-        mock.push(Reply::text_stream(&[answer]));
+        model.text(answer);
         first.prompt(&id, question).await;
     }
-    mock.push(Reply::json(chat_text(
-        "Summary: a colour and a fruit were named.",
-    )));
+    model.text("Summary: a colour and a fruit were named.");
     let compacted = first.prompt(&id, "/compact").await;
     assert_eq!(compacted["result"]["stopReason"], "end_turn", "{compacted}");
-    assert_eq!(mock.request_count(), 3, "one summary call");
-    let summary_request = texts(&mock.bodies()[2]);
+    assert_eq!(model.request_count(), 3, "one summary call");
+    let summary_request = transcript(&model.requests()[2]);
     assert!(
         summary_request.contains("Name a colour."),
         "{summary_request}"
@@ -209,22 +209,22 @@ async fn compact_summarises_the_conversation_on_demand() {
     let said = agent_texts(&first, &id);
     assert!(said.contains("Compacted the conversation"), "{said}");
 
-    mock.push(Reply::text_stream(&["Plum."]));
+    model.text("Plum.");
     first.prompt(&id, "Another fruit?").await;
     first.finish().await.unwrap();
-    let sent = texts(&mock.bodies()[3]);
+    let sent = transcript(&model.requests()[3]);
     assert!(sent.contains("a colour and a fruit were named"), "{sent}");
     assert!(!sent.contains("Name a colour."), "summarised away: {sent}");
     assert!(sent.contains("Another fruit?"), "{sent}");
 
     // Stored: a new agent continues from the summary.
-    mock.push(Reply::text_stream(&["Fig."]));
-    let second = RawClient::connect(agent(&mock, store));
+    model.text("Fig.");
+    let second = RawClient::connect(model.agent().session_store(store));
     second.initialize().await;
     second.request("session/load", load(&id)).await;
     second.prompt(&id, "One more?").await;
     second.finish().await.unwrap();
-    let sent = texts(&mock.bodies()[4]);
+    let sent = transcript(&model.requests()[4]);
     assert!(sent.contains("a colour and a fruit were named"), "{sent}");
     assert!(!sent.contains("Name a colour."), "{sent}");
     assert!(

@@ -8,11 +8,11 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use aquaregia_test_support::acp_client::select_permission;
-use aquaregia_test_support::mock_model::{MockServer, Reply};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::model::Model;
 use support::raw::{RawClient, ok};
 use support::scripts::marked_toolbox;
-use support::{BOUND, agent_for, tool_updates, updates};
+use support::{BOUND, tool_updates, updates};
 
 fn position(log: &[Value], what: impl Fn(&Value) -> bool) -> Option<usize> {
     log.iter().position(what)
@@ -20,15 +20,15 @@ fn position(log: &[Value], what: impl Fn(&Value) -> bool) -> Option<usize> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancel_during_a_tool_call_that_never_returns() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent());
     client.set_handler(|request| select_permission(request, "allow_once"));
     client.initialize().await;
     let marker = marker("cancel-tool");
     let session = client
         .new_session("/tmp", json!([marked_toolbox("box", &marker)]))
         .await;
-    mock.push(Reply::tool_call("call-1", "box__sleep_forever", json!({})));
+    model.tool_call("call-1", "box__sleep_forever", json!({}));
 
     let prompt = client.start_prompt(&session, "sleep").await;
     support::eventually("the call to start", || {
@@ -66,7 +66,7 @@ async fn cancel_during_a_tool_call_that_never_returns() {
     );
 
     // The session goes on.
-    mock.push(Reply::text("Awake."));
+    model.text("Awake.");
     let again = client.prompt(&session, "hello?").await;
     assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
     client.finish().await.unwrap();
@@ -75,18 +75,14 @@ async fn cancel_during_a_tool_call_that_never_returns() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancel_while_a_permission_request_is_pending() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent());
     client.initialize().await;
     let marker = marker("cancel-permission");
     let session = client
         .new_session("/tmp", json!([marked_toolbox("box", &marker)]))
         .await;
-    mock.push(Reply::tool_call(
-        "call-1",
-        "box__write_note",
-        json!({"text": "x"}),
-    ));
+    model.tool_call("call-1", "box__write_note", json!({"text": "x"}));
 
     let prompt = client.start_prompt(&session, "write").await;
     // The client never answers this.
@@ -121,23 +117,23 @@ async fn cancel_while_a_permission_request_is_pending() {
             json!({"outcome": {"outcome": "selected", "optionId": "allow_always"}}),
         ))
         .await;
-    mock.push(Reply::text("Okay."));
+    model.text("Okay.");
     let again = client.prompt(&session, "never mind").await;
     assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
-    assert_eq!(mock.request_count(), 2, "no step ran after the cancel");
+    assert_eq!(model.request_count(), 2, "no step ran after the cancel");
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
 }
 
 #[tokio::test]
 async fn a_cancel_right_behind_the_prompt_is_not_lost() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent());
     client.initialize().await;
     let session = client.new_session("/tmp", json!([])).await;
     for round in 0..5 {
         // Without the cancel this prompt would never end: the model never answers.
-        mock.push(Reply::Hang);
+        model.hang();
         let id = 1000 + round;
         let prompt = json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
             "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hang"}]}});

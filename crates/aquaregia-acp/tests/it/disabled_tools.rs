@@ -6,18 +6,16 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use aquaregia_test_support::mock_model::{
-    MockServer, Reply, content_text, tool_messages, tool_names,
-};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::BOUND;
+use support::model::{Model, tool_names, tool_outputs};
 use support::raw::{RawClient, stateless_server};
 use support::scripts::marked_toolbox;
-use support::{BOUND, agent_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn disabled_patterns_hide_tools_of_every_transport() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock).trust_server("ed").disable_tools([
+    let model = Model::new();
+    let client = RawClient::connect(model.agent().trust_server("ed").disable_tools([
         "box__*write*",
         "ed__*write*",
         "ed__peek",
@@ -54,13 +52,14 @@ async fn disabled_patterns_hide_tools_of_every_transport() {
         .await;
 
     // The model tries a hidden tool anyway, then a visible one.
-    mock.push(Reply::tool_call("call-1", "ed__write_file", json!({})))
-        .push(Reply::tool_call("call-2", "ed__read_file", json!({})))
-        .push(Reply::text("Done."));
+    model
+        .tool_call("call-1", "ed__write_file", json!({}))
+        .tool_call("call-2", "ed__read_file", json!({}))
+        .text("Done.");
     let answer = client.prompt(&session, "go").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
 
-    let requests = mock.bodies();
+    let requests = model.requests();
     let mut names = tool_names(&requests[0]);
     names.sort();
     assert_eq!(
@@ -73,9 +72,9 @@ async fn disabled_patterns_hide_tools_of_every_transport() {
             "ed__read_file"
         ]
     );
-    let told = tool_messages(&requests[1]);
+    let told = tool_outputs(&requests[1]);
     assert!(
-        content_text(&told[0]).contains("ed__write_file"),
+        told[0].contains("ed__write_file"),
         "a hidden tool is unknown to the agent: {told:?}"
     );
     let calls = calls.lock().unwrap().clone();

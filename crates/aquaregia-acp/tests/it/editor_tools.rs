@@ -7,9 +7,9 @@ use crate::support;
 
 use serde_json::{Value, json};
 
-use aquaregia_test_support::mock_model::{MockServer, Reply};
+use support::model::Model;
 use support::raw::{RawClient, ok};
-use support::{agent_for, eventually, tool_updates, updates};
+use support::{eventually, tool_updates, updates};
 
 const SOURCE: &str = "fn main() {\n    println!(\"old\");\n}\n";
 
@@ -28,8 +28,8 @@ async fn logged(client: &RawClient, method: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn edits_and_commands_go_through_the_editor() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock).editor_tools(true));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent().editor_tools(true));
     client.set_handler(|request| match request["method"].as_str()? {
         "fs/read_text_file" => Some(ok(request, json!({"content": SOURCE}))),
         "fs/write_text_file" | "terminal/kill" | "terminal/release" => Some(ok(request, json!({}))),
@@ -51,12 +51,13 @@ async fn edits_and_commands_go_through_the_editor() {
     assert!(init.get("result").is_some(), "{init}");
     let session = client.new_session("/work/project", json!([])).await;
 
-    mock.push(Reply::tool_call(
-        "call-edit",
-        "edit_file",
-        json!({"path": "src/main.rs", "old_string": "\"old\"", "new_string": "\"new\""}),
-    ))
-    .push(Reply::text("Edited."));
+    model
+        .tool_call(
+            "call-edit",
+            "edit_file",
+            json!({"path": "src/main.rs", "old_string": "\"old\"", "new_string": "\"new\""}),
+        )
+        .text("Edited.");
     let answer = client.prompt(&session, "change old to new").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
 
@@ -100,11 +101,11 @@ async fn edits_and_commands_go_through_the_editor() {
     assert!(last.get("content").is_none(), "the diff stays: {last}");
 
     // run_command: a terminal of the editor, killed and released on cancel.
-    mock.push(Reply::tool_call(
+    model.tool_call(
         "call-run",
         "run_command",
         json!({"command": "cargo", "args": ["test"]}),
-    ));
+    );
     let prompt = client.start_prompt(&session, "run the tests").await;
     // The handler answers it: found in the log, not among the unanswered requests.
     let created = logged(&client, "terminal/create").await;
@@ -135,8 +136,8 @@ async fn edits_and_commands_go_through_the_editor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reads_outside_the_workspace_through_the_editor_ask_first() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock).editor_tools(true));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent().editor_tools(true));
     client.set_handler(|request| match request["method"].as_str()? {
         "fs/read_text_file" => Some(ok(request, json!({"content": "root:x:0:0"}))),
         "session/request_permission" => Some(ok(
@@ -154,22 +155,15 @@ async fn reads_outside_the_workspace_through_the_editor_ask_first() {
         .await;
     assert!(init.get("result").is_some(), "{init}");
     let session = client.new_session("/work/project", json!([])).await;
-    mock.push(Reply::tool_call(
-        "call-1",
-        "read_file",
-        json!({"path": "/etc/passwd"}),
-    ))
-    .push(Reply::tool_call(
-        "call-2",
-        "read_file",
-        json!({"path": "../../root/.ssh/id_ed25519"}),
-    ))
-    .push(Reply::tool_call(
-        "call-3",
-        "read_file",
-        json!({"path": "src/main.rs"}),
-    ))
-    .push(Reply::text("Done."));
+    model
+        .tool_call("call-1", "read_file", json!({"path": "/etc/passwd"}))
+        .tool_call(
+            "call-2",
+            "read_file",
+            json!({"path": "../../root/.ssh/id_ed25519"}),
+        )
+        .tool_call("call-3", "read_file", json!({"path": "src/main.rs"}))
+        .text("Done.");
     let answer = client.prompt(&session, "look around").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let log = client.log();

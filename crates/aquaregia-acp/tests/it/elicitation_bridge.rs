@@ -17,10 +17,10 @@ use agent_client_protocol::{Agent, ByteStreams, Client, Dispatch, Error};
 use serde_json::{Value, json};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use aquaregia_test_support::mock_model::{MockServer, Reply, tool_results};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::model::{Model, tool_results};
 use support::raw::{RawClient, ok};
-use support::{BOUND, agent_for, serve_in_memory};
+use support::{BOUND, serve_in_memory};
 
 /// A 2025-11-25 stdio MCP server whose read-only tool `ask {mode}` asks the user through
 /// `elicitation/create` (`form`: a name, required, and an age; `confirm`: a yes/no with a
@@ -129,23 +129,23 @@ async fn read_turn(
 }
 
 /// The result the model was given for tool call `id`, in the last request.
-fn result_of(mock: &MockServer, id: &str) -> String {
-    let bodies = mock.bodies();
-    let last = bodies.last().expect("the model was called");
+fn result_of(model: &Model, id: &str) -> String {
+    let requests = model.requests();
+    let last = requests.last().expect("the model was called");
     tool_results(last)
         .into_iter()
         .find(|(call, _)| call == id)
-        .unwrap_or_else(|| panic!("no result for {id}: {last}"))
+        .unwrap_or_else(|| panic!("no result for {id}: {last:?}"))
         .1
 }
 
 async fn run_client(
-    mock: &MockServer,
+    model: &Model,
     capabilities: ClientCapabilities,
     marker: &str,
     turns: impl AsyncFnOnce(&mut ActiveSession<'_, Agent>) -> Result<(), Error>,
 ) {
-    let (client_end, serve) = serve_in_memory(agent_for(mock).trust_server("asker"));
+    let (client_end, serve) = serve_in_memory(model.agent().trust_server("asker"));
     let (read, write) = tokio::io::split(client_end);
     let transport = ByteStreams::new(write.compat_write(), read.compat());
     Client
@@ -177,28 +177,22 @@ async fn run_client(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_servers_question_reaches_the_client_and_its_answer_returns_to_the_server() {
-    let mock = MockServer::start().await;
-    mock.push(Reply::tool_call(
-        "call-1",
-        "asker__ask",
-        json!({"mode": "form"}),
-    ))
-    .push(Reply::text("Hello, Ann."));
-    mock.push(Reply::tool_call(
-        "call-2",
-        "asker__ask",
-        json!({"mode": "url"}),
-    ))
-    .push(Reply::text("Not signed in."));
+    let model = Model::new();
+    model
+        .tool_call("call-1", "asker__ask", json!({"mode": "form"}))
+        .text("Hello, Ann.");
+    model
+        .tool_call("call-2", "asker__ask", json!({"mode": "url"}))
+        .text("Not signed in.");
     let capabilities = ClientCapabilities::new().elicitation(
         ElicitationCapabilities::new()
             .form(ElicitationFormCapabilities::new())
             .url(ElicitationUrlCapabilities::new()),
     );
     let marker = marker("elicitation-bridge");
-    let mock_ref = &mock;
-    run_client(&mock, capabilities, &marker, async move |session| {
-        let mock = mock_ref;
+    let model_ref = &model;
+    run_client(&model, capabilities, &marker, async move |session| {
+        let model = model_ref;
         session.send_prompt("Greet me")?;
         let (asked, stop) = read_turn(session, |method, _| {
             assert_eq!(method, "elicitation/create");
@@ -225,7 +219,7 @@ async fn a_servers_question_reaches_the_client_and_its_answer_returns_to_the_ser
         assert_eq!(form["requestedSchema"]["required"], json!(["name"]));
         // The server got the client's answer and returned it as the tool's result.
         assert_eq!(
-            result_of(mock, "call-1"),
+            result_of(model, "call-1"),
             r#"accept {"age": 41, "name": "Ann"}"#
         );
 
@@ -243,7 +237,7 @@ async fn a_servers_question_reaches_the_client_and_its_answer_returns_to_the_ser
         assert_eq!(url["url"], "https://auth.example/start");
         assert_eq!(url["elicitationId"], "e-1");
         assert_eq!(url["toolCallId"], "call-2");
-        assert_eq!(result_of(mock, "call-2"), "decline");
+        assert_eq!(result_of(model, "call-2"), "decline");
         Ok(())
     })
     .await;
@@ -251,31 +245,20 @@ async fn a_servers_question_reaches_the_client_and_its_answer_returns_to_the_ser
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_the_capability_simple_questions_become_permission_requests() {
-    let mock = MockServer::start().await;
-    mock.push(Reply::tool_call(
-        "c-confirm",
-        "asker__ask",
-        json!({"mode": "confirm"}),
-    ))
-    .push(Reply::tool_call(
-        "c-form",
-        "asker__ask",
-        json!({"mode": "form"}),
-    ))
-    .push(Reply::tool_call(
-        "c-url",
-        "asker__ask",
-        json!({"mode": "url"}),
-    ))
-    .push(Reply::text("Done."));
+    let model = Model::new();
+    model
+        .tool_call("c-confirm", "asker__ask", json!({"mode": "confirm"}))
+        .tool_call("c-form", "asker__ask", json!({"mode": "form"}))
+        .tool_call("c-url", "asker__ask", json!({"mode": "url"}))
+        .text("Done.");
     let marker = marker("elicitation-fallback");
-    let mock_ref = &mock;
+    let model_ref = &model;
     run_client(
-        &mock,
+        &model,
         ClientCapabilities::new(),
         &marker,
         async move |session| {
-            let mock = mock_ref;
+            let model = model_ref;
             session.send_prompt("Ask away")?;
             let (asked, stop) = read_turn(session, |method, params| {
                 assert_eq!(method, "session/request_permission", "{params}");
@@ -316,9 +299,9 @@ async fn without_the_capability_simple_questions_become_permission_requests() {
                 "the URL is shown: {shown}"
             );
 
-            assert_eq!(result_of(mock, "c-confirm"), r#"accept {"proceed": true}"#);
-            assert_eq!(result_of(mock, "c-form"), "decline");
-            assert_eq!(result_of(mock, "c-url"), "decline");
+            assert_eq!(result_of(model, "c-confirm"), r#"accept {"proceed": true}"#);
+            assert_eq!(result_of(model, "c-form"), "decline");
+            assert_eq!(result_of(model, "c-url"), "decline");
             Ok(())
         },
     )
@@ -330,15 +313,12 @@ async fn without_the_capability_simple_questions_become_permission_requests() {
 /// passed on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_completed_url_question_is_announced_to_the_client() {
-    let mock = MockServer::start().await;
-    mock.push(Reply::tool_call(
-        "call-url",
-        "asker__ask",
-        json!({"mode": "url"}),
-    ))
-    .push(Reply::text("Signed in."));
+    let model = Model::new();
+    model
+        .tool_call("call-url", "asker__ask", json!({"mode": "url"}))
+        .text("Signed in.");
     let marker = marker("elicitation-complete");
-    let client = RawClient::connect(agent_for(&mock).trust_server("asker"));
+    let client = RawClient::connect(model.agent().trust_server("asker"));
     client.set_handler(|request| match request["method"].as_str() {
         Some("elicitation/create") => Some(ok(request, json!({"action": "accept"}))),
         _ => None,
@@ -357,7 +337,7 @@ async fn a_completed_url_question_is_announced_to_the_client() {
     let session = client.new_session(cwd.to_str().unwrap(), servers).await;
     let response = client.prompt(&session, "Sign me in").await;
     assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
-    assert_eq!(result_of(&mock, "call-url"), "accept");
+    assert_eq!(result_of(&model, "call-url"), "accept");
 
     let complete = client
         .wait_for("elicitation/complete", |message| {

@@ -6,16 +6,16 @@ use crate::support;
 use serde_json::json;
 
 use aquaregia_test_support::acp_client::select_permission;
-use aquaregia_test_support::mock_model::{MockServer, Reply};
 use aquaregia_test_support::processes::{assert_no_process_left, marker, processes_with_marker};
+use support::model::Model;
 use support::raw::RawClient;
 use support::scripts::{marked_toolbox, toolbox_entry};
-use support::{BOUND, agent_for, tool_updates, updates};
+use support::{BOUND, tool_updates, updates};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn end_of_input_ends_serve_and_every_server() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent());
     client.initialize().await;
     let marker = marker("eof-idle");
     let env = [("AQUAREGIA_TEST_MARKER", marker.as_str())];
@@ -42,15 +42,15 @@ async fn end_of_input_ends_serve_and_every_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn end_of_input_during_a_tool_call_ends_serve_and_the_server() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent());
     client.set_handler(|request| select_permission(request, "allow_once"));
     client.initialize().await;
     let marker = marker("eof-busy");
     let session = client
         .new_session("/tmp", json!([marked_toolbox("box", &marker)]))
         .await;
-    mock.push(Reply::tool_call("call-1", "box__sleep_forever", json!({})));
+    model.tool_call("call-1", "box__sleep_forever", json!({}));
     client.start_prompt(&session, "sleep").await;
     support::eventually("the call to start", || {
         tool_updates(&updates(&client.log(), &session))

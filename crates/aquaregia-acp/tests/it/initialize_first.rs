@@ -5,16 +5,16 @@ use crate::support;
 
 use serde_json::json;
 
-use aquaregia_test_support::mock_model::MockServer;
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::BOUND;
+use support::model::Model;
 use support::raw::RawClient;
 use support::scripts::marked_toolbox;
-use support::{BOUND, agent_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_new_before_initialize_is_refused() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent());
     let marker = marker("before-initialize");
     let params = json!({"cwd": "/tmp", "mcpServers": [marked_toolbox("box", &marker)]});
     let early = client.request("session/new", params.clone()).await;

@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tokio_util::sync::CancellationToken;
 
-use aquaregia_test_support::mock_model::{MockServer, Reply, tool_results};
-use support::{BOUND, agent_for, serve_in_memory};
+use support::model::{Model, tool_results};
+use support::{BOUND, serve_in_memory};
 
 /// Serves `server` over Streamable HTTP on 127.0.0.1; returns its URL. Cancelling `stop`
 /// ends the server.
@@ -47,15 +47,16 @@ async fn serve_http(server: InputRequiredServer, stop: CancellationToken) -> Str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn questions_of_an_input_required_round_reach_the_client_and_complete_the_call() {
-    let mock = MockServer::start().await;
-    mock.push(Reply::tool_call("call-1", "travel__book", json!({})))
-        .push(Reply::text("Booked."));
+    let model = Model::new();
+    model
+        .tool_call("call-1", "travel__book", json!({}))
+        .text("Booked.");
     let server = InputRequiredServer::default();
     let stop = CancellationToken::new();
     let _stop = stop.clone().drop_guard();
     let url = serve_http(server.clone(), stop).await;
 
-    let (client_end, serve) = serve_in_memory(agent_for(&mock));
+    let (client_end, serve) = serve_in_memory(model.agent());
     let (read, write) = tokio::io::split(client_end);
     let transport = ByteStreams::new(write.compat_write(), read.compat());
     let capabilities = ClientCapabilities::new()
@@ -141,12 +142,12 @@ async fn questions_of_an_input_required_round_reach_the_client_and_complete_the_
         received[1].input_responses,
         Some(json!({"city": {"action": "accept", "content": {"city": "Lisbon"}}}))
     );
-    let bodies = mock.bodies();
-    let last = bodies.last().expect("the model was called");
+    let requests = model.requests();
+    let last = requests.last().expect("the model was called");
     let (_, result) = tool_results(last)
         .into_iter()
         .find(|(call, _)| call == "call-1")
-        .unwrap_or_else(|| panic!("no result for call-1: {last}"));
+        .unwrap_or_else(|| panic!("no result for call-1: {last:?}"));
     assert_eq!(result, "booked Lisbon for 3 nights (0 roots)");
 
     tokio::time::timeout(BOUND, serve)

@@ -9,18 +9,19 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use aquaregia::FileSessionStore;
-use aquaregia_test_support::mock_model::{MockServer, Reply, tool_names};
+use aquaregia::ModelRequest;
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::BOUND;
+use support::model::{Model, tool_names};
 use support::raw::RawClient;
 use support::scripts::marked_toolbox;
-use support::{BOUND, agent_for};
 
 fn load(id: &str, servers: &Value) -> Value {
     json!({"sessionId": id, "cwd": "/tmp", "mcpServers": servers})
 }
 
-fn servers_offered(body: &Value) -> Vec<String> {
-    let mut servers: Vec<String> = tool_names(body)
+fn servers_offered(request: &ModelRequest) -> Vec<String> {
+    let mut servers: Vec<String> = tool_names(request)
         .iter()
         .filter_map(|name| name.split_once("__").map(|(server, _)| server.to_owned()))
         .collect();
@@ -32,29 +33,29 @@ fn servers_offered(body: &Value) -> Vec<String> {
 async fn the_servers_sent_with_load_are_the_sessions_servers() {
     let dir = tempfile::tempdir().expect("a scratch directory");
     let store = Arc::new(FileSessionStore::new(dir.path()));
-    let mock = MockServer::start().await;
+    let model = Model::new();
     let marker = marker("load-servers");
-    let agent = || agent_for(&mock).session_store(store.clone());
+    let agent = || model.agent().session_store(store.clone());
 
     let first = RawClient::connect(agent());
     first.initialize().await;
     let id = first
         .new_session("/tmp", json!([marked_toolbox("alpha", &marker)]))
         .await;
-    mock.push(Reply::text("One."));
+    model.text("One.");
     first.prompt(&id, "hi").await;
     first.finish().await.unwrap();
-    assert_eq!(servers_offered(&mock.bodies()[0]), ["alpha"]);
+    assert_eq!(servers_offered(&model.requests()[0]), ["alpha"]);
 
     // Loaded without servers: `alpha` is not brought back.
     let second = RawClient::connect(agent());
     second.initialize().await;
     let loaded = second.request("session/load", load(&id, &json!([]))).await;
     assert!(loaded.get("result").is_some(), "{loaded}");
-    mock.push(Reply::text("Two."));
+    model.text("Two.");
     second.prompt(&id, "again").await;
     second.finish().await.unwrap();
-    assert_eq!(servers_offered(&mock.bodies()[1]), Vec::<String>::new());
+    assert_eq!(servers_offered(&model.requests()[1]), Vec::<String>::new());
 
     // Loaded with another server: that one, and only it.
     let third = RawClient::connect(agent());
@@ -66,10 +67,10 @@ async fn the_servers_sent_with_load_are_the_sessions_servers() {
         )
         .await;
     assert!(loaded.get("result").is_some(), "{loaded}");
-    mock.push(Reply::text("Three."));
+    model.text("Three.");
     third.prompt(&id, "and again").await;
     third.finish().await.unwrap();
-    assert_eq!(servers_offered(&mock.bodies()[2]), ["beta"]);
+    assert_eq!(servers_offered(&model.requests()[2]), ["beta"]);
 
     assert_no_process_left(&marker, BOUND).await;
 }

@@ -1,6 +1,9 @@
 //! The ACP agent's integration tests, in one binary (one module per behaviour): the agent
-//! served in memory to a hand-written JSON-RPC client or the ACP Rust SDK's client, on the
-//! mock model, with stdio MCP servers as small Python scripts. Every test shares this process:
+//! served in memory to a hand-written JSON-RPC client or the ACP Rust SDK's client, with stdio
+//! MCP servers as small Python scripts. The agent's logic runs on the SDK's scripted model,
+//! in-process (`support::model`); a few end-to-end tests keep the loopback HTTP mock model
+//! (`aquaregia_test_support::mock_model`): the protocol surface, a long session compacted to
+//! the window on the wire, and the MCP-over-ACP bindings. Every test shares this process:
 //! scratch directories come from `tempfile`, and the processes a test starts carry a marker of
 //! their own (`aquaregia_test_support::processes`).
 

@@ -5,25 +5,25 @@ use crate::support;
 
 use serde_json::json;
 
-use aquaregia_test_support::mock_model::{MockServer, Reply, tool_names};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::model::{Model, tool_names, transcript};
 use support::raw::RawClient;
 use support::scripts::marked_toolbox;
-use support::{BOUND, agent_for, updates};
+use support::{BOUND, updates};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn plan_mode_offers_only_read_only_tools() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent());
     client.initialize().await;
     let marker = marker("plan-mode");
     let session = client
         .new_session("/tmp", json!([marked_toolbox("box", &marker)]))
         .await;
 
-    mock.push(Reply::text("All tools."));
+    model.text("All tools.");
     client.prompt(&session, "look").await;
-    let mut all = tool_names(&mock.bodies()[0]);
+    let mut all = tool_names(&model.requests()[0]);
     all.sort();
     assert_eq!(
         all,
@@ -58,18 +58,15 @@ async fn plan_mode_offers_only_read_only_tools() {
     );
 
     // A call to a tool the model was not offered is refused, and the tool never runs.
-    mock.push(Reply::tool_call(
-        "call-1",
-        "box__write_note",
-        json!({"text": "x"}),
-    ))
-    .push(Reply::text("Planned."));
+    model
+        .tool_call("call-1", "box__write_note", json!({"text": "x"}))
+        .text("Planned.");
     let answer = client.prompt(&session, "plan it").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    let mut read_only = tool_names(&mock.bodies()[1]);
+    let mut read_only = tool_names(&model.requests()[1]);
     read_only.sort();
     assert_eq!(read_only, ["box__read_note", "box__whereami"]);
-    let told = mock.bodies()[2]["messages"].to_string();
+    let told = transcript(&model.requests()[2]);
     assert!(!told.contains("written"), "write_note did not run: {told}");
     // Refused by the mode, not in the user's name.
     assert!(
@@ -92,9 +89,9 @@ async fn plan_mode_offers_only_read_only_tools() {
         )
         .await;
     assert_eq!(back["result"], json!({}), "{back}");
-    mock.push(Reply::text("Back."));
+    model.text("Back.");
     client.prompt(&session, "again").await;
-    assert_eq!(tool_names(&mock.bodies()[3]).len(), 5);
+    assert_eq!(tool_names(&model.requests()[3]).len(), 5);
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
 }

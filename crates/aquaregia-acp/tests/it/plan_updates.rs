@@ -5,15 +5,14 @@ use crate::support;
 
 use serde_json::{Value, json};
 
-use aquaregia_test_support::mock_model::{MockServer, Reply, content_text, tool_messages};
-use support::agent_for;
+use support::model::{Model, last_tool_output};
 use support::raw::RawClient;
 use support::updates;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn update_plan_streams_a_plan() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock).editor_tools(true));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent().editor_tools(true));
     client.initialize().await;
     let session = client.new_session("/tmp", json!([])).await;
     let entries = json!([
@@ -21,17 +20,14 @@ async fn update_plan_streams_a_plan() {
         {"content": "Fix the parser", "status": "in_progress", "priority": "high"},
         {"content": "Update the changelog", "status": "pending", "priority": "low"}
     ]);
-    mock.push(Reply::tool_call(
-        "call-1",
-        "update_plan",
-        json!({"entries": entries}),
-    ))
-    .push(Reply::tool_call(
-        "call-2",
-        "update_plan",
-        json!({"entries": [{"content": "x", "status": "someday", "priority": "high"}]}),
-    ))
-    .push(Reply::text("Working on it."));
+    model
+        .tool_call("call-1", "update_plan", json!({"entries": entries}))
+        .tool_call(
+            "call-2",
+            "update_plan",
+            json!({"entries": [{"content": "x", "status": "someday", "priority": "high"}]}),
+        )
+        .text("Working on it.");
     let answer = client.prompt(&session, "fix the parser").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
 
@@ -41,8 +37,8 @@ async fn update_plan_streams_a_plan() {
         .collect();
     assert_eq!(plans.len(), 1, "{plans:#?}");
     assert_eq!(plans[0]["entries"], entries);
-    let requests = mock.bodies();
-    let told = content_text(tool_messages(&requests[2]).last().unwrap());
+    let requests = model.requests();
+    let told = last_tool_output(&requests[2]);
     assert!(told.contains("\"someday\" is not one of"), "{told}");
     client.finish().await.unwrap();
 }

@@ -2,10 +2,10 @@
 
 use crate::support;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use aquaregia_test_support::mock_model::{MockServer, Reply};
-use support::agent_for;
+use aquaregia::{ContentPart, ImageSource, Role};
+use support::model::Model;
 use support::raw::RawClient;
 
 /// A 1x1 PNG.
@@ -13,12 +13,12 @@ const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP
 
 #[tokio::test]
 async fn text_links_resources_and_images_reach_the_model() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent());
     client.initialize().await;
     let session = client.new_session("/tmp", json!([])).await;
 
-    mock.push(Reply::text("I see them."));
+    model.text("I see them.");
     let response = client
         .request(
             "session/prompt",
@@ -36,19 +36,20 @@ async fn text_links_resources_and_images_reach_the_model() {
         .await;
     assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
 
-    let request = &mock.bodies()[0];
-    let user = request["messages"]
-        .as_array()
-        .unwrap()
+    let request = &model.requests()[0];
+    let user = request
+        .messages
         .iter()
-        .rfind(|m| m["role"] == "user")
-        .expect("a user message")
-        .clone();
-    let parts: Vec<Value> = match &user["content"] {
-        Value::Array(parts) => parts.clone(),
-        other => panic!("several blocks make several parts: {other}"),
-    };
-    let texts: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+        .rfind(|m| m.role == Role::User)
+        .expect("a user message");
+    let texts: Vec<&str> = user
+        .content
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(texts[0], "Review these");
     assert!(
         texts
@@ -62,18 +63,20 @@ async fn text_links_resources_and_images_reach_the_model() {
             .any(|t| t.contains("file:///src/main.rs") && t.contains("println!(\"hi\")")),
         "the embedded resource's text is included: {texts:?}"
     );
-    let images: Vec<&str> = parts
+    let images: Vec<(&str, &str)> = user
+        .content
         .iter()
-        .filter(|p| p["type"] == "image_url")
-        .filter_map(|p| p["image_url"]["url"].as_str())
+        .filter_map(|part| match part {
+            ContentPart::Image {
+                source: ImageSource::Base64 { mime_type, data },
+            } => Some((mime_type.as_str(), data.as_str())),
+            _ => None,
+        })
         .collect();
     assert_eq!(
         images,
-        [
-            format!("data:image/png;base64,{PIXEL}"),
-            format!("data:image/png;base64,{PIXEL}")
-        ],
-        "the image and the image resource are images: {parts:#?}"
+        [("image/png", PIXEL), ("image/png", PIXEL)],
+        "the image and the image resource are images: {user:#?}"
     );
     client.finish().await.unwrap();
 }

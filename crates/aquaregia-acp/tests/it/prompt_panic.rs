@@ -5,21 +5,18 @@ use crate::support;
 
 use std::time::Duration;
 
-use aquaregia::{ToolAnnotations, tool};
+use std::sync::Arc;
+
+use aquaregia::{AgentBuilder, ToolAnnotations, tool};
 use aquaregia_acp::AcpServer;
-use aquaregia_test_support::mock_model::{MockServer, Reply};
 use serde_json::json;
+use support::model::Model;
 use support::raw::RawClient;
 
 #[tokio::test]
 async fn a_panicking_prompt_is_answered_and_releases_its_session() {
-    let mock = MockServer::start().await;
-    let client = aquaregia::Client::openai_chat()
-        .base_url(&mock.url)
-        .api_key("test-key")
-        .max_retries(0)
-        .build()
-        .expect("client builds");
+    let model = Model::new();
+    let scripted: Arc<dyn aquaregia::LanguageModel> = Arc::new(model.scripted().clone());
     let server = AcpServer::new(move |_session| {
         // Read-only, so the default mode runs it without asking for permission.
         let boom = tool("boom")
@@ -30,13 +27,13 @@ async fn a_panicking_prompt_is_answered_and_releases_its_session() {
                 }
                 Ok("unreachable")
             });
-        client.agent("mock-model").tool(boom).max_steps(4)
+        AgentBuilder::new(scripted.clone()).tool(boom).max_steps(4)
     });
     let acp = RawClient::connect(server);
     acp.initialize().await;
     let session = acp.new_session("/tmp", json!([])).await;
 
-    mock.push(Reply::tool_call("call-1", "boom", json!({})));
+    model.tool_call("call-1", "boom", json!({}));
     let prompt = json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]});
     let first = tokio::time::timeout(
         Duration::from_secs(30),
@@ -49,7 +46,7 @@ async fn a_panicking_prompt_is_answered_and_releases_its_session() {
         "an error that says what happened: {first}"
     );
 
-    mock.push(Reply::text("fine again"));
+    model.text("fine again");
     let second = tokio::time::timeout(
         Duration::from_secs(30),
         acp.request("session/prompt", prompt),

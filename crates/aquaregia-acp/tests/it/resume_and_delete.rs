@@ -8,17 +8,17 @@ use std::sync::Arc;
 use serde_json::json;
 
 use aquaregia::FileSessionStore;
-use aquaregia_test_support::mock_model::{MockServer, Reply};
+use support::model::{Model, transcript};
 use support::raw::RawClient;
-use support::{agent_for, updates};
+use support::updates;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn resume_close_and_delete() {
     let dir = tempfile::tempdir().expect("a scratch directory");
     let store = Arc::new(FileSessionStore::new(dir.path()));
-    let mock = MockServer::start().await;
+    let model = Model::new();
 
-    let first = RawClient::connect(agent_for(&mock).session_store(store.clone()));
+    let first = RawClient::connect(model.agent().session_store(store.clone()));
     let init = first.initialize().await;
     let sessions = &init["agentCapabilities"]["sessionCapabilities"];
     assert!(
@@ -26,11 +26,11 @@ async fn resume_close_and_delete() {
         "{init}"
     );
     let id = first.new_session("/tmp", json!([])).await;
-    mock.push(Reply::text("One."));
+    model.text("One.");
     first.prompt(&id, "First question").await;
     first.finish().await.unwrap();
 
-    let second = RawClient::connect(agent_for(&mock).session_store(store));
+    let second = RawClient::connect(model.agent().session_store(store));
     second.initialize().await;
     let resumed = second
         .request(
@@ -45,10 +45,10 @@ async fn resume_close_and_delete() {
             .any(|u| u["sessionUpdate"] == "user_message_chunk"),
         "resume does not replay"
     );
-    mock.push(Reply::text("Two."));
+    model.text("Two.");
     let answer = second.prompt(&id, "Second question").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    let history = mock.bodies()[1]["messages"].to_string();
+    let history = transcript(&model.requests()[1]);
     assert!(
         history.contains("First question") && history.contains("One."),
         "{history}"
@@ -85,18 +85,24 @@ async fn a_session_changed_by_another_agent_is_reloaded_not_diverged() {
     use aquaregia::{SessionId, SessionStore};
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let dir = scratch.path();
-    let mock = MockServer::start().await;
+    let model = Model::new();
     let resume = |id: &str| json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []});
 
-    let a =
-        RawClient::connect(agent_for(&mock).session_store(Arc::new(FileSessionStore::new(dir))));
+    let a = RawClient::connect(
+        model
+            .agent()
+            .session_store(Arc::new(FileSessionStore::new(dir))),
+    );
     a.initialize().await;
     let id = a.new_session("/tmp", json!([])).await;
-    mock.push(Reply::text("One."));
+    model.text("One.");
     a.prompt(&id, "First question").await;
 
-    let b =
-        RawClient::connect(agent_for(&mock).session_store(Arc::new(FileSessionStore::new(dir))));
+    let b = RawClient::connect(
+        model
+            .agent()
+            .session_store(Arc::new(FileSessionStore::new(dir))),
+    );
     b.initialize().await;
     assert!(
         b.request("session/resume", resume(&id))
@@ -105,9 +111,9 @@ async fn a_session_changed_by_another_agent_is_reloaded_not_diverged() {
             .is_some()
     );
 
-    mock.push(Reply::text("A two."));
+    model.text("A two.");
     a.prompt(&id, "Question from A").await;
-    mock.push(Reply::text("B two."));
+    model.text("B two.");
     let answer = b.prompt(&id, "Question from B").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let told = updates(&b.log(), &id)
@@ -115,9 +121,9 @@ async fn a_session_changed_by_another_agent_is_reloaded_not_diverged() {
         .any(|u| u.to_string().contains("changed by another process"));
     assert!(told, "B's client is told: {:?}", b.log());
 
-    mock.push(Reply::text("B three."));
+    model.text("B three.");
     b.prompt(&id, "Another from B").await;
-    let history = mock.bodies()[3]["messages"].to_string();
+    let history = transcript(&model.requests()[3]);
     assert!(
         history.contains("Question from A") && history.contains("Question from B"),
         "B goes on from the latest history: {history}"
@@ -227,15 +233,15 @@ async fn a_turn_is_saved_even_when_other_writers_get_in_first_twice() {
         other: FileSessionStore::new(dir),
         busy: std::sync::atomic::AtomicUsize::new(0),
     });
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock).session_store(store.clone()));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent().session_store(store.clone()));
     client.initialize().await;
     let id = client.new_session("/tmp", json!([])).await;
-    mock.push(Reply::text("One."));
+    model.text("One.");
     client.prompt(&id, "First question").await;
 
     store.busy.store(2, std::sync::atomic::Ordering::SeqCst);
-    mock.push(Reply::text("Two."));
+    model.text("Two.");
     let answer = client.prompt(&id, "Second question").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let told = updates(&client.log(), &id)

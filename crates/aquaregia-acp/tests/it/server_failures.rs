@@ -6,15 +6,13 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use aquaregia_test_support::mock_model::{
-    MockServer, Reply, content_text, tool_messages, tool_names,
-};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::model::{Model, tool_names, tool_outputs};
 use support::raw::{RawClient, stateless_server};
 use support::scripts::{marked_toolbox, toolbox_entry};
-use support::{BOUND, agent_for, updates};
+use support::{BOUND, updates};
 
 /// The texts of the `agent_message_chunk` updates of `session`.
 fn messages(client: &RawClient, session: &str) -> Vec<String> {
@@ -50,8 +48,8 @@ async fn assert_quiet_until_the_first_prompt(client: &RawClient, session: &str) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn invalid_entries_are_reported_and_the_session_still_works() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent());
     let acp_tools = json!([{"name": "peek", "inputSchema": {"type": "object"}}]);
     client.set_handler(move |request| stateless_server(request, &acp_tools));
     client.initialize().await;
@@ -71,7 +69,7 @@ async fn invalid_entries_are_reported_and_the_session_still_works() {
         .await;
     assert_quiet_until_the_first_prompt(&client, &session).await;
 
-    mock.push(Reply::text_stream(&["Works."]));
+    model.text("Works.");
     let answer = client.prompt(&session, "hi").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert!(reported(&client, &session, "nocmd").contains("command"));
@@ -91,13 +89,13 @@ async fn invalid_entries_are_reported_and_the_session_still_works() {
         "the valid servers are not reported: {:?}",
         messages(&client, &session)
     );
-    let names = tool_names(&mock.bodies()[0]);
+    let names = tool_names(&model.requests()[0]);
     assert!(names.contains(&"first__peek".to_owned()), "{names:?}");
     assert!(names.contains(&"box__echo".to_owned()), "{names:?}");
 
     // Told once.
     let before = messages(&client, &session).len();
-    mock.push(Reply::text_stream(&["Again."]));
+    model.text("Again.");
     client.prompt(&session, "again").await;
     assert_eq!(&messages(&client, &session)[before..], ["Again."]);
     client.finish().await.unwrap();
@@ -106,9 +104,10 @@ async fn invalid_entries_are_reported_and_the_session_still_works() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_server_that_fails_or_hangs_at_startup_does_not_fail_the_session() {
-    let mock = MockServer::start().await;
+    let model = Model::new();
     let client = RawClient::connect(
-        agent_for(&mock)
+        model
+            .agent()
             .trust_server("good")
             .connector(aquaregia_mcp::Connector::new().timeout(Duration::from_secs(3))),
     );
@@ -143,8 +142,9 @@ async fn a_server_that_fails_or_hangs_at_startup_does_not_fail_the_session() {
 
     assert_quiet_until_the_first_prompt(&client, &session).await;
 
-    mock.push(Reply::tool_call("call-1", "good__read_note", json!({})))
-        .push(Reply::text("Read it."));
+    model
+        .tool_call("call-1", "good__read_note", json!({}))
+        .text("Read it.");
     let answer = client.prompt(&session, "read the note").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let broken = reported(&client, &session, "broken");
@@ -154,7 +154,7 @@ async fn a_server_that_fails_or_hangs_at_startup_does_not_fail_the_session() {
     );
     let stuck = reported(&client, &session, "stuck");
     assert!(stuck.contains("3"), "the timeout is named: {stuck}");
-    let names = tool_names(&mock.bodies()[0]);
+    let names = tool_names(&model.requests()[0]);
     assert!(names.contains(&"good__read_note".to_owned()), "{names:?}");
     assert!(
         !names
@@ -162,11 +162,8 @@ async fn a_server_that_fails_or_hangs_at_startup_does_not_fail_the_session() {
             .any(|n| n.starts_with("broken__") || n.starts_with("stuck__")),
         "{names:?}"
     );
-    let tool_message: Vec<Value> = tool_messages(&mock.bodies()[1]);
-    assert!(
-        content_text(&tool_message[0]).contains("a note"),
-        "{tool_message:?}"
-    );
+    let tool_message = tool_outputs(&model.requests()[1]);
+    assert!(tool_message[0].contains("a note"), "{tool_message:?}");
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
 }

@@ -4,12 +4,12 @@
 
 use crate::support;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use aquaregia_test_support::mock_model::{MockServer, Reply};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::model::{Model, transcript, user_texts};
 use support::raw::RawClient;
-use support::{BOUND, agent_for, eventually, updates};
+use support::{BOUND, eventually, updates};
 
 /// A 2025-11-25 stdio MCP server with one prompt, `summarize(topic)`, and no tools.
 const PROMPT_SERVER: &str = r#"
@@ -38,20 +38,10 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
 "#;
 
-fn user_texts(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].to_string())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_mcp_prompt_runs_as_a_slash_command() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent());
     client.initialize().await;
     let marker = marker("slash-commands");
     let server = json!({"name": "notes", "command": "python3", "args": ["-c", PROMPT_SERVER],
@@ -84,10 +74,10 @@ async fn an_mcp_prompt_runs_as_a_slash_command() {
     assert_eq!(summarize["description"], "Summarize the notes on a topic");
     assert_eq!(summarize["input"]["hint"], "topic");
 
-    mock.push(Reply::text("The week was calm."));
+    model.text("The week was calm.");
     let answer = client.prompt(&session, "/notes:summarize the week").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    let sent = user_texts(&mock.bodies()[0]);
+    let sent = user_texts(&model.requests()[0]);
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert!(
         sent[0].contains("Summarize the notes about the week."),
@@ -98,12 +88,12 @@ async fn an_mcp_prompt_runs_as_a_slash_command() {
     // `/clear` answers without the model; the next turn starts afresh.
     let cleared = client.prompt(&session, "/clear").await;
     assert_eq!(cleared["result"]["stopReason"], "end_turn", "{cleared}");
-    assert_eq!(mock.request_count(), 1, "the model was not called");
-    mock.push(Reply::text("Hello."));
+    assert_eq!(model.request_count(), 1, "the model was not called");
+    model.text("Hello.");
     client.prompt(&session, "hi").await;
-    let body = &mock.bodies()[1];
-    assert_eq!(user_texts(body).len(), 1, "{body}");
-    assert!(!body.to_string().contains("calm"), "{body}");
+    let request = &model.requests()[1];
+    assert_eq!(user_texts(request).len(), 1, "{request:?}");
+    assert!(!transcript(request).contains("calm"), "{request:?}");
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
 }

@@ -7,18 +7,18 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use aquaregia_test_support::mock_model::{MockServer, Reply, content_text, tool_messages};
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::model::{Model, tool_outputs};
 use support::raw::RawClient;
 use support::scripts::toolbox_entry;
-use support::{BOUND, agent_for, tool_updates, updates};
+use support::{BOUND, tool_updates, updates};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stdio_servers_get_the_session_cwd_and_the_merged_env() {
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let dir = scratch.path().canonicalize().unwrap();
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock).trust_server("box"));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent().trust_server("box"));
     client.initialize().await;
     let marker = marker("stdio-env");
     let session = client
@@ -36,18 +36,18 @@ async fn stdio_servers_get_the_session_cwd_and_the_merged_env() {
         )
         .await;
 
-    mock.push(Reply::tool_call(
-        "call-1",
-        "box__whereami",
-        json!({"names": ["ACP_ENTRY_VAR", "HOME", "PATH", "CARGO_MANIFEST_DIR"]}),
-    ))
-    .push(Reply::text("Noted."));
+    model
+        .tool_call(
+            "call-1",
+            "box__whereami",
+            json!({"names": ["ACP_ENTRY_VAR", "HOME", "PATH", "CARGO_MANIFEST_DIR"]}),
+        )
+        .text("Noted.");
     let answer = client.prompt(&session, "where are you?").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
 
-    let told = tool_messages(&mock.bodies()[1]);
-    let report: Value =
-        serde_json::from_str(&content_text(&told[0])).unwrap_or_else(|e| panic!("{told:?}: {e}"));
+    let told = tool_outputs(&model.requests()[1]);
+    let report: Value = serde_json::from_str(&told[0]).unwrap_or_else(|e| panic!("{told:?}: {e}"));
     assert_eq!(
         PathBuf::from(report["cwd"].as_str().unwrap())
             .canonicalize()

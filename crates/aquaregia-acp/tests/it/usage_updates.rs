@@ -5,24 +5,27 @@ use crate::support;
 
 use serde_json::{Value, json};
 
-use aquaregia_test_support::mock_model::{MockServer, Reply, chat_text_stream, chat_tool_stream};
+use aquaregia::Usage;
+use aquaregia::test_utils::ScriptedReply;
 use aquaregia_test_support::processes::{assert_no_process_left, marker};
+use support::model::Model;
 use support::raw::RawClient;
 use support::scripts::marked_toolbox;
-use support::{BOUND, agent_for, updates};
+use support::{BOUND, updates};
 
-/// A Chat Completions stream with its usage chunk (`stream_options.include_usage`).
-fn with_usage(stream: &str, input: u64, output: u64, cached: u64) -> Reply {
-    let usage = json!({"id": "c1", "object": "chat.completion.chunk", "model": "mock-model",
-        "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output,
-        "total_tokens": input + output, "prompt_tokens_details": {"cached_tokens": cached}}});
-    Reply::sse(stream.replace("data: [DONE]", &format!("data: {usage}\n\ndata: [DONE]")))
+/// A model call's usage.
+fn usage(input: u64, output: u64, cached: u64) -> Usage {
+    let mut usage = Usage::default();
+    usage.input_tokens = input;
+    usage.output_tokens = output;
+    usage.cached_input_tokens = cached;
+    usage
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_usage_update_follows_every_model_call() {
-    let mock = MockServer::start().await;
-    let client = RawClient::connect(agent_for(&mock).trust_server("box"));
+    let model = Model::new();
+    let client = RawClient::connect(model.agent().trust_server("box"));
     client.initialize().await;
     let marker = marker("usage");
     let session = client
@@ -30,13 +33,12 @@ async fn a_usage_update_follows_every_model_call() {
         .await;
 
     // Two model calls: a read-only tool call, then the answer.
-    mock.push(with_usage(
-        &chat_tool_stream(&[("call-1", "box__read_note", json!({}))]),
-        100,
-        7,
-        0,
-    ))
-    .push(with_usage(&chat_text_stream(&["Done."]), 130, 9, 50));
+    model
+        .push(
+            ScriptedReply::tool_call("call-1", "box__read_note", json!({}))
+                .with_usage(usage(100, 7, 0)),
+        )
+        .push(ScriptedReply::text("Done.").with_usage(usage(130, 9, 50)));
     let answer = client.prompt(&session, "read").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let log = client.log();
@@ -59,10 +61,7 @@ async fn a_usage_update_follows_every_model_call() {
         .collect();
     assert_eq!(seen, [(107, 100, 7, 0), (139, 130, 9, 50)]);
     for update in &usage {
-        assert_eq!(
-            update["size"], 0,
-            "the mock model's window is unknown: {update}"
-        );
+        assert_eq!(update["size"], 0, "the model's window is unknown: {update}");
         assert_eq!(update["_meta"]["model"], "mock-model", "{update}");
     }
     // Sent before the prompt's answer.

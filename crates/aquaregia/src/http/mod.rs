@@ -9,7 +9,7 @@ mod plain;
 pub mod sse;
 
 use std::pin::Pin;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -223,8 +223,7 @@ impl HttpConfig {
     /// [`url`](Self::url) of `path`, parsed; the last one is kept, so a run of requests to one
     /// endpoint parses it once.
     pub(crate) fn endpoint(&self, path: &str) -> Result<Endpoint, Error> {
-        // Nothing panics while this lock is held.
-        let mut last = self.endpoint.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut last = crate::sync::lock(&self.endpoint);
         if let Some((last_path, endpoint)) = &*last
             && last_path == path
         {

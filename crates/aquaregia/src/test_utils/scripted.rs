@@ -322,11 +322,7 @@ impl ScriptedModel {
     }
 
     fn script(&self) -> MutexGuard<'_, Script> {
-        // Nothing panics while holding the lock; a poisoned one still holds a valid script.
-        self.shared
-            .script
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.shared.script)
     }
 
     /// Records the call and takes its reply.

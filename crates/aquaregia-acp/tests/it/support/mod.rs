@@ -1,9 +1,11 @@
-//! Shared fixtures for the ACP agent's integration tests: an in-memory agent on the mock
-//! model (`aquaregia_test_support::mock_model`), the hand-written JSON-RPC client of
+//! Shared fixtures for the ACP agent's integration tests: an in-memory agent on the scripted
+//! model ([`model::Model`]) or, end to end, on the loopback mock model
+//! (`aquaregia_test_support::mock_model`, [`agent_for`]), the hand-written JSON-RPC client of
 //! `aquaregia_test_support::acp_client` connected to it, and stdio MCP server scripts.
 // Each test binary uses part of it (re-exports included).
 #![allow(dead_code, unreachable_pub, unused_imports)]
 
+pub mod model;
 pub mod raw;
 pub mod scripts;
 
@@ -25,7 +27,8 @@ pub fn init_tracing() {
         .try_init();
 }
 
-/// An ACP agent whose model is the mock (model id `mock-model`, no retries).
+/// An ACP agent whose model is the loopback HTTP mock (model id `mock-model`, no retries): for
+/// the tests that check what goes over a provider's wire.
 pub fn agent_for(mock: &MockServer) -> AcpServer {
     let client = aquaregia::Client::openai_chat()
         .base_url(&mock.url)

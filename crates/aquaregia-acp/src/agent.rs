@@ -1,0 +1,83 @@
+//! The agent a turn runs: the factory's, with the session's tools, permission hooks, output
+//! budget and cancellation; and `/compact`, which runs it to summarise the history.
+
+use std::sync::Arc;
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use aquaregia::{Agent, CompactionReport, Tool};
+use tokio_util::sync::CancellationToken;
+
+use crate::connection::{Connection, SessionContext};
+use crate::permissions::AcpHooks;
+use crate::session::Session;
+use crate::state::Mode;
+use crate::store;
+
+/// The session's agent for one turn.
+pub(crate) async fn for_turn(
+    connection: &Connection,
+    session: &Arc<Session>,
+    token: &CancellationToken,
+    cx: &ConnectionTo<Client>,
+) -> Result<Agent, String> {
+    let settings = &connection.settings;
+    let context = SessionContext {
+        session_id: session.id.clone(),
+        cwd: session.cwd.clone(),
+        model: session.state.with(|state| state.model.clone()),
+    };
+    let tools = tools(connection, session).await;
+    let mut agent = (settings.factory)(&context).map_err(|error| error.to_string())?;
+    if let Some(budget) = settings.output_budget {
+        agent = agent
+            .tool_output_budget(budget)
+            .tool_output_store(session.output_store.clone());
+    }
+    agent
+        .tools(tools)
+        .hooks(AcpHooks {
+            cx: cx.clone(),
+            session: session.clone(),
+            policy: settings.policy.clone(),
+            trust: settings.trust.clone(),
+        })
+        .cancellation_token(token.clone())
+        .prepare_step(session.toolset.prepare_step())
+        .build()
+        .map_err(|error| error.to_string())
+}
+
+/// `/compact`: the history compacted now and stored as the session's base.
+pub(crate) async fn compact(
+    connection: &Connection,
+    session: &Arc<Session>,
+    token: &CancellationToken,
+    cx: &ConnectionTo<Client>,
+) -> Result<CompactionReport, String> {
+    let history = session.state.with(|state| state.history.clone());
+    let agent = for_turn(connection, session, token, cx).await?;
+    let (compacted, report) = tokio::select! {
+        result = agent.compact(&history) => result.map_err(|error| error.to_string())?,
+        () = token.cancelled() => return Err("cancelled".into()),
+    };
+    if let Some(store) = &connection.settings.store {
+        let turns = session.state.with(|state| state.stored_turns);
+        store::save_base(&**store, &session.id, turns, &compacted).await;
+    }
+    session.state.with(|state| state.history = compacted);
+    Ok(report)
+}
+
+/// The tools a turn offers: the MCP servers' and the built-ins (in `plan` mode, the
+/// read-only ones).
+async fn tools(connection: &Connection, session: &Session) -> Vec<Tool> {
+    let mut tools = session.mcp_tools().await;
+    if connection.settings.editor_tools {
+        tools.extend(session.editor.tools(&connection.settings.plan.disabled));
+    }
+    if session.state.mode() == Mode::Plan {
+        tools.retain(|tool| tool.annotations().read_only == Some(true));
+    }
+    tools
+}
