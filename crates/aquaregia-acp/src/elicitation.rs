@@ -158,8 +158,9 @@ impl Elicitation {
             } => {
                 tracing::info!(session = %self.session_id, %server, "elicitation (URL)");
                 if capabilities.supports_url() {
-                    let shown = (server.clone(), elicitation_id.clone());
-                    self.state.with(|state| state.url_shown(shown.0, shown.1));
+                    let (shown_server, shown_id) = (server.clone(), elicitation_id.clone());
+                    self.state
+                        .with(|state| state.url_shown(shown_server, shown_id));
                     let mode = ElicitationUrlMode::new(scope, elicitation_id, url);
                     self.create(CreateElicitationRequest::new(
                         mode,

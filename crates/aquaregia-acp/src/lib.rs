@@ -10,7 +10,9 @@
 //! stateless and the connect-based binding). Servers connect in parallel within a startup
 //! budget; one failing server is reported and the others are used.
 //!
-//! Prompts run an aquaregia [`Agent`](aquaregia::Agent) over the session history and its
+//! Prompts run an aquaregia [`Agent`](aquaregia::Agent), on any
+//! [`LanguageModel`](aquaregia::LanguageModel) ([`AcpServer::from_model`], or a factory given
+//! to [`AcpServer::new`] that builds each prompt's agent), over the session history and its
 //! current tools (`<server>__<tool>`), streaming text, thoughts and tool calls as
 //! `session/update`s (known secrets redacted), asking `session/request_permission` before tool
 //! calls as the [`PermissionPolicy`](aquaregia::policy::PermissionPolicy) with the session

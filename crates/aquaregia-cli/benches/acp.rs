@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -195,6 +196,8 @@ struct AcpClient {
     next_id: u64,
     /// Signalled when the agent calls the `hang` tool, which is never answered.
     hanging: mpsc::UnboundedReceiver<()>,
+    /// How many `tools/call`s came over MCP-over-ACP.
+    acp_calls: Arc<AtomicUsize>,
 }
 
 impl AcpClient {
@@ -243,6 +246,8 @@ impl AcpClient {
         let routes = pending.clone();
         let replies = stdin;
         let (hang_seen, hanging) = mpsc::unbounded_channel();
+        let acp_calls = Arc::new(AtomicUsize::new(0));
+        let calls = acp_calls.clone();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -257,6 +262,9 @@ impl AcpClient {
                     }
                     (Some(id), Some(method)) => {
                         let result = if method == "mcp/message" {
+                            if message["params"]["method"] == "tools/call" {
+                                calls.fetch_add(1, Ordering::Relaxed);
+                            }
                             match handle_mcp(message["params"]["method"].as_str().unwrap_or("")) {
                                 Ok(result) => {
                                     json!({"jsonrpc": "2.0", "id": id, "result": {"result": result}})
@@ -289,6 +297,7 @@ impl AcpClient {
             pending,
             next_id: 1,
             hanging,
+            acp_calls,
         }
     }
 
@@ -514,7 +523,9 @@ async fn bench() {
 
     // 5. A tool call over MCP-over-ACP against the same server over stdio. The baseline
     // session's model calls a tool that does not exist: a step with no MCP round trip.
-    // Sessions take turns each round, so drift hits all three alike.
+    // Sessions take turns each round, so drift hits all three alike. The server over ACP has
+    // a name of its own: the agent pins servers' tools by name, and the same name with
+    // another transport would be a changed server, its tools withheld until reviewed.
     const CALLS: usize = 60;
     let mut client = AcpClient::spawn(&model.url);
     client.request("initialize", initialize()).await;
@@ -524,8 +535,8 @@ async fn bench() {
         ("stdio", stdio_server("bench", 0), "bench__noop"),
         (
             "acp",
-            json!({"type": "acp", "name": "bench", "serverId": "bench-1"}),
-            "bench__noop",
+            json!({"type": "acp", "name": "remote", "serverId": "bench-1"}),
+            "remote__noop",
         ),
     ] {
         let session = client
@@ -563,6 +574,11 @@ async fn bench() {
             }
         }
     }
+    assert_eq!(
+        client.acp_calls.load(Ordering::Relaxed),
+        12 * CALLS,
+        "every call of the server over ACP reached it"
+    );
     let per_call: HashMap<&str, Duration> = samples
         .into_iter()
         .map(|(label, samples)| (label, median(samples)))
@@ -581,15 +597,14 @@ async fn bench() {
     assert_eq!(*label, "acp");
     let mut cancels = Vec::new();
     for _ in 0..20 {
-        script(&model, 1, "bench__hang", false);
+        script(&model, 1, "remote__hang", false);
         let prompt = client.start_request(
             "session/prompt",
             &json!({"sessionId": id, "prompt": [{"type": "text", "text": "go"}]}),
         );
-        client
-            .hanging
-            .recv()
+        tokio::time::timeout(Duration::from_secs(30), client.hanging.recv())
             .await
+            .expect("the hang tool was called in time")
             .expect("the hang tool was called");
         let started = Instant::now();
         client.notify("session/cancel", &json!({"sessionId": id}));
