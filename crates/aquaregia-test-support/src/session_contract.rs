@@ -377,12 +377,17 @@ pub async fn racing_checked_appends_from_two_stores_lose_no_turn(fixture: &impl 
         .append_turn(&meta.id, tool_turn("first"))
         .await
         .unwrap();
-    let mut writers = Vec::new();
+    // Both read the count before either writes (a writer spawned early could otherwise finish
+    // before the other has read it), so their first appends collide.
+    let mut starts = Vec::new();
     for name in ["alpha", "beta"] {
         let store = fixture.open().await;
+        let seen = store.load(&meta.id).await.unwrap().meta.turns;
+        starts.push((name, store, seen));
+    }
+    let mut writers = Vec::new();
+    for (name, store, mut seen) in starts {
         let id = meta.id.clone();
-        // Both start from the same count, so their first appends collide.
-        let mut seen = store.load(&id).await.unwrap().meta.turns;
         writers.push(tokio::spawn(async move {
             let mut conflicts = 0;
             for n in 0..RACE_TURNS {

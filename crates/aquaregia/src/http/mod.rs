@@ -371,16 +371,11 @@ pub(crate) fn safe_url(url: &str) -> String {
             // is broken).
             let end = url.find(['?', '#']).unwrap_or(url.len());
             let mut text = url.get(..end).unwrap_or(url).to_owned();
+            // Up to the last `@`: a password may hold a `/` when it is not percent-encoded,
+            // and cutting too much from a broken URL in a message costs nothing.
             if let Some(scheme_end) = text.find("://") {
                 let authority_start = scheme_end + 3;
-                let authority_end = text
-                    .get(authority_start..)
-                    .and_then(|rest| rest.find('/'))
-                    .map_or(text.len(), |slash| authority_start + slash);
-                if let Some(at) = text
-                    .get(authority_start..authority_end)
-                    .and_then(|authority| authority.rfind('@'))
-                {
+                if let Some(at) = text.get(authority_start..).and_then(|rest| rest.rfind('@')) {
                     text.replace_range(authority_start..=authority_start + at, "");
                 }
             }

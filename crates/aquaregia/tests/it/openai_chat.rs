@@ -723,6 +723,14 @@ fn configuration_errors_are_typed_and_show_no_credentials() {
         !text.contains("hunter2") && !text.contains("key=abc"),
         "{text}"
     );
+    // A password with an unencoded `/`.
+    let error = Client::openai_chat()
+        .api_key("test-key")
+        .base_url("http://user:hun/ter2@[::1/v1")
+        .build()
+        .unwrap_err();
+    let text = error.to_string();
+    assert!(!text.contains("hun") && !text.contains("ter2"), "{text}");
 
     let error = Client::from_model_spec("openai-chat:").unwrap_err();
     assert!(
