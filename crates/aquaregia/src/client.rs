@@ -107,7 +107,9 @@ impl Client {
 
     /// A client and model id from a `provider:model` spec: `openai:gpt-5-mini`,
     /// `openai-chat:gpt-4o-mini`, `anthropic:claude-sonnet-4-5`, `gemini:gemini-2.5-flash`,
-    /// `ollama:qwen3:8b`.
+    /// `ollama:qwen3:8b`, or an OpenAI-compatible preset with its own base URL and key
+    /// variable: `openrouter:`, `groq:`, `deepseek:`, `mistral:`, `xai:`, `together:`,
+    /// `fireworks:`, `cerebras:`, and the local `lmstudio:`, `vllm:`, `llamacpp:` (no key).
     ///
     /// ```
     /// let err = aquaregia::Client::from_model_spec("nope:model").unwrap_err();

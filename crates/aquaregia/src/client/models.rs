@@ -6,9 +6,12 @@ use super::Client;
 use crate::error::Error;
 use crate::http::{self, truncate};
 
+/// `{"data": [...]}`, or the bare array Together AI answers with.
 #[derive(Deserialize)]
-struct ModelList {
-    data: Vec<ModelEntry>,
+#[serde(untagged)]
+enum ModelList {
+    Wrapped { data: Vec<ModelEntry> },
+    Bare(Vec<ModelEntry>),
 }
 
 #[derive(Deserialize)]
@@ -65,6 +68,7 @@ impl Client {
             message: error.to_string(),
             body: String::from_utf8_lossy(&body).into_owned(),
         })?;
-        Ok(list.data.into_iter().map(|entry| entry.id).collect())
+        let (ModelList::Wrapped { data: entries } | ModelList::Bare(entries)) = list;
+        Ok(entries.into_iter().map(|entry| entry.id).collect())
     }
 }

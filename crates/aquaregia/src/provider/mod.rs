@@ -6,6 +6,7 @@
 //! [`stream`] sends them and decodes answers.
 
 pub(crate) mod anthropic;
+pub(crate) mod compatible;
 pub(crate) mod encode;
 pub(crate) mod gemini;
 pub(crate) mod ollama;
@@ -44,6 +45,17 @@ pub(crate) static PROVIDERS: &[&ProviderInfo] = &[
     &anthropic::ANTHROPIC,
     &gemini::GEMINI,
     &ollama::OLLAMA,
+    &compatible::OPENROUTER,
+    &compatible::GROQ,
+    &compatible::DEEPSEEK,
+    &compatible::MISTRAL,
+    &compatible::XAI,
+    &compatible::TOGETHER,
+    &compatible::FIREWORKS,
+    &compatible::CEREBRAS,
+    &compatible::LMSTUDIO,
+    &compatible::VLLM,
+    &compatible::LLAMACPP,
 ];
 
 /// The provider whose specs start with `id`.

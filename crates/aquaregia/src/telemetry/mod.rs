@@ -77,8 +77,11 @@ pub(crate) fn provider_name(client: &Client) -> &'static str {
         ProviderKind::OpenAiResponses => "openai",
         ProviderKind::Anthropic => "anthropic",
         ProviderKind::Gemini => "gcp.gemini",
+        // The names OpenTelemetry's GenAI conventions give (`gen_ai.provider.name`).
         _ => match client.provider_id() {
             "openai-chat" => "openai",
+            "mistral" => "mistral_ai",
+            "xai" => "x_ai",
             other => other,
         },
     }

@@ -22,6 +22,7 @@ mod agent_loop;
 mod anthropic;
 mod compaction_cancel;
 mod compaction_usage;
+mod compatible_presets;
 mod context_compaction;
 mod context_window_exceeded;
 mod gemini;

@@ -2,7 +2,9 @@
 
 mod request;
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -41,14 +43,45 @@ pub(crate) static OPENAI_CHAT: ProviderInfo = ProviderInfo {
 /// OpenAI's API root, shared with the Responses provider.
 pub(crate) const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
-pub(crate) struct OpenAiChat;
+/// How one server's Chat Completions differs from OpenAI's: the compatible presets
+/// ([`compatible`](super::compatible)) and Azure set these.
+pub(crate) trait ChatDialect: Send + Sync + 'static {
+    /// The provider's name in errors.
+    const NAME: &'static str;
+    /// The body field holding `max_output_tokens` (`max_tokens` where a server does not know
+    /// OpenAI's newer `max_completion_tokens`).
+    const MAX_TOKENS_FIELD: &'static str = "max_completion_tokens";
+    /// Whether streamed requests ask for usage with `stream_options` (servers that reject
+    /// unknown fields and send usage anyway, like Mistral, get none).
+    const STREAM_OPTIONS: bool = true;
+    /// Whether an assistant message's reasoning goes back as `reasoning_content` (DeepSeek
+    /// rejects a conversation whose tool-calling turns lost it).
+    const REASONING_BACK: bool = false;
 
-const NAME: &str = "openai-chat";
+    /// The path of a request on `model`.
+    fn path(_model: &str) -> Cow<'static, str> {
+        Cow::Borrowed("/chat/completions")
+    }
+}
 
-impl WireApi for OpenAiChat {
-    const NAME: &'static str = NAME;
+/// OpenAI's own Chat Completions (and servers that follow it to the letter).
+pub(crate) struct OpenAi;
+
+impl ChatDialect for OpenAi {
+    const NAME: &'static str = "openai-chat";
+}
+
+/// The Chat Completions wire API as dialect `D` speaks it.
+pub(crate) struct OpenAiChat<D = OpenAi>(PhantomData<fn() -> D>);
+
+impl<D: ChatDialect> WireApi for OpenAiChat<D> {
+    const NAME: &'static str = D::NAME;
     const PATH: &'static str = "/chat/completions";
-    type Decoder = ChatDecoder;
+    type Decoder = ChatDecoder<D>;
+
+    fn path(model: &str, _stream: bool) -> Cow<'static, str> {
+        D::path(model)
+    }
 
     const HISTORY_FIELD: &'static str = "messages";
 
@@ -69,7 +102,7 @@ impl WireApi for OpenAiChat {
         _open: &mut OpenItem,
     ) -> Result<usize, Error> {
         for message in messages {
-            request::write_message(sealed, message)?;
+            request::write_message(sealed, message, D::REASONING_BACK)?;
         }
         Ok(messages.len())
     }
@@ -88,7 +121,7 @@ impl WireApi for OpenAiChat {
         body: &mut BodyWriter<'_>,
     ) -> Result<(), Error> {
         if let Some(max) = request.max_output_tokens {
-            body.field("max_completion_tokens", &max)?;
+            body.field(D::MAX_TOKENS_FIELD, &max)?;
         }
         body.field("model", &request.model)?;
         if let Some(key) = &request.prompt_caching.key {
@@ -105,6 +138,8 @@ impl WireApi for OpenAiChat {
         }
         if stream {
             body.field("stream", &true)?;
+        }
+        if stream && D::STREAM_OPTIONS {
             body.field(
                 "stream_options",
                 &StreamOptions {
@@ -122,12 +157,12 @@ impl WireApi for OpenAiChat {
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
-        let response: ChatResponse = parse_json(NAME, body)?;
+        let response: ChatResponse = parse_json(D::NAME, body)?;
         let choice = response
             .choices
             .into_iter()
             .next()
-            .ok_or_else(|| super::decode_error(NAME, "the response has no choices", body))?;
+            .ok_or_else(|| super::decode_error(D::NAME, "the response has no choices", body))?;
         let mut builder = AssistantBuilder::default();
         if let Some(reasoning) = choice.message.reasoning() {
             builder.parts.push(ContentPart::Reasoning(Reasoning {
@@ -269,6 +304,8 @@ struct ChatUsage {
     completion_tokens: u64,
     prompt_tokens_details: Option<PromptDetails>,
     completion_tokens_details: Option<CompletionDetails>,
+    /// DeepSeek's count of cached prompt tokens.
+    prompt_cache_hit_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -291,6 +328,7 @@ impl ChatUsage {
             cached_input_tokens: self
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)
+                .or(self.prompt_cache_hit_tokens)
                 .unwrap_or(0),
             cache_write_tokens: 0,
             reasoning_tokens: self
@@ -328,8 +366,8 @@ struct ChunkDelta {
 }
 
 /// Streaming state: text, reasoning and tool calls (by `index`) as they arrive.
-#[derive(Default)]
-pub(crate) struct ChatDecoder {
+pub(crate) struct ChatDecoder<D> {
+    dialect: PhantomData<fn() -> D>,
     id: Option<String>,
     model: Option<String>,
     reasoning: String,
@@ -340,6 +378,22 @@ pub(crate) struct ChatDecoder {
     usage: Usage,
 }
 
+impl<D> Default for ChatDecoder<D> {
+    fn default() -> Self {
+        Self {
+            dialect: PhantomData,
+            id: None,
+            model: None,
+            reasoning: String::new(),
+            text: AssistantBuilder::default(),
+            refused: false,
+            calls: Vec::new(),
+            finish_reason: None,
+            usage: Usage::default(),
+        }
+    }
+}
+
 struct PartialCall {
     index: usize,
     id: String,
@@ -347,7 +401,7 @@ struct PartialCall {
     arguments: String,
 }
 
-impl StreamDecoder for ChatDecoder {
+impl<D: ChatDialect> StreamDecoder for ChatDecoder<D> {
     fn on_event(
         &mut self,
         event: SseEvent,
@@ -360,9 +414,9 @@ impl StreamDecoder for ChatDecoder {
         if data.is_empty() {
             return Ok(false);
         }
-        let chunk: ChatChunk = parse_json(NAME, data.as_bytes())?;
+        let chunk: ChatChunk = parse_json(D::NAME, data.as_bytes())?;
         if let Some(error) = chunk.error {
-            return Err(super::stream_error(NAME, &error));
+            return Err(super::stream_error(D::NAME, &error));
         }
         if self.id.is_none() {
             self.id = chunk.id;
@@ -388,7 +442,7 @@ impl StreamDecoder for ChatDecoder {
         // Some compatible servers end without `[DONE]`; a finish reason is proof enough.
         if !complete && self.finish_reason.is_none() {
             return Err(Error::Decode {
-                provider: NAME,
+                provider: D::NAME,
                 message: "the stream ended before the response was complete".into(),
                 body: String::new(),
             });
@@ -418,7 +472,7 @@ impl StreamDecoder for ChatDecoder {
     }
 }
 
-impl ChatDecoder {
+impl<D> ChatDecoder<D> {
     fn on_delta(&mut self, delta: ChunkDelta, out: &mut VecDeque<StreamEvent>) {
         if let Some(reasoning) = delta
             .reasoning_content

@@ -18,6 +18,9 @@ use crate::message::{ContentPart, ImageSource, Message, Role};
 pub(super) struct WireMessage<'a> {
     /// `null` for an assistant message with tool calls only.
     content: Option<Content<'a>>,
+    /// An assistant message's reasoning, for dialects that want it back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<Cow<'a, str>>,
     role: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
@@ -29,6 +32,7 @@ impl<'a> WireMessage<'a> {
     pub(super) fn new(role: &'static str, content: Content<'a>) -> Self {
         Self {
             content: Some(content),
+            reasoning_content: None,
             role,
             tool_call_id: None,
             tool_calls: Vec::new(),
@@ -91,8 +95,13 @@ struct Function<'a> {
     name: &'a str,
 }
 
-/// Appends the wire messages of `message`.
-pub(super) fn write_message(out: &mut Vec<u8>, message: &Message) -> Result<(), Error> {
+/// Appends the wire messages of `message`; with `reasoning_back`, an assistant message's
+/// reasoning goes as `reasoning_content` (empty for a tool-calling message without any).
+pub(super) fn write_message(
+    out: &mut Vec<u8>,
+    message: &Message,
+    reasoning_back: bool,
+) -> Result<(), Error> {
     match message.role {
         Role::System => Ok(()), // merged into the leading system message
         Role::User => append_item(
@@ -111,9 +120,16 @@ pub(super) fn write_message(out: &mut Vec<u8>, message: &Message) -> Result<(), 
                     id: &call.id,
                     kind: "function",
                 })
-                .collect();
+                .collect::<Vec<_>>();
+            let reasoning_content = if reasoning_back {
+                let reasoning = joined_reasoning(&message.content);
+                (!reasoning.is_empty() || !tool_calls.is_empty()).then_some(reasoning)
+            } else {
+                None
+            };
             let wire = WireMessage {
                 content: (!text.is_empty()).then_some(Content::Text(text)),
+                reasoning_content,
                 role: "assistant",
                 tool_call_id: None,
                 tool_calls,
@@ -185,10 +201,22 @@ fn user_content(parts: &[ContentPart]) -> Content<'_> {
 
 /// The text parts of a message, concatenated (borrowed when there is only one).
 fn joined_text(parts: &[ContentPart]) -> Cow<'_, str> {
-    let mut texts = parts.iter().filter_map(|part| match part {
+    joined(parts.iter().filter_map(|part| match part {
         ContentPart::Text { text } => Some(text.as_str()),
         _ => None,
-    });
+    }))
+}
+
+/// The reasoning parts of a message, concatenated.
+fn joined_reasoning(parts: &[ContentPart]) -> Cow<'_, str> {
+    joined(parts.iter().filter_map(|part| match part {
+        ContentPart::Reasoning(reasoning) => Some(reasoning.text.as_str()),
+        _ => None,
+    }))
+}
+
+/// `texts` concatenated (borrowed when there is only one).
+fn joined<'a>(mut texts: impl Iterator<Item = &'a str>) -> Cow<'a, str> {
     let Some(first) = texts.next() else {
         return Cow::Borrowed("");
     };
