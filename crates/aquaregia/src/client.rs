@@ -12,13 +12,13 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::agent::AgentBuilder;
 use crate::error::{ConfigError, Error};
-use crate::http::HttpConfig;
+use crate::http::{HttpConfig, Route};
 use crate::model::{ModelRequest, ModelResponse, ModelState, ModelStream};
 pub use client_model::ClientModel;
 
 use crate::provider::{
-    KeyPolicy, PROVIDERS, ProviderInfo, anthropic, gemini, ollama, openai_chat, openai_responses,
-    provider, provider_ids,
+    KeyPolicy, PROVIDERS, ProviderInfo, anthropic, bearer_auth, gemini, ollama, openai_chat,
+    openai_responses, provider, provider_ids,
 };
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -257,6 +257,7 @@ impl Client {
 pub struct ClientBuilder {
     provider: &'static ProviderInfo,
     api_key: Option<String>,
+    bearer_token: Option<String>,
     base_url: Option<String>,
     headers: Vec<(String, String)>,
     timeout: Duration,
@@ -269,6 +270,10 @@ impl fmt::Debug for ClientBuilder {
         f.debug_struct("ClientBuilder")
             .field("provider", &self.provider.id)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
             .field("base_url", &self.base_url)
             .field(
                 "headers",
@@ -289,6 +294,7 @@ impl ClientBuilder {
         Self {
             provider,
             api_key: None,
+            bearer_token: None,
             base_url: None,
             headers: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
@@ -300,6 +306,24 @@ impl ClientBuilder {
     /// The API key (otherwise read from the provider's environment variable).
     pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
         self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// A bearer token sent as `Authorization: Bearer <token>` instead of the API key (for
+    /// Azure, a Microsoft Entra ID token; otherwise read from `AZURE_OPENAI_AD_TOKEN` when no
+    /// key is set). It takes the place of any key.
+    ///
+    /// ```
+    /// let client = aquaregia::Client::builder_from_model_spec("azure:my-gpt-4o")?
+    ///     .0
+    ///     .base_url("https://my-resource.openai.azure.com")
+    ///     .bearer_token("eyJ0eXAi...")
+    ///     .build()?;
+    /// assert_eq!(client.base_url(), "https://my-resource.openai.azure.com/openai");
+    /// # Ok::<(), aquaregia::Error>(())
+    /// ```
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(token.into());
         self
     }
 
@@ -337,13 +361,22 @@ impl ClientBuilder {
         self
     }
 
-    /// The base URL and the headers (API key included), checked.
-    fn resolve(&self) -> Result<(String, HeaderMap), Error> {
+    /// The base URL, its route and the headers (API key included), checked.
+    fn resolve(&self) -> Result<(String, Route, HeaderMap), Error> {
         let provider = self.provider;
         let configured_url = self
             .base_url
             .clone()
             .or_else(|| provider.base_url_vars.iter().find_map(|var| env_var(var)));
+        if configured_url.is_none()
+            && provider.default_base_url.is_empty()
+            && let Some(env_var) = provider.base_url_vars.last()
+        {
+            return Err(Error::Config(ConfigError::MissingBaseUrl {
+                provider: provider.id,
+                env_var,
+            }));
+        }
         let base_url = (provider.normalize_base_url)(
             configured_url
                 .as_deref()
@@ -356,16 +389,33 @@ impl ClientBuilder {
             })
         })?;
 
-        let api_key = self
-            .api_key
-            .clone()
-            .or_else(|| provider.api_key_vars.iter().find_map(|var| env_var(var)));
+        // A bearer token (given, or from a token variable when no key is set) replaces the key.
+        let bearer_token = self.bearer_token.clone().or_else(|| {
+            if self.api_key.is_some() {
+                return None;
+            }
+            let has_key_var = provider
+                .api_key_vars
+                .iter()
+                .any(|var| env_var(var).is_some());
+            (!has_key_var)
+                .then(|| provider.token_vars.iter().find_map(|var| env_var(var)))
+                .flatten()
+        });
+        let api_key = match bearer_token {
+            Some(_) => None,
+            None => self
+                .api_key
+                .clone()
+                .or_else(|| provider.api_key_vars.iter().find_map(|var| env_var(var))),
+        };
         let key_needed = match provider.key {
             KeyPolicy::Required => true,
             KeyPolicy::UnlessBaseUrl => configured_url.is_none(),
             KeyPolicy::Never => false,
         };
         if api_key.is_none()
+            && bearer_token.is_none()
             && key_needed
             && let Some(env_var) = provider.api_key_vars.first()
         {
@@ -387,6 +437,14 @@ impl ClientBuilder {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
+        if let Some(token) = &bearer_token {
+            crate::redact::register(token);
+            let (name, value) = bearer_auth(token);
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|_| Error::Config(ConfigError::InvalidApiKey))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
         for (name, value) in &self.headers {
             crate::redact::register_header(name, value);
             let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
@@ -400,7 +458,8 @@ impl ClientBuilder {
             headers.insert(header_name, header_value);
         }
 
-        Ok((base_url, headers))
+        let route = (provider.route)(&base_url);
+        Ok((base_url, route, headers))
     }
 
     /// Checks the configuration (base URL, API key, headers) without building the HTTP
@@ -417,7 +476,7 @@ impl ClientBuilder {
 
     /// Checks the configuration and builds the client.
     pub fn build(self) -> Result<Client, Error> {
-        let (base_url, headers) = self.resolve()?;
+        let (base_url, route, headers) = self.resolve()?;
         let provider = self.provider;
         let server = reqwest::Url::parse(&base_url).ok().and_then(|url| {
             let host = url.host_str()?.to_owned();
@@ -430,6 +489,7 @@ impl ClientBuilder {
                 http: HttpConfig::new(
                     self.http,
                     base_url,
+                    route,
                     headers,
                     self.timeout,
                     self.max_retries,

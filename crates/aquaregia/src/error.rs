@@ -235,6 +235,15 @@ pub enum ConfigError {
         /// The header's name.
         name: String,
     },
+    /// A provider with no default base URL (Azure: each resource has its own) and none
+    /// configured.
+    #[error("no base URL for {provider}: set {env_var}")]
+    MissingBaseUrl {
+        /// The provider's id.
+        provider: &'static str,
+        /// The variable to set.
+        env_var: &'static str,
+    },
     /// The HTTP client could not be set up (TLS backend, system proxy settings...).
     #[error("HTTP client: {0}")]
     HttpClient(String),

@@ -4,7 +4,7 @@ use serde::Deserialize;
 
 use super::Client;
 use crate::error::Error;
-use crate::http::{self, truncate};
+use crate::http::{self, Route, truncate};
 
 /// `{"data": [...]}`, or the bare array Together AI answers with.
 #[derive(Deserialize)]
@@ -36,7 +36,10 @@ impl Client {
             return Ok(models.iter().map(|model| (*model).to_owned()).collect());
         }
         let config = &self.inner.http;
-        let url = config.url("/models");
+        let url = match &config.route {
+            Route::Plain => config.url("/models"),
+            Route::Deployment { query } => config.url(&format!("/models?{query}")),
+        };
         let response = tokio::time::timeout(
             config.timeout,
             config

@@ -70,6 +70,8 @@ pub(crate) struct HttpConfig {
     /// own client (see [`plain`]).
     plain: Option<PlainClient>,
     pub(crate) base_url: String,
+    /// How request paths hang off `base_url`.
+    pub(crate) route: Route,
     /// Auth and custom headers, marked sensitive.
     pub(crate) headers: HeaderMap,
     /// `headers` and `content-type: application/json`: what a POST of a JSON body sends.
@@ -79,6 +81,45 @@ pub(crate) struct HttpConfig {
     /// The last endpoint requested, parsed once: requests of an agent run all go to one
     /// endpoint, and parsing a URL costs more than a whole request body's encoding step.
     endpoint: Mutex<Option<(String, Endpoint)>>,
+}
+
+/// How a request's path is put under the base URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// `{base}{path}`.
+    Plain,
+    /// Azure's deployment URLs: `{base}/deployments/{model}{path}?{query}`.
+    Deployment {
+        /// The query, without `?` (`api-version=...`).
+        query: String,
+    },
+}
+
+impl Route {
+    /// The path, under the base URL, of a request on `model` to the wire API's `path`.
+    pub(crate) fn path<'a>(&self, path: &'a str, model: &str) -> std::borrow::Cow<'a, str> {
+        match self {
+            Self::Plain => std::borrow::Cow::Borrowed(path),
+            Self::Deployment { query } => std::borrow::Cow::Owned(format!(
+                "/deployments/{}{path}?{query}",
+                encode_component(model)
+            )),
+        }
+    }
+}
+
+/// `text` percent-encoded for a URL path segment or query value (all but the unreserved
+/// characters), so a name cannot change the rest of the URL.
+pub(crate) fn encode_component(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// A request's URL, parsed (and as a `Uri` for the plain-HTTP client).
@@ -175,6 +216,7 @@ impl HttpConfig {
     pub(crate) fn new(
         custom: Option<reqwest::Client>,
         base_url: String,
+        route: Route,
         headers: HeaderMap,
         timeout: Duration,
         max_retries: u32,
@@ -199,6 +241,7 @@ impl HttpConfig {
             http,
             plain,
             base_url,
+            route,
             headers,
             json_headers,
             timeout,

@@ -11,7 +11,7 @@
 //!   assistant message (the API ignores it where it is not needed).
 
 use super::openai_chat::{ChatDialect, OpenAiChat};
-use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth};
+use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth, plain_route};
 use crate::client::ProviderKind;
 
 /// Declares each preset's [`ChatDialect`] and its [`ProviderInfo`] static, one row each:
@@ -39,10 +39,12 @@ macro_rules! presets {
             id: $id,
             kind: ProviderKind::OpenAiChat,
             api_key_vars: &[$($key),*],
+            token_vars: &[],
             base_url_vars: &[$base_var],
             default_base_url: $url,
             key: KeyPolicy::$policy,
             normalize_base_url: base_url_as_is,
+            route: plain_route,
             auth_header: bearer_auth,
             static_headers: &[],
             default_model: None,

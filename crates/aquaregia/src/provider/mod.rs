@@ -6,6 +6,7 @@
 //! [`stream`] sends them and decodes answers.
 
 pub(crate) mod anthropic;
+pub(crate) mod azure;
 pub(crate) mod compatible;
 pub(crate) mod encode;
 pub(crate) mod gemini;
@@ -27,7 +28,7 @@ use serde_json::{Map, Value};
 use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::http::sse::SseEvent;
-use crate::http::{HttpConfig, Rejection, header_str, truncate};
+use crate::http::{HttpConfig, Rejection, Route, header_str, truncate};
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{
     FinishReason, ModelRequest, ModelResponse, ModelState, ModelStream, StreamEvent,
@@ -45,6 +46,8 @@ pub(crate) static PROVIDERS: &[&ProviderInfo] = &[
     &anthropic::ANTHROPIC,
     &gemini::GEMINI,
     &ollama::OLLAMA,
+    &azure::AZURE,
+    &azure::AZURE_RESPONSES,
     &compatible::OPENROUTER,
     &compatible::GROQ,
     &compatible::DEEPSEEK,
@@ -81,14 +84,20 @@ pub(crate) struct ProviderInfo {
     pub(crate) kind: ProviderKind,
     /// Variables holding the API key, first set one wins; empty when there is no key.
     pub(crate) api_key_vars: &'static [&'static str],
+    /// Variables holding a bearer token used when no key is set (Azure's Entra ID token);
+    /// it goes as `Authorization: Bearer`, whatever [`ProviderInfo::auth_header`] says.
+    pub(crate) token_vars: &'static [&'static str],
     /// Variables holding the base URL, first set one wins.
     pub(crate) base_url_vars: &'static [&'static str],
-    /// Where requests go when no base URL is configured.
+    /// Where requests go when no base URL is configured; empty when there is no default
+    /// (a base URL variable must then be set).
     pub(crate) default_base_url: &'static str,
     /// Whether a key is needed.
     pub(crate) key: KeyPolicy,
     /// Turns a configured base URL into the one requests go to.
     pub(crate) normalize_base_url: fn(&str) -> String,
+    /// How request paths hang off the (normalized) base URL.
+    pub(crate) route: fn(base_url: &str) -> Route,
     /// The header that carries the key, and its value for `key`.
     pub(crate) auth_header: fn(key: &str) -> (HeaderName, String),
     /// Headers sent with every request (API versions).
@@ -111,6 +120,11 @@ pub(crate) enum KeyPolicy {
     UnlessBaseUrl,
     /// Never; a key given anyway is sent.
     Never,
+}
+
+/// [`Route::Plain`], for every base URL.
+pub(crate) fn plain_route(_base_url: &str) -> Route {
+    Route::Plain
 }
 
 /// `Authorization: Bearer <key>`.

@@ -1,7 +1,7 @@
 //! Ollama: a local server, spoken to through its Chat Completions endpoint.
 
 use super::openai_chat::OpenAiChat;
-use super::{Api, KeyPolicy, ProviderInfo, bearer_auth};
+use super::{Api, KeyPolicy, ProviderInfo, bearer_auth, plain_route};
 use crate::client::ProviderKind;
 
 /// A local Ollama server at `OLLAMA_HOST` (default `127.0.0.1:11434`); no key.
@@ -9,10 +9,12 @@ pub(crate) static OLLAMA: ProviderInfo = ProviderInfo {
     id: "ollama",
     kind: ProviderKind::OpenAiChat,
     api_key_vars: &[],
+    token_vars: &[],
     base_url_vars: &["OLLAMA_HOST"],
     default_base_url: "http://127.0.0.1:11434",
     key: KeyPolicy::Never,
     normalize_base_url: ollama_base_url,
+    route: plain_route,
     auth_header: bearer_auth,
     static_headers: &[],
     default_model: None,

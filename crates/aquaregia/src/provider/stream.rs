@@ -27,7 +27,11 @@ pub(crate) async fn generate<P: WireApi>(
     cache: &mut RequestCache,
 ) -> Result<ModelResponse, Error> {
     let body = encode_request::<P>(request, false, cache)?;
-    let url = http.endpoint(&P::path(&request.model, false))?;
+    let url = http.endpoint(
+        &http
+            .route
+            .path(&P::path(&request.model, false), &request.model),
+    )?;
     let response = http
         .post_json(&url, body, read_error::<P>)
         .await
@@ -202,7 +206,11 @@ pub(crate) async fn stream<P: WireApi>(
     cache: &mut RequestCache,
 ) -> Result<ModelStream, Error> {
     let body = encode_request::<P>(request, true, cache)?;
-    let url = http.endpoint(&P::path(&request.model, true))?;
+    let url = http.endpoint(
+        &http
+            .route
+            .path(&P::path(&request.model, true), &request.model),
+    )?;
     let response = http
         .post_json(&url, body, read_error::<P>)
         .await

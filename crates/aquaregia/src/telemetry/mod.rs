@@ -73,17 +73,14 @@ impl Telemetry {
 
 /// `gen_ai.provider.name` for a client (the conventions' well-known values where one applies).
 pub(crate) fn provider_name(client: &Client) -> &'static str {
-    match client.kind() {
-        ProviderKind::OpenAiResponses => "openai",
-        ProviderKind::Anthropic => "anthropic",
-        ProviderKind::Gemini => "gcp.gemini",
-        // The names OpenTelemetry's GenAI conventions give (`gen_ai.provider.name`).
-        _ => match client.provider_id() {
-            "openai-chat" => "openai",
-            "mistral" => "mistral_ai",
-            "xai" => "x_ai",
-            other => other,
-        },
+    match (client.provider_id(), client.kind()) {
+        ("azure" | "azure-responses", _) => "azure.ai.openai",
+        (_, ProviderKind::OpenAiResponses) | ("openai-chat", _) => "openai",
+        (_, ProviderKind::Anthropic) => "anthropic",
+        (_, ProviderKind::Gemini) => "gcp.gemini",
+        ("mistral", _) => "mistral_ai",
+        ("xai", _) => "x_ai",
+        (other, _) => other,
     }
 }
 

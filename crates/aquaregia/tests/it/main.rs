@@ -20,6 +20,7 @@ mod agent_compact;
 mod agent_hooks;
 mod agent_loop;
 mod anthropic;
+mod azure;
 mod compaction_cancel;
 mod compaction_usage;
 mod compatible_presets;

@@ -8,7 +8,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::encode::{BodyWriter, OpenItem, encode_merged};
-use super::{Api, KeyPolicy, ProviderInfo, WireApi, base_url_as_is, object_schema, system_text};
+use super::{
+    Api, KeyPolicy, ProviderInfo, WireApi, base_url_as_is, object_schema, plain_route, system_text,
+};
 use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::Message;
@@ -22,10 +24,12 @@ pub(crate) static ANTHROPIC: ProviderInfo = ProviderInfo {
     id: "anthropic",
     kind: ProviderKind::Anthropic,
     api_key_vars: &["ANTHROPIC_API_KEY"],
+    token_vars: &[],
     base_url_vars: &["ANTHROPIC_BASE_URL"],
     default_base_url: "https://api.anthropic.com",
     key: KeyPolicy::Required,
     normalize_base_url: base_url_as_is,
+    route: plain_route,
     auth_header: |key| (HeaderName::from_static("x-api-key"), key.to_owned()),
     static_headers: &[("anthropic-version", "2023-06-01")],
     default_model: Some("claude-sonnet-4-5"),

@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::encode::{BodyWriter, OpenItem, encode_merged};
-use super::{Api, KeyPolicy, ProviderInfo, WireApi, object_schema, system_text};
+use super::{Api, KeyPolicy, ProviderInfo, WireApi, object_schema, plain_route, system_text};
 use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::Message;
@@ -33,10 +33,12 @@ pub(crate) static GEMINI: ProviderInfo = ProviderInfo {
     id: "gemini",
     kind: ProviderKind::Gemini,
     api_key_vars: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    token_vars: &[],
     base_url_vars: &["GOOGLE_GEMINI_BASE_URL"],
     default_base_url: "https://generativelanguage.googleapis.com",
     key: KeyPolicy::Required,
     normalize_base_url: gemini_base_url,
+    route: plain_route,
     auth_header: |key| (HeaderName::from_static("x-goog-api-key"), key.to_owned()),
     static_headers: &[],
     default_model: Some("gemini-2.5-flash"),

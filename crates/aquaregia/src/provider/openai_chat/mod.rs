@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::encode::{BodyWriter, OpenItem, append_item};
-use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth, new_call_id};
+use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth, new_call_id, plain_route};
 use super::{
     AssistantBuilder, StreamDecoder, WireApi, object_schema, parse_arguments, parse_json,
     system_text,
@@ -29,10 +29,12 @@ pub(crate) static OPENAI_CHAT: ProviderInfo = ProviderInfo {
     id: "openai-chat",
     kind: ProviderKind::OpenAiChat,
     api_key_vars: &["OPENAI_API_KEY"],
+    token_vars: &[],
     base_url_vars: &["OPENAI_BASE_URL"],
     default_base_url: OPENAI_BASE_URL,
     key: KeyPolicy::UnlessBaseUrl,
     normalize_base_url: base_url_as_is,
+    route: plain_route,
     auth_header: bearer_auth,
     static_headers: &[],
     default_model: None,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::encode::{BodyWriter, OpenItem};
 use super::openai_chat::OPENAI_BASE_URL;
-use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth};
+use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth, plain_route};
 use super::{WireApi, object_schema, system_text};
 use crate::client::ProviderKind;
 use crate::error::Error;
@@ -24,10 +24,12 @@ pub(crate) static OPENAI: ProviderInfo = ProviderInfo {
     id: "openai",
     kind: ProviderKind::OpenAiResponses,
     api_key_vars: &["OPENAI_API_KEY"],
+    token_vars: &[],
     base_url_vars: &["OPENAI_BASE_URL"],
     default_base_url: OPENAI_BASE_URL,
     key: KeyPolicy::UnlessBaseUrl,
     normalize_base_url: base_url_as_is,
+    route: plain_route,
     auth_header: bearer_auth,
     static_headers: &[],
     default_model: Some("gpt-5-mini"),
