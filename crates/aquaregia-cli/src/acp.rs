@@ -28,9 +28,10 @@ pub(crate) const LOG_CAP: &str = "agent_client_protocol=debug";
 
 #[derive(Debug, Args)]
 pub(crate) struct AcpArgs {
-    /// The model, as provider:model (providers: openai, openai-chat, anthropic, ollama).
-    /// Default: the provider whose API key is set, else a local Ollama.
-    #[arg(long, env = "AQUAREGIA_MODEL", value_name = "PROVIDER:MODEL")]
+    // The model; its help lists every provider the SDK knows.
+    #[arg(long, env = "AQUAREGIA_MODEL", value_name = "PROVIDER:MODEL",
+          help = crate::models_cmd::model_help(
+              "the provider whose API key is set, else a local Ollama."))]
     pub(crate) model: Option<String>,
 
     /// How long each MCP server of a session gets to start and finish its handshake.

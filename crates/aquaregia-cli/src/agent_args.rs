@@ -16,10 +16,11 @@ pub(crate) struct AgentArgs {
     #[command(flatten)]
     pub(crate) inline: InlineServers,
 
-    /// The model, as provider:model (providers: openai, openai-chat, anthropic, gemini, ollama).
-    /// Default: a resumed session's model, else the provider whose API key is set, else a
-    /// local Ollama.
-    #[arg(long, env = "AQUAREGIA_MODEL", value_name = "PROVIDER:MODEL")]
+    // The model; its help lists every provider the SDK knows.
+    #[arg(long, env = "AQUAREGIA_MODEL", value_name = "PROVIDER:MODEL",
+          help = crate::models_cmd::model_help(
+              "a resumed session's model, else the provider whose API key is set, else a local \
+               Ollama."))]
     pub(crate) model: Option<String>,
 
     /// The most model calls per turn.

@@ -9,18 +9,52 @@ use serde_json::json;
 use crate::output::{self, Styles};
 
 #[derive(Debug, Args)]
-#[command(after_help = "\
-Without PROVIDER, every provider whose API key is set is asked, plus the provider of the
-default model (AQUAREGIA_MODEL, else the first provider with a key, else Ollama). The default
-model is marked. OpenAI-compatible servers and Ollama are asked (GET /models); Anthropic and
-Gemini answer from a built-in list.")]
+#[command(after_help = models_after_help())]
 pub(crate) struct ModelsArgs {
-    /// Only these providers (openai, openai-chat, anthropic, gemini, ollama).
+    /// Only these providers (see below).
     #[arg(value_name = "PROVIDER")]
     providers: Vec<String>,
     /// Print them as JSON: `[{"spec", "provider", "model", "default"}]`.
     #[arg(long)]
     json: bool,
+}
+
+/// The ids of every provider the SDK knows, comma-separated.
+fn provider_list() -> String {
+    Client::provider_key_vars()
+        .iter()
+        .map(|(id, _)| *id)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The `--model` help of `run`, `chat` and `acp`: every provider, then `default`.
+pub(crate) fn model_help(default: &str) -> String {
+    format!(
+        "The model, as provider:model (providers: {}). Default: {default}",
+        provider_list()
+    )
+}
+
+/// `models --help`'s closing text: how providers are chosen and asked, and each provider's
+/// key variable.
+fn models_after_help() -> String {
+    let mut text = String::from(
+        "Without PROVIDER, every provider whose API key is set is asked, plus the provider of \
+         the\ndefault model (AQUAREGIA_MODEL, else the first provider with a key, else Ollama). \
+         The default\nmodel is marked. OpenAI-compatible servers and Ollama are asked (GET \
+         /models); Anthropic and\nGemini answer from a built-in list.\n\nProviders and the \
+         variable holding their key:\n",
+    );
+    for (id, vars) in Client::provider_key_vars() {
+        let vars = if vars.is_empty() {
+            "(no key)".to_owned()
+        } else {
+            vars.join(" or ")
+        };
+        text.push_str(&format!("  {id:<16} {vars}\n"));
+    }
+    text
 }
 
 pub(crate) async fn run(args: ModelsArgs) -> anyhow::Result<()> {

@@ -100,3 +100,54 @@ async fn a_provider_that_does_not_answer_is_a_warning_not_a_failure() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown provider `nonsense`"));
 }
+
+/// `--model`'s help (run, chat, acp) and `models --help` name every provider the SDK knows,
+/// and asking a provider whose key is not set says which variable to set.
+#[tokio::test]
+async fn every_provider_is_listed_and_a_missing_key_names_its_variable() {
+    let scratch = Scratch::new();
+    let providers = aquaregia::Client::provider_key_vars();
+    assert!(providers.len() >= 18, "{providers:?}");
+    for command in ["run", "chat", "acp"] {
+        let output = aquaregia(&scratch, &[command, "--help"], &[]).await;
+        assert!(output.status.success());
+        let help = String::from_utf8_lossy(&output.stdout);
+        // The providers' list, as one line whatever the wrapping.
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let list = help
+            .split_once("(providers: ")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(list, _)| list)
+            .unwrap_or_else(|| panic!("{command}: no provider list in {help}"));
+        let ids: Vec<&str> = list.split(", ").collect();
+        let want: Vec<&str> = providers.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, want, "{command}");
+    }
+
+    let output = aquaregia(&scratch, &["models", "--help"], &[]).await;
+    let help = String::from_utf8_lossy(&output.stdout);
+    for (id, vars) in &providers {
+        let line = help
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(id))
+            .unwrap_or_else(|| panic!("{id} missing from {help}"));
+        match vars.first() {
+            Some(var) => assert!(line.contains(var), "{line}"),
+            None => assert!(line.contains("(no key)"), "{line}"),
+        }
+    }
+
+    for (provider, var) in [
+        ("groq", "GROQ_API_KEY"),
+        ("mistral", "MISTRAL_API_KEY"),
+        ("openrouter", "OPENROUTER_API_KEY"),
+    ] {
+        let output = aquaregia(&scratch, &["models", provider], &[]).await;
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("set {var}")),
+            "{provider}: {stderr}"
+        );
+    }
+}

@@ -80,8 +80,16 @@ pub fn cli(scratch: &Scratch) -> std::process::Command {
         "ANTHROPIC_BASE_URL",
         "OLLAMA_HOST",
         "RUST_LOG",
+        "AZURE_OPENAI_AD_TOKEN",
+        "AZURE_OPENAI_BASE_URL",
+        "AZURE_OPENAI_ENDPOINT",
     ] {
         command.env_remove(var);
+    }
+    for (_, vars) in aquaregia::Client::provider_key_vars() {
+        for var in vars {
+            command.env_remove(var);
+        }
     }
     command
 }
