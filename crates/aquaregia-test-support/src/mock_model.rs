@@ -33,6 +33,8 @@ pub struct Recorded {
     pub headers: HeaderMap,
     /// The JSON body (`null` if it was not JSON).
     pub body: Value,
+    /// The body's bytes as they arrived (what a signature covers).
+    pub raw_body: Vec<u8>,
 }
 
 /// What the mock answers with.
@@ -55,6 +57,17 @@ pub enum Reply {
         body: String,
         /// The `content-type` header.
         content_type: &'static str,
+    },
+    /// A binary body (AWS event streams and the like), sent in `chunk`-byte pieces.
+    Bytes {
+        /// The HTTP status.
+        status: u16,
+        /// The body.
+        body: Vec<u8>,
+        /// The `content-type` header.
+        content_type: &'static str,
+        /// The size of each piece sent.
+        chunk: usize,
     },
     /// An SSE body sent in `chunk`-byte pieces, `delay` apart.
     Sse {
@@ -287,6 +300,7 @@ impl MockServer {
 }
 
 async fn handle(state: Arc<State>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let raw_body = body.to_vec();
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let count = {
         let mut requests = state.requests.lock().unwrap();
@@ -295,6 +309,7 @@ async fn handle(state: Arc<State>, uri: Uri, headers: HeaderMap, body: Bytes) ->
             query: uri.query().unwrap_or_default().to_owned(),
             headers,
             body,
+            raw_body,
         });
         requests.len()
     };
@@ -345,6 +360,20 @@ async fn respond(mut reply: Reply) -> Response {
             .header("content-type", content_type)
             .body(Body::from(body))
             .unwrap(),
+        Reply::Bytes {
+            status,
+            body,
+            content_type,
+            chunk,
+        } => {
+            let pieces: Vec<Vec<u8>> = body.chunks(chunk.max(1)).map(<[u8]>::to_vec).collect();
+            let stream = futures::stream::iter(pieces.into_iter().map(Ok::<_, std::io::Error>));
+            Response::builder()
+                .status(StatusCode::from_u16(status).unwrap())
+                .header("content-type", content_type)
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
         Reply::Sse { body, chunk, delay } => {
             let bytes = body.into_bytes();
             let pieces: Vec<Vec<u8>> = bytes.chunks(chunk.max(1)).map(<[u8]>::to_vec).collect();

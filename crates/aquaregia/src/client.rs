@@ -12,7 +12,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::agent::AgentBuilder;
 use crate::error::{ConfigError, Error};
-use crate::http::{HttpConfig, Route};
+use crate::http::{HttpConfig, RequestSigner, Route};
 use crate::model::{ModelRequest, ModelResponse, ModelState, ModelStream};
 pub use client_model::ClientModel;
 
@@ -36,6 +36,9 @@ pub enum ProviderKind {
     Anthropic,
     /// Google Gemini API (`POST /v1beta/models/{model}:generateContent`).
     Gemini,
+    /// Amazon Bedrock's Converse API (`POST /model/{modelId}/converse`), with the `bedrock`
+    /// feature.
+    Bedrock,
 }
 
 /// A configured model provider. Cheap to clone; share one per provider.
@@ -258,6 +261,7 @@ pub struct ClientBuilder {
     provider: &'static ProviderInfo,
     api_key: Option<String>,
     bearer_token: Option<String>,
+    aws_credentials: Option<crate::http::StaticCredentials>,
     base_url: Option<String>,
     headers: Vec<(String, String)>,
     timeout: Duration,
@@ -274,6 +278,7 @@ impl fmt::Debug for ClientBuilder {
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
             )
+            .field("aws_credentials", &self.aws_credentials)
             .field("base_url", &self.base_url)
             .field(
                 "headers",
@@ -295,6 +300,7 @@ impl ClientBuilder {
             provider,
             api_key: None,
             bearer_token: None,
+            aws_credentials: None,
             base_url: None,
             headers: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
@@ -324,6 +330,26 @@ impl ClientBuilder {
     /// ```
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Static AWS credentials and the region to sign Bedrock requests with (otherwise read
+    /// from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, the shared
+    /// credentials file and `AWS_REGION`). Other providers ignore them.
+    #[cfg(feature = "bedrock")]
+    pub fn aws_credentials(
+        mut self,
+        access_key_id: impl Into<String>,
+        secret_access_key: impl Into<String>,
+        session_token: Option<String>,
+        region: impl Into<String>,
+    ) -> Self {
+        self.aws_credentials = Some(crate::http::StaticCredentials {
+            access_key_id: access_key_id.into(),
+            secret_access_key: secret_access_key.into(),
+            session_token,
+            region: region.into(),
+        });
         self
     }
 
@@ -361,8 +387,9 @@ impl ClientBuilder {
         self
     }
 
-    /// The base URL, its route and the headers (API key included), checked.
-    fn resolve(&self) -> Result<(String, Route, HeaderMap), Error> {
+    /// The base URL, its route, the headers (API key included) and the request signer of a
+    /// provider that signs requests and has no key, checked.
+    fn resolve(&self) -> Result<Resolved, Error> {
         let provider = self.provider;
         let configured_url = self
             .base_url
@@ -414,6 +441,12 @@ impl ClientBuilder {
             KeyPolicy::UnlessBaseUrl => configured_url.is_none(),
             KeyPolicy::Never => false,
         };
+        let signer = match provider.signer {
+            Some(make) if api_key.is_none() && bearer_token.is_none() => {
+                Some(make(self.aws_credentials.as_ref())?)
+            }
+            _ => None,
+        };
         if api_key.is_none()
             && bearer_token.is_none()
             && key_needed
@@ -459,7 +492,12 @@ impl ClientBuilder {
         }
 
         let route = (provider.route)(&base_url);
-        Ok((base_url, route, headers))
+        Ok(Resolved {
+            base_url,
+            route,
+            headers,
+            signer,
+        })
     }
 
     /// Checks the configuration (base URL, API key, headers) without building the HTTP
@@ -476,7 +514,12 @@ impl ClientBuilder {
 
     /// Checks the configuration and builds the client.
     pub fn build(self) -> Result<Client, Error> {
-        let (base_url, route, headers) = self.resolve()?;
+        let Resolved {
+            base_url,
+            route,
+            headers,
+            signer,
+        } = self.resolve()?;
         let provider = self.provider;
         let server = reqwest::Url::parse(&base_url).ok().and_then(|url| {
             let host = url.host_str()?.to_owned();
@@ -490,6 +533,7 @@ impl ClientBuilder {
                     self.http,
                     base_url,
                     route,
+                    signer,
                     headers,
                     self.timeout,
                     self.max_retries,
@@ -497,6 +541,14 @@ impl ClientBuilder {
             }),
         })
     }
+}
+
+/// A checked [`ClientBuilder`] configuration.
+struct Resolved {
+    base_url: String,
+    route: Route,
+    headers: HeaderMap,
+    signer: Option<Arc<dyn RequestSigner>>,
 }
 
 fn env_var(name: &str) -> Option<String> {

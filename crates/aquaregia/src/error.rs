@@ -244,6 +244,10 @@ pub enum ConfigError {
         /// The variable to set.
         env_var: &'static str,
     },
+    /// Credentials a signing provider (Bedrock) needs are missing or unreadable; the message
+    /// says what to set.
+    #[error("{0}")]
+    Credentials(String),
     /// The HTTP client could not be set up (TLS backend, system proxy settings...).
     #[error("HTTP client: {0}")]
     HttpClient(String),

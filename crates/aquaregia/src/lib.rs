@@ -101,6 +101,7 @@
 //! | `otel` | off | OpenTelemetry: array attributes on the spans (`opentelemetry`, `tracing-opentelemetry`) |
 //! | `test-utils` | off | `test_utils::ScriptedModel`: a scripted in-process model for agent tests (no dependencies) |
 //! | `cedar` | off | tool-call permission policies in Cedar ([`policy::PermissionPolicy::cedar`](policy::PermissionPolicy)) |
+//! | `bedrock` | off | Amazon Bedrock's Converse API (`bedrock:<model-id>`): SigV4 signing (`aws-sigv4`) and ConverseStream's event-stream framing (`aws-smithy-eventstream`) |
 //!
 //! MCP servers' tools come from the [`aquaregia-mcp`](https://docs.rs/aquaregia-mcp) crate, so
 //! this one does not depend on rmcp.

@@ -9,13 +9,13 @@ mod plain;
 pub mod sse;
 
 use std::pin::Pin;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use hyper::Uri;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{Method, Url};
 
 use plain::{PlainClient, PlainResponse};
@@ -72,6 +72,8 @@ pub(crate) struct HttpConfig {
     pub(crate) base_url: String,
     /// How request paths hang off `base_url`.
     pub(crate) route: Route,
+    /// Signs each attempt (instead of a static auth header).
+    signer: Option<Arc<dyn RequestSigner>>,
     /// Auth and custom headers, marked sensitive.
     pub(crate) headers: HeaderMap,
     /// `headers` and `content-type: application/json`: what a POST of a JSON body sends.
@@ -81,6 +83,38 @@ pub(crate) struct HttpConfig {
     /// The last endpoint requested, parsed once: requests of an agent run all go to one
     /// endpoint, and parsing a URL costs more than a whole request body's encoding step.
     endpoint: Mutex<Option<(String, Endpoint)>>,
+}
+
+/// Static AWS credentials and a region, given to a [`ClientBuilder`](crate::ClientBuilder)
+/// for a provider that signs its requests.
+#[derive(Clone, Default)]
+#[cfg_attr(not(feature = "bedrock"), allow(dead_code))] // only Bedrock signs with them
+pub(crate) struct StaticCredentials {
+    pub(crate) access_key_id: String,
+    pub(crate) secret_access_key: String,
+    pub(crate) session_token: Option<String>,
+    pub(crate) region: String,
+}
+
+impl std::fmt::Debug for StaticCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticCredentials")
+            .field("access_key_id", &self.access_key_id)
+            .field("region", &self.region)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Signs requests whose auth depends on their URL, body and time (AWS SigV4): called before
+/// every attempt, so a retry carries a fresh signature.
+pub(crate) trait RequestSigner: Send + Sync + std::fmt::Debug {
+    /// The headers to add to a POST of `body` to `url` whose other headers are `headers`.
+    fn sign(
+        &self,
+        url: &Url,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, Error>;
 }
 
 /// How a request's path is put under the base URL.
@@ -217,6 +251,7 @@ impl HttpConfig {
         custom: Option<reqwest::Client>,
         base_url: String,
         route: Route,
+        signer: Option<Arc<dyn RequestSigner>>,
         headers: HeaderMap,
         timeout: Duration,
         max_retries: u32,
@@ -242,6 +277,7 @@ impl HttpConfig {
             plain,
             base_url,
             route,
+            signer,
             headers,
             json_headers,
             timeout,
@@ -291,21 +327,28 @@ impl HttpConfig {
 
     /// Sends one POST of `body`: on the plain-HTTP client when there is one, else on reqwest.
     async fn send(&self, endpoint: &Endpoint, body: &Bytes) -> Result<HttpResponse, Error> {
+        let signed;
+        let headers = match &self.signer {
+            None => &self.json_headers,
+            Some(signer) => {
+                let mut headers = self.json_headers.clone();
+                for (name, value) in signer.sign(&endpoint.url, &self.json_headers, body)? {
+                    headers.insert(name, value);
+                }
+                signed = headers;
+                &signed
+            }
+        };
         match &self.plain {
             Some(plain) => plain
-                .post(
-                    &endpoint.url,
-                    &endpoint.uri,
-                    &self.json_headers,
-                    body.clone(),
-                )
+                .post(&endpoint.url, &endpoint.uri, headers, body.clone())
                 .await
                 .map(HttpResponse::Plain),
             None => {
                 // A request built whole: `RequestBuilder` would parse the URL and copy the
                 // headers in one by one.
                 let mut request = reqwest::Request::new(Method::POST, endpoint.url.clone());
-                *request.headers_mut() = self.json_headers.clone();
+                *request.headers_mut() = headers.clone();
                 *request.body_mut() = Some(body.clone().into());
                 self.reqwest()?
                     .execute(request)

@@ -44,6 +44,7 @@ macro_rules! presets {
             default_base_url: $url,
             key: KeyPolicy::$policy,
             normalize_base_url: base_url_as_is,
+            signer: None,
             route: plain_route,
             auth_header: bearer_auth,
             static_headers: &[],

@@ -112,8 +112,8 @@ pub(crate) fn encode_request<P: WireApi>(
         .as_ref()
         .filter(|_| P::OUTPUT_AS_TOOL)
         .map(P::output_tool);
-    if (!request.tools.is_empty() || output_tool.is_some()) && !overridden("tools") {
-        write_key(&mut out, "tools")?;
+    if (!request.tools.is_empty() || output_tool.is_some()) && !overridden(P::TOOLS_FIELD) {
+        write_key(&mut out, P::TOOLS_FIELD)?;
         out.extend_from_slice(P::TOOLS_OPEN.as_bytes());
         out.extend_from_slice(&cache.tools_json);
         if let Some(tool) = &output_tool {
@@ -122,7 +122,7 @@ pub(crate) fn encode_request<P: WireApi>(
             }
             write_json(&mut out, tool)?;
         }
-        out.extend_from_slice(P::TOOLS_CLOSE.as_bytes());
+        P::write_tools_close(request, &mut out)?;
     }
     P::body_fields(
         request,

@@ -7,6 +7,8 @@
 
 pub(crate) mod anthropic;
 pub(crate) mod azure;
+#[cfg(feature = "bedrock")]
+pub(crate) mod bedrock;
 pub(crate) mod compatible;
 pub(crate) mod encode;
 pub(crate) mod gemini;
@@ -48,6 +50,8 @@ pub(crate) static PROVIDERS: &[&ProviderInfo] = &[
     &ollama::OLLAMA,
     &azure::AZURE,
     &azure::AZURE_RESPONSES,
+    #[cfg(feature = "bedrock")]
+    &bedrock::BEDROCK,
     &compatible::OPENROUTER,
     &compatible::GROQ,
     &compatible::DEEPSEEK,
@@ -94,6 +98,9 @@ pub(crate) struct ProviderInfo {
     pub(crate) default_base_url: &'static str,
     /// Whether a key is needed.
     pub(crate) key: KeyPolicy,
+    /// Makes the signer of a provider whose requests are signed (Bedrock's SigV4) when no
+    /// key is set; `None` for providers with a static auth header.
+    pub(crate) signer: Option<MakeSigner>,
     /// Turns a configured base URL into the one requests go to.
     pub(crate) normalize_base_url: fn(&str) -> String,
     /// How request paths hang off the (normalized) base URL.
@@ -110,6 +117,12 @@ pub(crate) struct ProviderInfo {
     /// The wire API's request functions.
     pub(crate) api: &'static dyn Dispatch,
 }
+
+/// Makes a provider's request signer from the credentials given to the builder, else from
+/// the environment.
+pub(crate) type MakeSigner = fn(
+    Option<&crate::http::StaticCredentials>,
+) -> Result<std::sync::Arc<dyn crate::http::RequestSigner>, Error>;
 
 /// When a provider needs an API key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,6 +246,10 @@ pub(crate) trait WireApi: Send + Sync + 'static {
     /// Whether a structured answer comes as the input of a tool the model is made to call
     /// ([`WireApi::output_tool`]) rather than through a native response format.
     const OUTPUT_AS_TOOL: bool = false;
+    /// How a streamed answer is cut into events.
+    const FRAMING: stream::Framing = stream::Framing::Sse;
+    /// The body field holding the tool definitions.
+    const TOOLS_FIELD: &'static str = "tools";
     /// Stream decoding state.
     type Decoder: StreamDecoder;
 
@@ -271,6 +288,13 @@ pub(crate) trait WireApi: Send + Sync + 'static {
     /// [`WireApi::OUTPUT_AS_TOOL`]); sent after the request's tools.
     fn output_tool(_schema: &OutputSchema) -> Value {
         Value::Null
+    }
+
+    /// Writes what closes the tool definitions (defaults to [`WireApi::TOOLS_CLOSE`]); wire
+    /// APIs that keep the tool choice or a cache point next to the tools write them here.
+    fn write_tools_close(_request: &ModelRequest, out: &mut Vec<u8>) -> Result<(), Error> {
+        out.extend_from_slice(Self::TOOLS_CLOSE.as_bytes());
+        Ok(())
     }
 
     /// Makes the last tool definition a prompt-cache breakpoint, for wire APIs with explicit

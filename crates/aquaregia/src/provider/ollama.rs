@@ -14,6 +14,7 @@ pub(crate) static OLLAMA: ProviderInfo = ProviderInfo {
     default_base_url: "http://127.0.0.1:11434",
     key: KeyPolicy::Never,
     normalize_base_url: ollama_base_url,
+    signer: None,
     route: plain_route,
     auth_header: bearer_auth,
     static_headers: &[],

@@ -12,7 +12,7 @@ use reqwest::header::CONTENT_TYPE;
 use super::encode::{RequestCache, encode_request};
 use super::{StreamDecoder, WireApi, output_call_as_text, read_error};
 use crate::error::Error;
-use crate::http::sse::SseDecoder;
+use crate::http::sse::{SseDecoder, SseEvent};
 use crate::http::{HttpConfig, HttpResponse};
 use crate::message::ContentPart;
 use crate::model::{
@@ -247,9 +247,76 @@ pub(crate) async fn stream<P: WireApi>(
     Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
 }
 
+/// How a streamed body is cut into events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// Server-sent events.
+    Sse,
+    /// AWS's `application/vnd.amazon.eventstream` binary frames; each message becomes an
+    /// [`SseEvent`] named by its `:event-type` (or `:exception-type`) header with its payload
+    /// as data.
+    #[cfg(feature = "bedrock")]
+    EventStream,
+}
+
+/// A [`Framing`]'s decoder.
+enum Framer {
+    Sse(SseDecoder),
+    #[cfg(feature = "bedrock")]
+    EventStream(super::bedrock::EventStreamFramer),
+}
+
+impl Framer {
+    fn new(framing: Framing) -> Self {
+        match framing {
+            Framing::Sse => Self::Sse(SseDecoder::new()),
+            #[cfg(feature = "bedrock")]
+            Framing::EventStream => Self::EventStream(super::bedrock::EventStreamFramer::default()),
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        match self {
+            Self::Sse(sse) => sse.feed(bytes),
+            #[cfg(feature = "bedrock")]
+            Self::EventStream(framer) => framer.feed(bytes),
+        }
+    }
+
+    /// The next whole event; an event over the size limit is an error of `provider`.
+    fn next_event(&mut self, provider: &'static str) -> Result<Option<SseEvent>, Error> {
+        match self {
+            Self::Sse(sse) => sse
+                .next_event()
+                .map_err(|error| too_large(provider, error.limit)),
+            #[cfg(feature = "bedrock")]
+            Self::EventStream(framer) => framer.next_event(),
+        }
+    }
+
+    /// The event the body's last bytes make, at its end.
+    fn finish(&mut self, provider: &'static str) -> Result<Option<SseEvent>, Error> {
+        match self {
+            Self::Sse(sse) => sse
+                .finish()
+                .map_err(|error| too_large(provider, error.limit)),
+            #[cfg(feature = "bedrock")]
+            Self::EventStream(framer) => framer.finish(),
+        }
+    }
+}
+
+fn too_large(provider: &'static str, limit: usize) -> Error {
+    super::decode_error(
+        provider,
+        &format!("a stream event is larger than {limit} bytes"),
+        b"",
+    )
+}
+
 struct StreamState<D> {
     body: Pin<Box<dyn Stream<Item = Result<Bytes, Error>> + Send>>,
-    sse: SseDecoder,
+    sse: Framer,
     /// `None` once the stream has ended (after the queue and any error are delivered).
     decoder: Option<D>,
     queue: VecDeque<StreamEvent>,
@@ -275,7 +342,7 @@ impl<D: StreamDecoder> StreamState<D> {
 fn decode_stream<P: WireApi>(response: HttpResponse, idle_timeout: Duration) -> ModelStream {
     let state = StreamState {
         body: response.into_stream(),
-        sse: SseDecoder::new(),
+        sse: Framer::new(P::FRAMING),
         decoder: Some(P::Decoder::default()),
         queue: VecDeque::new(),
         error: None,
@@ -319,35 +386,18 @@ fn decode_stream<P: WireApi>(response: HttpResponse, idle_timeout: Duration) -> 
 }
 
 fn drain_events<P: WireApi>(
-    sse: &mut SseDecoder,
+    sse: &mut Framer,
     decoder: &mut P::Decoder,
     queue: &mut VecDeque<StreamEvent>,
     at_eof: bool,
 ) -> Result<bool, Error> {
-    let too_large = |limit: usize| {
-        super::decode_error(
-            P::NAME,
-            &format!("a stream event is larger than {limit} bytes"),
-            b"",
-        )
-    };
-    loop {
-        match sse.next_event() {
-            Ok(Some(event)) => {
-                if decoder.on_event(event, queue)? {
-                    return Ok(true);
-                }
-            }
-            Ok(None) => break,
-            Err(error) => return Err(too_large(error.limit)),
+    while let Some(event) = sse.next_event(P::NAME)? {
+        if decoder.on_event(event, queue)? {
+            return Ok(true);
         }
     }
-    if at_eof {
-        match sse.finish() {
-            Ok(Some(event)) => return decoder.on_event(event, queue),
-            Ok(None) => {}
-            Err(error) => return Err(too_large(error.limit)),
-        }
+    if at_eof && let Some(event) = sse.finish(P::NAME)? {
+        return decoder.on_event(event, queue);
     }
     Ok(false)
 }

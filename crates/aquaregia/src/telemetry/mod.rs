@@ -75,6 +75,7 @@ impl Telemetry {
 pub(crate) fn provider_name(client: &Client) -> &'static str {
     match (client.provider_id(), client.kind()) {
         ("azure" | "azure-responses", _) => "azure.ai.openai",
+        ("bedrock", _) => "aws.bedrock",
         (_, ProviderKind::OpenAiResponses) | ("openai-chat", _) => "openai",
         (_, ProviderKind::Anthropic) => "anthropic",
         (_, ProviderKind::Gemini) => "gcp.gemini",

@@ -21,6 +21,8 @@ mod agent_hooks;
 mod agent_loop;
 mod anthropic;
 mod azure;
+#[cfg(feature = "bedrock")]
+mod bedrock;
 mod compaction_cancel;
 mod compaction_usage;
 mod compatible_presets;

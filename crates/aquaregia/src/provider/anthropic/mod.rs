@@ -29,6 +29,7 @@ pub(crate) static ANTHROPIC: ProviderInfo = ProviderInfo {
     default_base_url: "https://api.anthropic.com",
     key: KeyPolicy::Required,
     normalize_base_url: base_url_as_is,
+    signer: None,
     route: plain_route,
     auth_header: |key| (HeaderName::from_static("x-api-key"), key.to_owned()),
     static_headers: &[("anthropic-version", "2023-06-01")],

@@ -38,6 +38,7 @@ pub(crate) static GEMINI: ProviderInfo = ProviderInfo {
     default_base_url: "https://generativelanguage.googleapis.com",
     key: KeyPolicy::Required,
     normalize_base_url: gemini_base_url,
+    signer: None,
     route: plain_route,
     auth_header: |key| (HeaderName::from_static("x-goog-api-key"), key.to_owned()),
     static_headers: &[],

@@ -34,6 +34,7 @@ pub(crate) static OPENAI_CHAT: ProviderInfo = ProviderInfo {
     default_base_url: OPENAI_BASE_URL,
     key: KeyPolicy::UnlessBaseUrl,
     normalize_base_url: base_url_as_is,
+    signer: None,
     route: plain_route,
     auth_header: bearer_auth,
     static_headers: &[],
