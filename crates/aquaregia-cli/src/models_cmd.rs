@@ -43,7 +43,7 @@ fn models_after_help() -> String {
         "Without PROVIDER, every provider whose API key is set is asked, plus the provider of \
          the\ndefault model (AQUAREGIA_MODEL, else the first provider with a key, else Ollama). \
          The default\nmodel is marked. OpenAI-compatible servers and Ollama are asked (GET \
-         /models); Anthropic and\nGemini answer from a built-in list.\n\nProviders and the \
+         /models); Anthropic,\nGemini and Bedrock answer from a built-in list.\n\nProviders and the \
          variable holding their key:\n",
     );
     for (id, vars) in Client::provider_key_vars() {

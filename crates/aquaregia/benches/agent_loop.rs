@@ -48,6 +48,8 @@ struct Provider {
     base_path: &'static str,
     call: Value,
     text: Value,
+    /// Signed per request (SigV4) rather than sent a key.
+    signed: bool,
 }
 
 fn parse(text: &str) -> Value {
@@ -94,8 +96,9 @@ fn providers() -> Vec<Provider> {
             name: "Chat Completions",
             builder: Client::openai_chat,
             base_path: "/v1",
-            call: chat_call,
+            call: chat_call.clone(),
             text: parse(CHAT_TEXT),
+            signed: false,
         },
         Provider {
             name: "Responses",
@@ -103,6 +106,7 @@ fn providers() -> Vec<Provider> {
             base_path: "/v1",
             call: responses_call,
             text: responses_text,
+            signed: false,
         },
         Provider {
             name: "Anthropic",
@@ -110,6 +114,7 @@ fn providers() -> Vec<Provider> {
             base_path: "",
             call: anthropic_call,
             text: anthropic_text,
+            signed: false,
         },
         Provider {
             name: "Gemini",
@@ -117,8 +122,57 @@ fn providers() -> Vec<Provider> {
             base_path: "",
             call: gemini_call,
             text: parse(GEMINI_TEXT),
+            signed: false,
+        },
+        // A compatible preset: Chat Completions in a dialect (`max_tokens`, reasoning back).
+        Provider {
+            name: "DeepSeek preset",
+            builder: || spec_builder("deepseek:m"),
+            base_path: "/v1",
+            call: chat_call.clone(),
+            text: parse(CHAT_TEXT),
+            signed: false,
+        },
+        // Classic deployment URLs: `/openai/deployments/m/chat/completions?api-version=`.
+        Provider {
+            name: "Azure deployment",
+            builder: || spec_builder("azure:m"),
+            base_path: "",
+            call: chat_call,
+            text: parse(CHAT_TEXT),
+            signed: false,
+        },
+        #[cfg(feature = "bedrock")]
+        Provider {
+            name: "Bedrock SigV4",
+            builder: || {
+                spec_builder("bedrock:m").aws_credentials(
+                    "AKIDBENCH",
+                    "bench/secret/access/key",
+                    None,
+                    "us-east-1",
+                )
+            },
+            base_path: "",
+            call: json!({"output": {"message": {"role": "assistant", "content": [
+                    {"text": "Let me look that up."},
+                    {"toolUse": {"toolUseId": "tooluse_bench", "name": "lookup",
+                        "input": {"query": "rust"}}}]}},
+                "stopReason": "tool_use",
+                "usage": {"inputTokens": 118, "outputTokens": 52, "totalTokens": 170},
+                "metrics": {"latencyMs": 1}}),
+            text: json!({"output": {"message": {"role": "assistant", "content": [
+                    {"text": "Rust is a systems programming language."}]}},
+                "stopReason": "end_turn",
+                "usage": {"inputTokens": 190, "outputTokens": 12, "totalTokens": 202},
+                "metrics": {"latencyMs": 1}}),
+            signed: true,
         },
     ]
+}
+
+fn spec_builder(spec: &str) -> ClientBuilder {
+    Client::builder_from_model_spec(spec).expect("spec").0
 }
 
 /// Sends the recorded requests again, raw, in order; reads and parses each answer.
@@ -309,11 +363,12 @@ fn main() {
                 serde_json::to_vec(&provider.call).expect("call"),
                 serde_json::to_vec(&provider.text).expect("text"),
             );
-            let client = (provider.builder)()
-                .base_url(format!("{}{}", server.url, provider.base_path))
-                .api_key("bench")
-                .build()
-                .expect("client");
+            let mut builder =
+                (provider.builder)().base_url(format!("{}{}", server.url, provider.base_path));
+            if !provider.signed {
+                builder = builder.api_key("bench");
+            }
+            let client = builder.build().expect("client");
             let agent = client
                 .agent("m")
                 .tool(lookup.clone())
