@@ -113,6 +113,7 @@
 mod agent;
 mod client;
 mod context;
+mod conversation;
 mod error;
 pub mod files;
 pub mod http;
@@ -146,6 +147,7 @@ pub use context::{
     ToolOutputStore, context_window_for, estimate_image_tokens, estimate_request_tokens,
     estimate_tokens,
 };
+pub use conversation::{Conversation, Recorded, SlashCommand, continued_history};
 pub use error::{ConfigError, Error};
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
 pub use model::{

@@ -24,6 +24,7 @@ mod compaction_cancel;
 mod compaction_usage;
 mod context_compaction;
 mod context_window_exceeded;
+mod conversation;
 mod gemini;
 mod language_model;
 mod openai_chat;
