@@ -133,6 +133,7 @@ mod telemetry;
 #[cfg(feature = "test-utils")]
 pub mod test_utils;
 mod tool;
+mod usage;
 pub mod workspace;
 
 pub use agent::{
@@ -140,7 +141,7 @@ pub use agent::{
     StepOverrides, StepResult, StopReason, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy,
     TypedOutput,
 };
-pub use client::{Client, ClientBuilder, ClientModel, ProviderKind};
+pub use client::{Client, ClientBuilder, ClientModel};
 pub use context::{
     BYTES_PER_TOKEN, CompactionReport, DEFAULT_CONTEXT_WINDOW, DEFAULT_RESERVED_OUTPUT_TOKENS,
     MAX_REQUEST_TOOLS, OutputBudget, OutputSlice, READ_TOOL_OUTPUT, SEARCH_TOOLS, ToolDeferral,
@@ -151,8 +152,8 @@ pub use conversation::{Conversation, Recorded, SlashCommand, continued_history};
 pub use error::{ConfigError, Error};
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
 pub use model::{
-    Fallback, FinishReason, LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream,
-    StreamEvent, ToolChoice, Usage,
+    Fallback, FinishReason, GeneratedObject, LanguageModel, ModelRequest, ModelResponse,
+    ModelState, ModelStream, ProviderKind, StreamEvent, ToolChoice, generate_object,
 };
 pub use pricing::{Cost, ModelPrice, PriceTable};
 pub use prompt_cache::PromptCaching;
@@ -160,7 +161,7 @@ pub use session::{
     FileSessionStore, NewSession, SessionError, SessionId, SessionMeta, SessionPage, SessionQuery,
     SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp, TimestampParseError,
 };
-pub use structured::{GeneratedObject, OutputSchema, generate_object};
+pub use structured::OutputSchema;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry};
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,
@@ -168,6 +169,7 @@ pub use tool::{
     is_valid_tool_name, tool,
 };
 pub use tool::{ProgressReporter, ToolProgress};
+pub use usage::Usage;
 
 /// The README's examples, compiled as doctests so they cannot rot.
 #[cfg(doctest)]

@@ -86,7 +86,14 @@ pub fn continued_history(stored: &StoredSession) -> Vec<Message> {
 }
 
 /// A conversation: the history the model continues from and, optionally, the session it is
-/// saved in. See the [module docs](self).
+/// saved in ([`SessionStore`]), each completed turn saved as soon as it ends.
+///
+/// The session is created by the first turn (or at once, with [`create`](Self::create));
+/// listings leave out sessions without a turn either way. A turn another process appended
+/// meanwhile is not lost: this one is saved after it and the history continues from the latest
+/// state ([`Recorded::merged_turns`]). [`compact`](Self::compact) and [`rebase`](Self::rebase)
+/// keep every stored turn (a front end can still show the whole conversation) and store what
+/// the model continues from instead, which [`load`](Self::load) applies.
 #[derive(Debug)]
 pub struct Conversation {
     store: Option<Arc<dyn SessionStore>>,
