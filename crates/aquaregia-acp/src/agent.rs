@@ -12,7 +12,6 @@ use crate::connection::{Connection, SessionContext};
 use crate::permissions::AcpHooks;
 use crate::session::Session;
 use crate::state::Mode;
-use crate::store;
 
 /// The session's agent for one turn.
 pub(crate) async fn for_turn(
@@ -48,25 +47,20 @@ pub(crate) async fn for_turn(
         .map_err(|error| error.to_string())
 }
 
-/// `/compact`: the history compacted now and stored as the session's base.
+/// `/compact`: the history compacted now and stored as the session's base (the stored turns
+/// stay, and are replayed on load).
 pub(crate) async fn compact(
     connection: &Connection,
     session: &Arc<Session>,
     token: &CancellationToken,
     cx: &ConnectionTo<Client>,
 ) -> Result<CompactionReport, String> {
-    let history = session.state.with(|state| state.history.clone());
     let agent = for_turn(connection, session, token, cx).await?;
-    let (compacted, report) = tokio::select! {
-        result = agent.compact(&history) => result.map_err(|error| error.to_string())?,
-        () = token.cancelled() => return Err("cancelled".into()),
-    };
-    if let Some(store) = &connection.settings.store {
-        let turns = session.state.with(|state| state.stored_turns);
-        store::save_base(&**store, &session.id, turns, &compacted).await;
+    let mut conversation = session.conversation.lock().await;
+    tokio::select! {
+        result = conversation.compact(&agent) => result.map_err(|error| error.to_string()),
+        () = token.cancelled() => Err("cancelled".into()),
     }
-    session.state.with(|state| state.history = compacted);
-    Ok(report)
 }
 
 /// The tools a turn offers: the MCP servers' and the built-ins (in `plan` mode, the

@@ -153,14 +153,12 @@ impl Connection {
         )
     }
 
-    /// Keeps the session's mode and model in the store, for `session/load`.
-    pub(crate) fn remember(&self, session: &Session, cx: &ConnectionTo<Client>) {
-        let Some(store) = self.settings.store.clone() else {
+    /// Keeps the session's mode and model in the store, for `session/load` (before its first
+    /// turn, in the session that turn creates).
+    pub(crate) fn remember(&self, session: &Arc<Session>, cx: &ConnectionTo<Client>) {
+        if self.settings.store.is_none() {
             return;
-        };
-        let Ok(id) = aquaregia::SessionId::new(session.id.as_str()) else {
-            return;
-        };
+        }
         let (mode, model) = session
             .state
             .with(|state| (state.mode, state.model.clone()));
@@ -168,9 +166,10 @@ impl Connection {
         if let Some(model) = model {
             update = update.model(model);
         }
+        let session = session.clone();
         spawn(cx, async move {
-            if let Err(error) = store.update(&id, update).await {
-                tracing::warn!(session = %id, %error, "the session's settings were not stored");
+            if let Err(error) = session.conversation.lock().await.update(update).await {
+                tracing::warn!(session = %session.id, %error, "the session's settings were not stored");
             }
         });
     }

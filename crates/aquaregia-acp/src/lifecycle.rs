@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use aquaregia::workspace::Workspace;
-use aquaregia::{Message, NewSession, ToolOutputStore};
+use aquaregia::{NewSession, ToolOutputStore};
 use serde_json::Value;
 
 use crate::connection::Connection;
@@ -44,20 +44,29 @@ pub(crate) async fn new(
         let _ = responder.respond_with_error(invalid_params("`cwd` must be an absolute path"));
         return;
     }
-    let id = match &connection.settings.store {
-        Some(store) => match store
-            .create(NewSession::new(cwd.clone()).mode(Mode::Default.id()))
-            .await
-        {
-            Ok(meta) => meta.id.to_string(),
-            Err(error) => {
-                let _ = responder.respond_with_error(store::acp_error(&error));
-                return;
+    // Created in the store now, so another agent process can open it before its first prompt
+    // (acpx makes a session, then prompts it from a new process); listings leave it out until
+    // it has a turn, so chat panels opened and left do not fill `session/list`.
+    let conversation = match &connection.settings.store {
+        Some(store) => {
+            let new = NewSession::new(cwd.clone()).mode(Mode::Default.id());
+            match aquaregia::Conversation::create(store.clone(), new).await {
+                Ok(conversation) => conversation,
+                Err(error) => {
+                    let _ = responder.respond_with_error(store::acp_error(&error));
+                    return;
+                }
             }
-        },
-        None => connection.sessions.next_id(),
+        }
+        None => {
+            // `sess-N` is a valid id; the fallback is never taken.
+            let id = aquaregia::SessionId::new(connection.sessions.next_id())
+                .unwrap_or_else(|_| aquaregia::SessionId::generate());
+            aquaregia::Conversation::new(cwd.clone()).id(id)
+        }
     };
-    let (session, options) = open(&connection, id, cwd, &servers, Vec::new(), &cx).await;
+    let id = conversation.session_id().to_string();
+    let (session, options) = open(&connection, id, cwd, &servers, conversation, &cx).await;
     let _ = responder.respond(
         NewSessionResponse::new(session.id.clone())
             .modes(modes(Mode::Default))
@@ -188,19 +197,10 @@ async fn restore(
     if connection.sessions.contains(id) {
         return Err(invalid_params(format!("session `{id}` is already open")));
     }
-    let stored = store
-        .load(&store::id(id)?)
+    let (conversation, stored) = aquaregia::Conversation::load(store, &store::id(id)?)
         .await
         .map_err(|error| store::acp_error(&error))?;
-    let (session, _) = open(
-        connection,
-        id.to_owned(),
-        cwd,
-        servers,
-        store::history(&stored),
-        cx,
-    )
-    .await;
+    let (session, _) = open(connection, id.to_owned(), cwd, servers, conversation, cx).await;
     let mode = stored
         .meta
         .mode
@@ -208,9 +208,6 @@ async fn restore(
         .and_then(Mode::parse)
         .unwrap_or(Mode::Default);
     session.state.with(|state| {
-        // The stored count (what the next append is checked against), which counts turns
-        // that no longer decode too.
-        state.stored_turns = stored.meta.turns;
         if stored.skipped > 0 {
             // Told at the next turn: what was lost is said, not silently dropped.
             state.add_notice(format!(
@@ -244,7 +241,7 @@ async fn open(
     id: String,
     cwd: PathBuf,
     servers: &[Value],
-    history: Vec<Message>,
+    conversation: aquaregia::Conversation,
     cx: &ConnectionTo<Client>,
 ) -> (Arc<Session>, Vec<SessionConfigOption>) {
     let settings = &connection.settings;
@@ -296,7 +293,6 @@ async fn open(
                 failure.name, failure.reason
             ));
         }
-        state.history = history;
         state.models = models;
     });
     let session = Arc::new(Session {
@@ -306,6 +302,7 @@ async fn open(
         editor,
         output_store: ToolOutputStore::in_memory(),
         state,
+        conversation: tokio::sync::Mutex::new(conversation),
     });
     let options = connection.config_options(&session);
     connection.sessions.insert(session.clone());

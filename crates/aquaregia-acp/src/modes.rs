@@ -2,6 +2,8 @@
 //! `mode` and, when the agent offers a choice, the `model`). A change is told to the client
 //! (`current_mode_update`, `config_option_update`) and kept in the store.
 
+use std::sync::Arc;
+
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -72,7 +74,7 @@ pub(crate) fn set_config_option(
 /// Switches the mode and tells the client (`current_mode_update`).
 fn switch_mode(
     connection: &Connection,
-    session: &Session,
+    session: &Arc<Session>,
     id: &str,
     cx: &ConnectionTo<Client>,
 ) -> Result<(), agent_client_protocol::Error> {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use aquaregia::{Tool, ToolOutputStore};
+use aquaregia::{Conversation, Tool, ToolOutputStore};
 use aquaregia_mcp::McpToolset;
 use tokio_util::sync::CancellationToken;
 
@@ -22,6 +22,9 @@ pub(crate) struct Session {
     pub(crate) output_store: ToolOutputStore,
     /// Everything that changes, behind the session's one lock.
     pub(crate) state: SharedState,
+    /// The conversation and where it is saved: held across the store's I/O (a turn's save,
+    /// `/compact`, `/clear`), which the state's lock must never be.
+    pub(crate) conversation: tokio::sync::Mutex<Conversation>,
 }
 
 impl Session {

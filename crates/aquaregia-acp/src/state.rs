@@ -12,10 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::SessionMode;
-use aquaregia::Message;
 use aquaregia::permission_rules::PermissionRules;
 use aquaregia::sync::lock;
-use aquaregia_mcp::McpPrompt;
+use aquaregia_mcp::ServerPrompt;
 use tokio_util::sync::CancellationToken;
 
 /// The session modes offered to clients: the policy's built-in session modes.
@@ -38,48 +37,21 @@ pub(crate) fn describe(mode: Mode) -> SessionMode {
     SessionMode::new(mode.id(), name).description(description.to_owned())
 }
 
-/// An MCP prompt offered as `/<server>:<prompt>`.
-#[derive(Debug, Clone)]
-pub(crate) struct PromptCommand {
-    pub(crate) server: String,
-    pub(crate) prompt: McpPrompt,
-}
-
-impl PromptCommand {
-    /// The command's name, `<server>:<prompt>`.
-    pub(crate) fn name(&self) -> String {
-        format!("{}:{}", self.server, self.prompt.name)
-    }
-
-    /// The names of the prompt's arguments, in order.
-    pub(crate) fn arguments(&self) -> Vec<&str> {
-        self.prompt
-            .arguments
-            .iter()
-            .map(|argument| argument.name.as_str())
-            .collect()
-    }
-}
-
 /// How many URL questions shown to the client are remembered, awaiting their completion (the
 /// oldest are forgotten first: a server need not ever complete one).
 const SHOWN_URLS: usize = 64;
 
 /// What changes in one session, as plain data.
 pub(crate) struct SessionState {
-    /// The conversation the model continues from.
-    pub(crate) history: Vec<Message>,
     pub(crate) mode: Mode,
     /// The model picked for this session (`None`: the agent's default).
     pub(crate) model: Option<String>,
     /// The models it may pick from.
     pub(crate) models: Vec<String>,
     /// Its servers' prompts, offered as slash commands.
-    pub(crate) commands: Vec<PromptCommand>,
+    pub(crate) commands: Vec<ServerPrompt>,
     /// The project's remembered "always" answers (`<cwd>/.aquaregia/permissions.json`).
     pub(crate) always: PermissionRules,
-    /// How many turns the store holds for this session.
-    pub(crate) stored_turns: u64,
     /// The running prompt's cancellation token.
     prompt: Option<CancellationToken>,
     /// Tool calls running now: (tool name, call id), oldest first.
@@ -100,13 +72,11 @@ impl SessionState {
     pub(crate) fn new(cwd: &Path) -> Self {
         let (always, warning) = PermissionRules::load(cwd);
         let mut state = Self {
-            history: Vec::new(),
             mode: Mode::Default,
             model: None,
             models: Vec::new(),
             commands: Vec::new(),
             always,
-            stored_turns: 0,
             prompt: None,
             running: Vec::new(),
             notices: Vec::new(),

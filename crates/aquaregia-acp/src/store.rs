@@ -1,6 +1,6 @@
-//! Persistent sessions on the SDK's [`SessionStore`]: each completed turn is appended,
-//! `session/list` pages through the store, `session/load` replays a stored session as
-//! `session/update`s and continues it.
+//! Persistent sessions on the SDK's [`SessionStore`] (each session's [`aquaregia::Conversation`]
+//! saves its turns): `session/list` pages through the store, `session/load` replays a stored
+//! session as `session/update`s, and the client is told what a saved turn changed.
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
@@ -9,10 +9,8 @@ use agent_client_protocol::v1::schema::{
     SessionInfoUpdate, SessionUpdate, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use aquaregia::{
-    ContentPart, Message, Role, SessionId, SessionMeta, SessionQuery, SessionStore, SessionTurn,
-    StoredSession, Usage,
+    ContentPart, Message, Recorded, Role, SessionId, SessionMeta, SessionQuery, SessionStore,
 };
-use serde::{Deserialize, Serialize};
 
 use crate::rpc::invalid_params;
 use crate::updates;
@@ -56,140 +54,25 @@ fn info(meta: &SessionMeta) -> SessionInfo {
         .updated_at(meta.updated_at.to_string())
 }
 
-/// The metadata entry holding a session's [`Base`].
-const BASE: &str = "aquaregia.acp.base";
-
-/// What the model's history starts from instead of the first `turns` stored turns: their
-/// compaction (a summary and the newest messages), or nothing after `/clear`. The turns stay
-/// stored, so `session/load` still replays the whole conversation to the user.
-#[derive(Debug, Serialize, Deserialize)]
-struct Base {
-    turns: u64,
-    messages: Vec<Message>,
-}
-
-/// The history the model continues from: the stored base, then the turns after it.
-pub(crate) fn history(stored: &StoredSession) -> Vec<Message> {
-    let base = stored
-        .meta
-        .metadata
-        .get(BASE)
-        .and_then(|base| serde_json::from_value::<Base>(base.clone()).ok())
-        .and_then(|base| Some((usize::try_from(base.turns).ok()?, base.messages)))
-        .filter(|(turns, _)| *turns <= stored.turns.len());
-    let Some((covered, mut messages)) = base else {
-        return stored.messages();
-    };
-    let later = stored.turns.get(covered..).unwrap_or_default();
-    messages.extend(later.iter().flat_map(|turn| turn.messages.iter().cloned()));
-    messages
-}
-
-/// Stores `messages` as the history that replaces the first `turns` turns.
-pub(crate) async fn save_base(
-    store: &dyn SessionStore,
-    session_id: &str,
-    turns: u64,
-    messages: &[Message],
-) {
-    let Ok(id) = SessionId::new(session_id) else {
-        return;
-    };
-    let base = Base {
-        turns,
-        messages: messages.to_vec(),
-    };
-    let saved = match serde_json::to_value(&base) {
-        Ok(value) => store
-            .update(&id, aquaregia::SessionUpdate::new().metadata(BASE, value))
-            .await
-            .map(|_| ())
-            .map_err(|error| error.to_string()),
-        Err(error) => Err(error.to_string()),
-    };
-    if let Err(error) = saved {
-        tracing::warn!(session = session_id, %error, "the compacted history was not stored");
-    }
-}
-
-/// A turn stored by [`append`].
-#[derive(Debug)]
-pub(crate) struct Appended {
-    /// How many turns the store now holds.
-    pub(crate) turns: u64,
-    /// When another process had changed the session: the latest history (theirs, then this
-    /// turn), which the session continues from instead of its own.
-    pub(crate) reloaded: Option<Vec<Message>>,
-}
-
-/// How many times [`append`] tries to store a turn: after each conflict it reloads the session
-/// and tries on top of it, so only a session other processes keep changing that fast loses
-/// the turn (with a warning).
-const SAVE_ATTEMPTS: usize = 5;
-
-/// Appends a completed turn on top of the `expected` turns this session has seen (the stored
-/// count, [`aquaregia::SessionMeta::turns`]); when it gave the session its title, tells the
-/// client. When another process changed the session meanwhile, the latest state is loaded, the
-/// turn is appended after it, and the client is told in an agent message. Returns `None` when
-/// the turn was not stored.
-pub(crate) async fn append(
-    store: &dyn SessionStore,
-    cx: &ConnectionTo<Client>,
-    session_id: &str,
-    messages: Vec<Message>,
-    usage: Usage,
-    expected: u64,
-) -> Option<Appended> {
-    let id = SessionId::new(session_id).ok()?;
-    let turn = SessionTurn::new(messages).usage(usage);
-    let mut reloaded = None;
-    let mut saved = store.append_turn_checked(&id, turn.clone(), expected).await;
-    let mut attempts = 1;
-    while let Err(aquaregia::SessionError::Conflict { .. }) = &saved
-        && attempts < SAVE_ATTEMPTS
-    {
-        attempts += 1;
-        saved = match store.load(&id).await {
-            Ok(latest) => {
-                let mut history = history(&latest);
-                history.extend(turn.messages.iter().cloned());
-                reloaded = Some(history);
-                // The stored count, which may include turns that no longer decode.
-                store
-                    .append_turn_checked(&id, turn.clone(), latest.meta.turns)
-                    .await
-            }
-            Err(error) => Err(error),
-        };
-    }
-    if let (Some(_), Ok(meta)) = (&reloaded, &saved) {
-        let theirs = meta.turns.saturating_sub(expected).saturating_sub(1);
+/// Tells the client what saving a turn changed: the session's title after its first turn,
+/// and that turns another process added were loaded (this one was saved after them).
+pub(crate) fn told(cx: &ConnectionTo<Client>, session_id: &str, recorded: &Recorded) {
+    if recorded.merged_turns > 0 {
         updates::send(
             cx,
             session_id,
             updates::message(&format!(
-                "\n\n(This session was changed by another process: its {theirs} new \
-                 turn(s) were loaded, and this turn was saved after them.)"
+                "\n\n(This session was changed by another process: its {} new turn(s) were \
+                 loaded, and this turn was saved after them.)",
+                recorded.merged_turns
             )),
         );
     }
-    match saved {
-        Ok(meta) => {
-            if meta.turns == 1 {
-                let update = SessionInfoUpdate::new()
-                    .title(meta.title.clone())
-                    .updated_at(meta.updated_at.to_string());
-                updates::send(cx, session_id, SessionUpdate::SessionInfoUpdate(update));
-            }
-            Some(Appended {
-                turns: meta.turns,
-                reloaded,
-            })
-        }
-        Err(error) => {
-            tracing::warn!(session = session_id, %error, "the turn was not stored");
-            None
-        }
+    if let Some(meta) = recorded.meta.as_ref().filter(|meta| meta.turns == 1) {
+        let update = SessionInfoUpdate::new()
+            .title(meta.title.clone())
+            .updated_at(meta.updated_at.to_string());
+        updates::send(cx, session_id, SessionUpdate::SessionInfoUpdate(update));
     }
 }
 

@@ -119,14 +119,12 @@ async fn run_prompt(
             Some(messages) => new = messages,
         }
     }
-    let mut messages = session.state.with(|state| state.history.clone());
-    let before = messages.len();
+    let mut messages = session.conversation.lock().await.history().to_vec();
     messages.extend(new.iter().cloned());
     let agent = agent::for_turn(connection, session, token, cx).await?;
 
     let mut events = agent.stream(messages);
     let mut output = None;
-    let mut compacted = false;
     // Streamed text and thoughts go out redacted, the end of a piece that could begin a
     // known secret held until the next piece (or anything else) comes.
     let mut streams = HeldText::default();
@@ -169,7 +167,6 @@ async fn run_prompt(
                 ..
             }) => {
                 tracing::info!(session = %session.id, before_tokens, after_tokens, "history compacted to fit the context window");
-                compacted = true;
             }
             Ok(AgentEvent::Finish(finished)) => output = Some(finished),
             Ok(_) => {}
@@ -191,42 +188,18 @@ async fn run_prompt(
         StopReason::Refusal => AcpStopReason::Refusal,
         _ => AcpStopReason::EndTurn,
     };
-    // Where this turn starts in the conversation: after a compaction the history before
-    // it is shorter than it was.
-    let start = if compacted {
-        turn_start(&output.messages, &new)
-    } else {
-        Some(before)
-    };
-    let mut history = output.messages;
-    if let Some(store) = &connection.settings.store {
-        let turn = match start.and_then(|start| history.get(start..)) {
-            Some(turn) => turn.to_vec(),
-            // The prompt itself was summarised (a huge single turn): keep what it was
-            // and what came of it.
-            None => new
-                .into_iter()
-                .chain([Message::assistant(output.text.clone())])
-                .collect(),
-        };
-        if compacted {
-            let base = start
-                .and_then(|start| history.get(..start))
-                .unwrap_or_default();
-            let turns = session.state.with(|state| state.stored_turns);
-            store::save_base(&**store, &session.id, turns, base).await;
-        }
-        let expected = session.state.with(|state| state.stored_turns);
-        if let Some(saved) =
-            store::append(&**store, cx, &session.id, turn, output.usage, expected).await
-        {
-            session.state.with(|state| state.stored_turns = saved.turns);
-            if let Some(latest) = saved.reloaded {
-                history = latest;
-            }
-        }
+    // The conversation finds the turn (after a compaction, too) and saves it.
+    let model = session.state.with(|state| state.model.clone());
+    let recorded = session
+        .conversation
+        .lock()
+        .await
+        .record(&new, &output, model.as_deref())
+        .await;
+    match recorded {
+        Ok(recorded) => store::told(cx, &session.id, &recorded),
+        Err(error) => tracing::warn!(session = %session.id, %error, "the turn was not stored"),
     }
-    session.state.with(|state| state.history = history);
     Ok(stop)
 }
 
@@ -256,40 +229,5 @@ impl HeldText {
         if !thought.is_empty() {
             updates::send(cx, session_id, updates::thought(&thought));
         }
-    }
-}
-
-/// Where the turn that began with `prompt` starts in `messages`: the last place the prompt's
-/// messages appear.
-fn turn_start(messages: &[Message], prompt: &[Message]) -> Option<usize> {
-    if prompt.is_empty() || messages.len() < prompt.len() {
-        return None;
-    }
-    (0..=messages.len() - prompt.len())
-        .rev()
-        .find(|&start| messages.get(start..start + prompt.len()) == Some(prompt))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_turn_is_found_after_its_history_shrank() {
-        let prompt = vec![Message::user("again")];
-        let compacted = vec![
-            Message::user("[Summary] earlier"),
-            Message::user("again"),
-            Message::assistant("done"),
-        ];
-        assert_eq!(turn_start(&compacted, &prompt), Some(1));
-        let repeated = vec![
-            Message::user("again"),
-            Message::assistant("one"),
-            Message::user("again"),
-            Message::assistant("two"),
-        ];
-        assert_eq!(turn_start(&repeated, &prompt), Some(2));
-        assert_eq!(turn_start(&[Message::assistant("x")], &prompt), None);
     }
 }

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::pin::pin;
 use std::sync::Arc;
 
-use aquaregia::{CancellationToken, Client, Cost, Message, PriceTable, StopReason, Usage};
+use aquaregia::{
+    CancellationToken, Client, Cost, Message, PriceTable, SlashCommand, StopReason, Usage,
+};
 use aquaregia_mcp::McpToolset;
 use clap::Args;
 
@@ -28,7 +30,7 @@ const HELP: &str = "\
 /model <spec>    switch the model (provider:model) from the next turn on
 /clear           start a new conversation (the current one stays saved)
 /compact         summarise the conversation so far (all but the latest turn) to free the
-                 model's context; saved as a new session, the full one stays saved
+                 model's context; the session keeps every turn and goes on from the summary
 /save [title]    say where the conversation is saved, and set its title
 /usage           tokens used in this chat
 /permissions     the project's remembered 'always' answers; /permissions revoke <n>, clear
@@ -144,13 +146,13 @@ impl Chat<'_> {
             if input.is_empty() {
                 continue;
             }
-            let messages = match input.strip_prefix('/') {
-                Some(command) => match self.command(command, model).await? {
+            let messages = match input.starts_with('/') {
+                true => match self.command(SlashCommand::parse(input), model).await? {
                     Next::Read => continue,
                     Next::Exit => break,
                     Next::Send(messages) => messages,
                 },
-                None => vec![Message::user(input)],
+                false => vec![Message::user(input)],
             };
             if let Err(error) = self.turn(model, messages).await {
                 if error.is::<Interrupted>() || !self.interactive {
@@ -197,25 +199,34 @@ impl Chat<'_> {
         }
     }
 
-    /// Runs a `/command`.
-    async fn command(&mut self, command: &str, model: &mut Model) -> anyhow::Result<Next> {
-        let (name, rest) = command
-            .split_once(char::is_whitespace)
-            .map_or((command, ""), |(name, rest)| (name, rest.trim()));
-        if let Some((server, prompt)) = name.split_once(':') {
-            return match chat_prompts::render(self.toolset, server, prompt, rest).await {
-                Ok(messages) => Ok(Next::Send(messages)),
-                Err(error) if self.interactive => {
-                    output::print_error(&error);
-                    Ok(Next::Read)
-                }
-                Err(error) => Err(error),
-            };
-        }
-        match name {
-            "help" | "?" => eprintln!("{HELP}"),
-            "exit" | "quit" => return Ok(Next::Exit),
-            "prompts" => {
+    /// Runs a `/command` (`None`: a slash with no name after it).
+    async fn command(
+        &mut self,
+        command: Option<SlashCommand<'_>>,
+        model: &mut Model,
+    ) -> anyhow::Result<Next> {
+        let Some(command) = command else {
+            eprintln!("unknown command /; /help lists them");
+            return Ok(Next::Read);
+        };
+        match command {
+            SlashCommand::Prompt {
+                server,
+                prompt,
+                input,
+            } => {
+                return match self.toolset.render_prompt(server, prompt, input).await {
+                    Ok(messages) => Ok(Next::Send(messages)),
+                    Err(error) if self.interactive => {
+                        output::print_error(&anyhow::Error::new(error));
+                        Ok(Next::Read)
+                    }
+                    Err(error) => Err(error.into()),
+                };
+            }
+            SlashCommand::Help => eprintln!("{HELP}"),
+            SlashCommand::Exit => return Ok(Next::Exit),
+            SlashCommand::Prompts => {
                 let prompts = chat_prompts::list(self.toolset).await;
                 if prompts.is_empty() {
                     eprintln!("no prompts");
@@ -224,7 +235,7 @@ impl Chat<'_> {
                     eprintln!("{}", output::clean(&line));
                 }
             }
-            "tools" => {
+            SlashCommand::Tools => {
                 let tools = self.toolset.available_tools().await;
                 if tools.is_empty() {
                     eprintln!("no tools");
@@ -238,20 +249,20 @@ impl Chat<'_> {
                     );
                 }
             }
-            "model" if rest.is_empty() => eprintln!("model: {}", model.spec),
-            "model" => match Model::new(rest) {
+            SlashCommand::Model("") => eprintln!("model: {}", model.spec),
+            SlashCommand::Model(spec) => match Model::new(spec) {
                 Ok(new) => {
                     *model = new;
                     eprintln!("model: {}", model.spec);
                 }
                 Err(error) => output::print_error(&error),
             },
-            "clear" => {
+            SlashCommand::Clear => {
                 self.conversation.clear();
                 eprintln!("started a new conversation");
             }
-            "save" => self.save(rest).await,
-            "compact" => {
+            SlashCommand::Save(title) => self.save(title).await,
+            SlashCommand::Compact => {
                 if let Err(error) = self.compact(model).await {
                     if error.is::<Interrupted>() || !self.interactive {
                         return Err(error);
@@ -259,12 +270,17 @@ impl Chat<'_> {
                     output::print_error(&error);
                 }
             }
-            "usage" => eprintln!("{}", turn::usage_line(&self.usage, self.cost.as_ref())),
-            "permissions" => {
-                let answer = self.console.rules().command(rest);
+            SlashCommand::Usage => {
+                eprintln!("{}", turn::usage_line(&self.usage, self.cost.as_ref()));
+            }
+            SlashCommand::Permissions(input) => {
+                let answer = self.console.rules().command(input);
                 eprintln!("{}", output::clean(&answer));
             }
-            other => eprintln!("unknown command /{other}; /help lists them"),
+            SlashCommand::Unknown { name, .. } => {
+                eprintln!("unknown command /{}; /help lists them", output::clean(name));
+            }
+            _ => eprintln!("this command is not available in chat; /help lists them"),
         }
         Ok(Next::Read)
     }
@@ -285,8 +301,8 @@ impl Chat<'_> {
         }
     }
 
-    /// `/compact`: the model summarises everything before the latest turn; the result replaces
-    /// the history and is saved as a new session. A stop signal cancels it (history kept).
+    /// `/compact`: the model summarises everything before the latest turn; the session goes
+    /// on from the result (its turns stay stored). A stop signal cancels it (history kept).
     async fn compact(&mut self, model: &Model) -> anyhow::Result<()> {
         if self.conversation.history().is_empty() {
             eprintln!("nothing to compact yet");
@@ -304,7 +320,7 @@ impl Chat<'_> {
         )?;
         self.console.start_thinking();
         let compacted = tokio::select! {
-            compacted = agent.compact(self.conversation.history()) => compacted,
+            compacted = self.conversation.inner().compact(&agent) => compacted,
             () = self.signals.recv() => {
                 self.console.stop_thinking();
                 eprintln!("{}", self.styles.dim("(compaction cancelled, history kept)"));
@@ -312,16 +328,14 @@ impl Chat<'_> {
             }
         };
         self.console.stop_thinking();
-        let (messages, report) = compacted?;
+        let report = compacted?;
         if report.summarized_messages == 0 && report.elided_tool_results == 0 {
             eprintln!("nothing to compact: the conversation is only its latest turn");
             return Ok(());
         }
-        let session = self.conversation.replace(messages, &model.spec).await?;
-        let saved = session.map_or_else(String::new, |id| format!("; saved as session {id}"));
         eprintln!(
             "compacted: {} messages summarised, {} tool results elided, about {} → {} \
-             tokens{saved}",
+             tokens",
             report.summarized_messages,
             report.elided_tool_results,
             report.before_tokens,
@@ -344,7 +358,7 @@ impl Chat<'_> {
             cancel.clone(),
         )?;
         let mut messages = self.conversation.history().to_vec();
-        messages.extend(new);
+        messages.extend(new.iter().cloned());
         let mut work = pin!(turn::run(
             &agent,
             messages,
@@ -373,7 +387,7 @@ impl Chat<'_> {
                 Ok(())
             }
             _ => {
-                self.conversation.record(&output, &model.spec).await;
+                self.conversation.record(&new, &output, &model.spec).await;
                 crate::run::outcome(&output, self.args.max_steps)
             }
         }

@@ -1,32 +1,19 @@
-//! The saved conversation of a `run` or `chat`: resumed from the session store, and each
-//! completed turn appended to it.
+//! The saved conversation of a `run` or `chat`: the SDK's [`aquaregia::Conversation`] opened
+//! from the command line's session flags, with what goes wrong said as warnings.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use anyhow::{Context, bail};
-use aquaregia::{
-    AgentOutput, Message, NewSession, SessionError, SessionId, SessionMeta, SessionStore,
-    SessionTurn, SessionUpdate,
-};
+use aquaregia::{AgentOutput, Message, SessionId, SessionMeta, SessionUpdate, StoredSession};
 
 use crate::agent_args::SessionArgs;
 use crate::output::Styles;
 use crate::session_store;
 
-/// How many times a turn is saved again on top of the latest state after another process
-/// changed the session in between: each try reloads, so only a session that keeps moving that
-/// fast loses the turn (with a warning).
-const SAVE_ATTEMPTS: usize = 5;
-
 /// The history so far, and where it is saved.
 #[derive(Debug)]
 pub(crate) struct Conversation {
-    /// The configured store ([`session_store`]); turns are redacted before they are written.
-    store: Option<Arc<dyn SessionStore>>,
-    meta: Option<SessionMeta>,
-    history: Vec<Message>,
-    cwd: PathBuf,
+    inner: aquaregia::Conversation,
 }
 
 impl Conversation {
@@ -47,168 +34,86 @@ impl Conversation {
                 }
             }
         };
-        let mut conversation = Self {
-            store,
-            meta: None,
-            history: Vec::new(),
-            cwd,
+        let Some(store) = store else {
+            return Ok(Self {
+                inner: aquaregia::Conversation::new(cwd),
+            });
         };
-        let Some(store) = &conversation.store else {
-            return Ok(conversation);
-        };
-        let id = if let Some(id) = &args.resume {
-            SessionId::new(id.as_str())?
+        let loaded = if let Some(id) = &args.resume {
+            let id = SessionId::new(id.as_str())?;
+            aquaregia::Conversation::load(store, &id)
+                .await
+                .with_context(|| format!("cannot resume session {id}"))?
         } else if args.continue_latest {
-            match store.latest(conversation.cwd.clone()).await? {
-                Some(meta) => meta.id,
+            match aquaregia::Conversation::load_latest(store, &cwd).await? {
+                Some(loaded) => loaded,
                 None => bail!(
                     "no session to continue in {} (see `aquaregia sessions`)",
-                    conversation.cwd.display()
+                    cwd.display()
                 ),
             }
         } else {
-            return Ok(conversation);
+            return Ok(Self {
+                inner: aquaregia::Conversation::new(cwd).store(store),
+            });
         };
-        let session = store
-            .load(&id)
-            .await
-            .with_context(|| format!("cannot resume session {id}"))?;
-        if session.skipped > 0 {
+        let (inner, stored): (_, StoredSession) = loaded;
+        if stored.skipped > 0 {
             warn(&format!(
-                "session {id}: {} damaged line(s) in its file were skipped; the intact turns \
+                "session {}: {} damaged line(s) in its file were skipped; the intact turns \
                  were loaded",
-                session.skipped
+                stored.meta.id, stored.skipped
             ));
         }
-        conversation.history = session.messages();
-        conversation.meta = Some(session.meta);
-        Ok(conversation)
+        Ok(Self { inner })
     }
 
-    /// The messages of the turns so far.
+    /// The messages the model continues from.
     pub(crate) fn history(&self) -> &[Message] {
-        &self.history
+        self.inner.history()
     }
 
     /// The saved session, once there is one.
     pub(crate) fn meta(&self) -> Option<&SessionMeta> {
-        self.meta.as_ref()
+        self.inner.meta()
     }
 
     /// The model a resumed session used.
     pub(crate) fn model(&self) -> Option<&str> {
-        self.meta.as_ref()?.model.as_deref()
+        self.inner.meta()?.model.as_deref()
     }
 
-    /// Adds a completed turn (everything `output` has past the history) and saves it, creating
-    /// the session on its first turn. A failure to save is reported, not fatal.
-    pub(crate) async fn record(&mut self, output: &AgentOutput, model: &str) {
-        let new: Vec<Message> = output
-            .messages
-            .get(self.history.len()..)
-            .unwrap_or_default()
-            .to_vec();
-        self.history.extend(new.iter().cloned());
-        if let Err(error) = self.save(new, output, model).await {
-            warn(&format!("the turn was not saved: {error:#}"));
+    /// The SDK's conversation, for compaction.
+    pub(crate) fn inner(&mut self) -> &mut aquaregia::Conversation {
+        &mut self.inner
+    }
+
+    /// Adds the turn that answered `prompt` and saves it, creating the session on its first
+    /// turn. A failure to save is reported, not fatal.
+    pub(crate) async fn record(&mut self, prompt: &[Message], output: &AgentOutput, model: &str) {
+        match self.inner.record(prompt, output, Some(model)).await {
+            Ok(recorded) if recorded.merged_turns > 0 => {
+                let id = self.inner.session_id();
+                warn(&format!(
+                    "session {id} was changed by another process: its {} new turn(s) were \
+                     loaded, and this turn was saved after them",
+                    recorded.merged_turns
+                ));
+            }
+            Ok(_) => {}
+            Err(error) => warn(&format!("the turn was not saved: {error:#}")),
         }
     }
 
-    async fn save(
-        &mut self,
-        messages: Vec<Message>,
-        output: &AgentOutput,
-        model: &str,
-    ) -> anyhow::Result<()> {
-        let Some(store) = &self.store else {
-            return Ok(());
-        };
-        let meta = match &self.meta {
-            Some(meta) if meta.model.as_deref() != Some(model) => {
-                store
-                    .update(&meta.id, SessionUpdate::new().model(model))
-                    .await?
-            }
-            Some(meta) => meta.clone(),
-            None => {
-                store
-                    .create(NewSession::new(self.cwd.clone()).model(model))
-                    .await?
-            }
-        };
-        let turn = SessionTurn::new(messages).usage(output.usage);
-        let mut expected = meta.turns;
-        let mut attempt = 1;
-        let saved = loop {
-            match store
-                .append_turn_checked(&meta.id, turn.clone(), expected)
-                .await
-            {
-                Err(SessionError::Conflict { .. }) if attempt < SAVE_ATTEMPTS => {
-                    // Another process added turns: take them in, and save this turn after them.
-                    attempt += 1;
-                    let latest = store.load(&meta.id).await?;
-                    let mut history = latest.messages();
-                    history.extend(turn.messages.iter().cloned());
-                    self.history = history;
-                    expected = latest.meta.turns;
-                }
-                other => break other?,
-            }
-        };
-        if attempt > 1 {
-            let theirs = saved.turns.saturating_sub(meta.turns).saturating_sub(1);
-            warn(&format!(
-                "session {} was changed by another process: its {theirs} new turn(s) were \
-                 loaded, and this turn was saved after them",
-                meta.id
-            ));
-        }
-        self.meta = Some(saved);
-        Ok(())
-    }
-
-    /// Sets the saved session's title.
+    /// Sets the session's title (before the first turn: the title it is saved with).
     pub(crate) async fn set_title(&mut self, title: &str) -> anyhow::Result<()> {
-        let (Some(store), Some(meta)) = (&self.store, &self.meta) else {
-            anyhow::bail!("nothing to name yet: the session is saved after its first turn");
-        };
-        self.meta = Some(
-            store
-                .update(&meta.id, SessionUpdate::new().title(title))
-                .await?,
-        );
+        self.inner.update(SessionUpdate::new().title(title)).await?;
         Ok(())
-    }
-
-    /// Replaces the history with `messages` (a compacted conversation), saved as a new session
-    /// with the same title; the old session stays as it was. Returns the new session's id.
-    pub(crate) async fn replace(
-        &mut self,
-        messages: Vec<Message>,
-        model: &str,
-    ) -> anyhow::Result<Option<SessionId>> {
-        self.history.clone_from(&messages);
-        let Some(store) = &self.store else {
-            return Ok(None);
-        };
-        let mut new = NewSession::new(self.cwd.clone()).model(model);
-        if let Some(title) = self.meta.as_ref().and_then(|meta| meta.title.clone()) {
-            new = new.title(title);
-        }
-        let meta = store.create(new).await?;
-        self.meta = Some(
-            store
-                .append_turn(&meta.id, SessionTurn::new(messages))
-                .await?,
-        );
-        Ok(Some(meta.id))
     }
 
     /// Starts over: an empty history, saved as a new session from the next turn on.
     pub(crate) fn clear(&mut self) {
-        self.history.clear();
-        self.meta = None;
+        self.inner.start_new();
     }
 }
 

@@ -144,8 +144,9 @@ async fn run_turn(
     };
     tracing::info!(model = %model.id, tools = tools.len(), servers = toolset.connections().len(), "starting the agent");
     let agent = turn::agent(&args.agent, model, prices, tools, toolset, console, cancel)?;
+    let prompt = [Message::user(prompt)];
     let mut messages = conversation.history().to_vec();
-    messages.push(Message::user(prompt));
+    messages.extend(prompt.iter().cloned());
     let output = turn::run(
         &agent,
         messages,
@@ -159,7 +160,7 @@ async fn run_turn(
         eprintln!("{}", Styles::stderr().dim(&line));
     }
     if output.stop_reason != StopReason::Cancelled {
-        conversation.record(&output, &model.spec).await;
+        conversation.record(&prompt, &output, &model.spec).await;
     }
     if args.output != OutputFormat::Text {
         let session = conversation.meta().map(|meta| meta.id.to_string());

@@ -107,7 +107,7 @@ use rmcp::transport::IntoTransport;
 use tokio::process::Command;
 
 pub use call::naming::prefixed_name;
-pub use call::prompts::{McpPrompt, McpPromptArgument, RenderedPrompt};
+pub use call::prompts::{McpPrompt, McpPromptArgument, PromptArgumentsError, RenderedPrompt};
 pub use config::{
     ConfigError, McpOAuthClient, McpServerSpec, McpServerTimeouts, McpServersConfig,
     expand_variables, parse_jsonc,
@@ -129,6 +129,7 @@ pub use session::connection::{McpConnection, McpServerInfo};
 pub use toolset::pins::{
     PinChange, PinError, PinFile, PinReview, Pins, ServerPins, ToolPin, WithheldTool,
 };
+pub use toolset::prompts::{PROMPT_TIMEOUT, PromptError, ServerPrompt};
 pub use toolset::{McpToolset, McpToolsetBuilder};
 pub use transport::http_options::HttpOptions;
 pub use transport::process;

@@ -400,7 +400,13 @@ impl PostgresSessionStore {
         let mut sessions: Vec<SessionMeta> = Vec::new();
         loop {
             let rows = self
-                .list_rows(&client, cwd.as_deref(), after.as_ref(), query.limit + 1)
+                .list_rows(
+                    &client,
+                    cwd.as_deref(),
+                    after.as_ref(),
+                    query.limit + 1,
+                    query.include_empty,
+                )
                 .await?;
             let last_batch = rows.len() <= query.limit;
             for row in &rows {
@@ -433,11 +439,15 @@ impl PostgresSessionStore {
         cwd: Option<&str>,
         after: Option<&(i64, String)>,
         limit: usize,
+        include_empty: bool,
     ) -> Result<Vec<Row>, SessionError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut sql = String::from(LIST_COLUMNS);
         let mut params: Vec<&(dyn ToSql + Sync)> = vec![&limit];
         let mut conditions = Vec::new();
+        if !include_empty {
+            conditions.push("turns > 0".to_owned());
+        }
         if let Some(cwd) = &cwd {
             params.push(cwd);
             conditions.push(format!("cwd = ${}", params.len()));

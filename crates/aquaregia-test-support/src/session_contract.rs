@@ -183,10 +183,23 @@ pub async fn lists_newest_first_filtered_by_cwd_in_pages(fixture: &impl StoreFix
     );
     assert!(seen.iter().all(|meta| meta.turns == 1));
 
+    // The session in /b was never prompted: listed only when asked for, and not what
+    // `--continue` picks.
     let all = store.list(SessionQuery::new()).await.unwrap();
-    assert_eq!(all.sessions.len(), 6);
+    assert_eq!(all.sessions.len(), 5);
     assert_eq!(all.next_cursor, None);
     assert_eq!(all.sessions[0].id, in_a[0]);
+    let with_empty = store
+        .list(SessionQuery::new().include_empty(true))
+        .await
+        .unwrap();
+    assert_eq!(with_empty.sessions.len(), 6);
+    assert!(with_empty.sessions.iter().any(|meta| meta.id == in_b.id));
+    assert_eq!(store.latest("/b".into()).await.unwrap(), None);
+    store
+        .append_turn(&in_b.id, SessionTurn::new(vec![Message::user("now")]))
+        .await
+        .unwrap();
     assert_eq!(
         store.latest("/b".into()).await.unwrap().unwrap().id,
         in_b.id

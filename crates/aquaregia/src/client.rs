@@ -9,11 +9,15 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 
-use crate::agent::AgentBuilder;
 use crate::error::{ConfigError, Error};
 use crate::http::{HttpConfig, RequestSigner, Route};
-use crate::model::{ModelRequest, ModelResponse, ModelState, ModelStream};
+use crate::model::{
+    GeneratedObject, ModelRequest, ModelResponse, ModelState, ModelStream, ProviderKind,
+    generate_object,
+};
 pub use client_model::ClientModel;
 
 use crate::provider::{
@@ -23,23 +27,6 @@ use crate::provider::{
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_MAX_RETRIES: u32 = 2;
-
-/// Which wire API a [`Client`] speaks.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProviderKind {
-    /// OpenAI Responses API (`POST /responses`).
-    OpenAiResponses,
-    /// Chat Completions (`POST /chat/completions`): OpenAI and every compatible server.
-    OpenAiChat,
-    /// Anthropic Messages API (`POST /v1/messages`).
-    Anthropic,
-    /// Google Gemini API (`POST /v1beta/models/{model}:generateContent`).
-    Gemini,
-    /// Amazon Bedrock's Converse API (`POST /model/{modelId}/converse`), with the `bedrock`
-    /// feature.
-    Bedrock,
-}
 
 /// A configured model provider. Cheap to clone; share one per provider.
 ///
@@ -204,7 +191,7 @@ impl Client {
     }
 
     /// The model `id` of this client's provider, as a [`LanguageModel`](crate::LanguageModel)
-    /// to run agents on ([`AgentBuilder::new`]) or to wrap ([`Fallback`](crate::Fallback)).
+    /// to run agents on ([`AgentBuilder::new`](crate::AgentBuilder::new)) or to wrap ([`Fallback`](crate::Fallback)).
     ///
     /// ```
     /// use aquaregia::LanguageModel;
@@ -215,12 +202,6 @@ impl Client {
     /// ```
     pub fn model(&self, id: impl Into<String>) -> ClientModel {
         ClientModel::new(self.clone(), id.into())
-    }
-
-    /// Starts building an agent on `model`: short for
-    /// `AgentBuilder::new(Arc::new(client.model(model)))`.
-    pub fn agent(&self, model: impl Into<String>) -> AgentBuilder {
-        AgentBuilder::new(Arc::new(self.model(model)))
     }
 
     /// One model call, waiting for the whole answer.
@@ -555,6 +536,30 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name)
         .ok()
         .filter(|value| !value.trim().is_empty())
+}
+
+impl Client {
+    /// One model call whose answer is a `T`: [`generate_object`] on the model
+    /// `request.model` names.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
+    /// use aquaregia::{Message, ModelRequest};
+    /// #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    /// struct City {
+    ///     name: String,
+    ///     country: String,
+    /// }
+    /// let request = ModelRequest::new("gpt-4o-mini", vec![Message::user("The capital of France?")]);
+    /// let city = client.generate_object::<City>(&request).await?.value;
+    /// # Ok(()) }
+    /// ```
+    pub async fn generate_object<T: JsonSchema + DeserializeOwned>(
+        &self,
+        request: &ModelRequest,
+    ) -> Result<GeneratedObject<T>, Error> {
+        generate_object(&self.model(request.model.clone()), request).await
+    }
 }
 
 #[cfg(test)]

@@ -114,6 +114,7 @@
 mod agent;
 mod client;
 mod context;
+mod conversation;
 mod error;
 pub mod files;
 pub mod http;
@@ -133,6 +134,7 @@ mod telemetry;
 #[cfg(feature = "test-utils")]
 pub mod test_utils;
 mod tool;
+mod usage;
 pub mod workspace;
 
 pub use agent::{
@@ -140,18 +142,19 @@ pub use agent::{
     StepOverrides, StepResult, StopReason, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy,
     TypedOutput,
 };
-pub use client::{Client, ClientBuilder, ClientModel, ProviderKind};
+pub use client::{Client, ClientBuilder, ClientModel};
 pub use context::{
     BYTES_PER_TOKEN, CompactionReport, DEFAULT_CONTEXT_WINDOW, DEFAULT_RESERVED_OUTPUT_TOKENS,
     MAX_REQUEST_TOOLS, OutputBudget, OutputSlice, READ_TOOL_OUTPUT, SEARCH_TOOLS, ToolDeferral,
     ToolOutputStore, context_window_for, estimate_image_tokens, estimate_request_tokens,
     estimate_tokens,
 };
+pub use conversation::{Conversation, Recorded, SlashCommand, continued_history};
 pub use error::{ConfigError, Error};
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
 pub use model::{
-    Fallback, FinishReason, LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream,
-    StreamEvent, ToolChoice, Usage,
+    Fallback, FinishReason, GeneratedObject, LanguageModel, ModelRequest, ModelResponse,
+    ModelState, ModelStream, ProviderKind, StreamEvent, ToolChoice, generate_object,
 };
 pub use pricing::{Cost, ModelPrice, PriceTable};
 pub use prompt_cache::PromptCaching;
@@ -159,7 +162,7 @@ pub use session::{
     FileSessionStore, NewSession, SessionError, SessionId, SessionMeta, SessionPage, SessionQuery,
     SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp, TimestampParseError,
 };
-pub use structured::{GeneratedObject, OutputSchema, generate_object};
+pub use structured::OutputSchema;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry};
 pub use tool::{
     ContentBlock, IntoToolOutput, Json, MAX_TOOL_NAME_LEN, Tool, ToolAnnotations, ToolBuilder,
@@ -167,6 +170,7 @@ pub use tool::{
     is_valid_tool_name, tool,
 };
 pub use tool::{ProgressReporter, ToolProgress};
+pub use usage::Usage;
 
 /// The README's examples, compiled as doctests so they cannot rot.
 #[cfg(doctest)]

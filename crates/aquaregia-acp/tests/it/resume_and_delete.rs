@@ -265,3 +265,50 @@ async fn a_turn_is_saved_even_when_other_writers_get_in_first_twice() {
         ]
     );
 }
+
+/// A session never prompted (an editor opening a chat panel) is not in `session/list`, yet
+/// another agent process can open and prompt it (acpx makes a session, then prompts it from a
+/// new process); once prompted it is listed, with the mode chosen before the first prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_unprompted_session_is_not_listed_but_can_be_opened() {
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let store = Arc::new(FileSessionStore::new(dir.path()));
+    let model = Model::new();
+    let first = RawClient::connect(model.agent().session_store(store.clone()));
+    first.initialize().await;
+    let idle = first.new_session("/tmp", json!([])).await;
+    let id = first.new_session("/tmp", json!([])).await;
+    let set = first
+        .request(
+            "session/set_mode",
+            json!({"sessionId": id, "modeId": "accept_edits"}),
+        )
+        .await;
+    assert!(set.get("result").is_some(), "{set}");
+    let listed = first.request("session/list", json!({})).await;
+    assert_eq!(listed["result"]["sessions"], json!([]), "{listed}");
+    first.finish().await.unwrap();
+
+    let second = RawClient::connect(model.agent().session_store(store.clone()));
+    second.initialize().await;
+    let resumed = second
+        .request(
+            "session/resume",
+            json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []}),
+        )
+        .await;
+    assert!(resumed.get("result").is_some(), "{resumed}");
+    assert_eq!(
+        resumed["result"]["modes"]["currentModeId"], "accept_edits",
+        "{resumed}"
+    );
+    model.text("One.");
+    let answer = second.prompt(&id, "First question").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let listed = second.request("session/list", json!({})).await;
+    let sessions = listed["result"]["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["sessionId"], id, "{listed}");
+    assert_ne!(sessions[0]["sessionId"], idle, "{listed}");
+    second.finish().await.unwrap();
+}

@@ -1,6 +1,7 @@
 //! `/compact` in `aquaregia chat`: the model summarises the turns before the latest one, the
-//! next request carries the summary instead of them, and the compacted conversation is saved
-//! as the session that `--continue` picks up.
+//! next request carries the summary instead of them, and the session keeps every turn while
+//! `--continue` goes on from the summary. A session compacted by the ACP agent is continued
+//! from its compaction too.
 
 use crate::common;
 
@@ -46,6 +47,26 @@ async fn compact_replaces_earlier_turns_with_a_summary() {
         "{after:?}"
     );
 
+    // One session, every turn kept in it (compaction used to save a second session).
+    let files: Vec<_> = std::fs::read_dir(scratch.data_dir().join("sessions"))
+        .unwrap()
+        .filter_map(|entry| {
+            let path = entry.unwrap().path();
+            (path.extension()? == "jsonl").then_some(path)
+        })
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let listed = run(
+        {
+            let mut command = cli(&scratch);
+            command.args(["sessions", "--json"]);
+            command
+        },
+        "",
+    )
+    .await;
+    assert!(listed.stdout.contains("\"turns\": 3"), "{listed:?}");
+
     // `--continue` goes on from the compacted session.
     let mut command = cli(&scratch);
     command.args(["chat", "--continue"]);
@@ -65,5 +86,49 @@ async fn compact_replaces_earlier_turns_with_a_summary() {
     assert_eq!(
         resumed.last().map(|(_, text)| text.as_str()),
         Some("Again?")
+    );
+}
+
+/// A session the ACP agent compacted (its base stored under the key that agent used) is
+/// continued by `chat --resume` from the compaction, not from every turn.
+#[tokio::test]
+async fn resume_continues_from_a_compaction_the_acp_agent_stored() {
+    use aquaregia::{FileSessionStore, Message, NewSession, SessionStore, SessionTurn};
+    let scratch = Scratch::new();
+    let store = FileSessionStore::new(scratch.data_dir().join("sessions"));
+    let cwd = std::env::current_dir().unwrap();
+    let meta = store
+        .create(NewSession::new(cwd).metadata(
+            "aquaregia.acp.base",
+            serde_json::json!({"turns": 1, "messages": [Message::user("SUMMARY: the user is Ann.")]}),
+        ))
+        .await
+        .unwrap();
+    for (prompt, answer) in [("My name is Ann.", "Hi Ann."), ("I like blue.", "Nice.")] {
+        store
+            .append_turn(
+                &meta.id,
+                SessionTurn::new(vec![Message::user(prompt), Message::assistant(answer)]),
+            )
+            .await
+            .unwrap();
+    }
+    let model = MockServer::with_replies(vec![Reply::text_stream(&["You are Ann."])]).await;
+    let mut command = cli(&scratch);
+    command.args(["chat", "--resume", meta.id.as_str()]);
+    use_mock(&mut command, &model);
+    let outcome = run(command, "Who am I?\n").await;
+    assert_eq!(outcome.code, Some(0), "{outcome:?}");
+    let sent = transcript(&model.bodies()[0]);
+    let texts: Vec<&str> = sent.iter().map(|(_, text)| text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "SUMMARY: the user is Ann.",
+            "I like blue.",
+            "Nice.",
+            "Who am I?"
+        ],
+        "{sent:?}"
     );
 }

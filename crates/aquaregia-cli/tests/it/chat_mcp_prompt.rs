@@ -43,7 +43,7 @@ async fn a_server_prompt_runs_as_a_slash_command() {
     assert!(
         outcome
             .stderr
-            .contains("could not render the prompt `no-such-prompt`"),
+            .contains("MCP server `everything` has no prompt `no-such-prompt`"),
         "{outcome:?}"
     );
 }

@@ -150,3 +150,199 @@ impl McpConnection {
         }
     }
 }
+
+/// Why a prompt's arguments could not be read from a command's text
+/// ([`McpPrompt::arguments_from`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptArgumentsError {
+    /// The prompt takes no arguments but some text followed its name.
+    #[error("the prompt `{prompt}` takes no arguments")]
+    NoneTaken {
+        /// The prompt's name.
+        prompt: String,
+    },
+    /// A quote was left open.
+    #[error("unbalanced quotes in `{text}`")]
+    Unbalanced {
+        /// The text as given.
+        text: String,
+    },
+    /// A word is not `name=value` where several arguments are taken.
+    #[error("`{word}` is not name=value (the prompt's arguments: {known})")]
+    NotAPair {
+        /// The word.
+        word: String,
+        /// The prompt's argument names, comma-separated.
+        known: String,
+    },
+    /// A name the prompt does not take.
+    #[error("the prompt has no argument `{name}` (its arguments: {known})")]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The prompt's argument names, comma-separated.
+        known: String,
+    },
+    /// Required arguments were not given.
+    #[error("missing required argument(s): {missing}")]
+    Missing {
+        /// Their names, comma-separated.
+        missing: String,
+    },
+}
+
+impl McpPrompt {
+    /// The arguments for `prompts/get` from the text a user typed after the prompt's name.
+    ///
+    /// A prompt with one argument takes the whole text as its value (`/notes:search the week`)
+    /// unless it starts with `name=`; otherwise the text is split like a shell would
+    /// (`topic=rust depth="very deep"`) into `name=value` pairs. Unknown names and missing
+    /// required arguments are errors; values are strings.
+    pub fn arguments_from(&self, text: &str) -> Result<Map<String, Value>, PromptArgumentsError> {
+        let text = text.trim();
+        let names: Vec<&str> = self
+            .arguments
+            .iter()
+            .map(|argument| argument.name.as_str())
+            .collect();
+        let known = || names.join(", ");
+        let mut arguments = Map::new();
+        match names.as_slice() {
+            [] if text.is_empty() => {}
+            [] => {
+                return Err(PromptArgumentsError::NoneTaken {
+                    prompt: self.name.clone(),
+                });
+            }
+            [one] if !text.is_empty() && !text.starts_with(&format!("{one}=")) => {
+                arguments.insert((*one).to_owned(), Value::String(text.to_owned()));
+            }
+            _ => {
+                let words = shlex::split(text).ok_or_else(|| PromptArgumentsError::Unbalanced {
+                    text: text.to_owned(),
+                })?;
+                for word in words {
+                    let Some((name, value)) = word.split_once('=') else {
+                        return Err(PromptArgumentsError::NotAPair {
+                            word,
+                            known: known(),
+                        });
+                    };
+                    if !names.contains(&name) {
+                        return Err(PromptArgumentsError::Unknown {
+                            name: name.to_owned(),
+                            known: known(),
+                        });
+                    }
+                    arguments.insert(name.to_owned(), Value::String(value.to_owned()));
+                }
+            }
+        }
+        let missing: Vec<&str> = self
+            .arguments
+            .iter()
+            .filter(|argument| argument.required && !arguments.contains_key(&argument.name))
+            .map(|argument| argument.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(PromptArgumentsError::Missing {
+                missing: missing.join(", "),
+            });
+        }
+        Ok(arguments)
+    }
+
+    /// A short hint at the arguments, for a command list: the single argument's name, or
+    /// `name=… [optional=…]`; empty when there are none.
+    pub fn arguments_hint(&self) -> String {
+        match self.arguments.as_slice() {
+            [] => String::new(),
+            [one] => one.name.clone(),
+            many => many
+                .iter()
+                .map(|argument| {
+                    if argument.required {
+                        format!("{}=…", argument.name)
+                    } else {
+                        format!("[{}=…]", argument.name)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt(arguments: &[(&str, bool)]) -> McpPrompt {
+        McpPrompt {
+            name: "p".into(),
+            title: None,
+            description: None,
+            arguments: arguments
+                .iter()
+                .map(|(name, required)| McpPromptArgument {
+                    name: (*name).into(),
+                    title: None,
+                    description: None,
+                    required: *required,
+                })
+                .collect(),
+        }
+    }
+
+    fn strings(pairs: &[(&str, &str)]) -> Map<String, Value> {
+        pairs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), Value::String((*value).to_owned())))
+            .collect()
+    }
+
+    #[test]
+    fn one_argument_takes_the_whole_text_unless_named() {
+        let one = prompt(&[("topic", true)]);
+        assert_eq!(
+            one.arguments_from(" the week's news "),
+            Ok(strings(&[("topic", "the week's news")]))
+        );
+        assert_eq!(
+            one.arguments_from("topic=\"a b\""),
+            Ok(strings(&[("topic", "a b")]))
+        );
+        assert!(matches!(
+            one.arguments_from(""),
+            Err(PromptArgumentsError::Missing { .. })
+        ));
+    }
+
+    #[test]
+    fn several_arguments_are_shell_split_pairs() {
+        let two = prompt(&[("topic", true), ("depth", false)]);
+        assert_eq!(
+            two.arguments_from("topic=rust depth=\"very deep\""),
+            Ok(strings(&[("topic", "rust"), ("depth", "very deep")]))
+        );
+        assert!(matches!(
+            two.arguments_from("rust"),
+            Err(PromptArgumentsError::NotAPair { .. })
+        ));
+        assert!(matches!(
+            two.arguments_from("topic=a colour=red"),
+            Err(PromptArgumentsError::Unknown { .. })
+        ));
+        assert!(matches!(
+            two.arguments_from("depth=1"),
+            Err(PromptArgumentsError::Missing { .. })
+        ));
+        assert!(matches!(
+            two.arguments_from("topic='open"),
+            Err(PromptArgumentsError::Unbalanced { .. })
+        ));
+        assert_eq!(prompt(&[]).arguments_from("  "), Ok(Map::new()));
+        assert!(prompt(&[]).arguments_from("x").is_err());
+    }
+}

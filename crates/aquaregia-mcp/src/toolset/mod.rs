@@ -2,6 +2,7 @@
 //! ([`pins`]).
 
 pub(crate) mod pins;
+pub(crate) mod prompts;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;

@@ -381,3 +381,11 @@ impl AgentBuilder {
         })
     }
 }
+
+impl crate::client::Client {
+    /// Starts building an agent on `model`: short for
+    /// `AgentBuilder::new(Arc::new(client.model(model)))`.
+    pub fn agent(&self, model: impl Into<String>) -> AgentBuilder {
+        AgentBuilder::new(Arc::new(self.model(model)))
+    }
+}

@@ -2,10 +2,10 @@
 
 use async_trait::async_trait;
 
-use super::{Client, ProviderKind};
+use super::Client;
 use crate::error::Error;
+use crate::model::ProviderKind;
 use crate::model::{LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream};
-use crate::telemetry;
 
 /// One model of a [`Client`]'s provider, as a [`LanguageModel`]: what
 /// [`Client::model`] makes and [`Client::agent`] runs on. Cheap to clone.
@@ -52,7 +52,7 @@ impl LanguageModel for ClientModel {
     }
 
     fn provider_name(&self) -> &str {
-        telemetry::provider_name(&self.client)
+        provider_name(&self.client)
     }
 
     fn kind(&self) -> Option<ProviderKind> {
@@ -83,5 +83,19 @@ impl LanguageModel for ClientModel {
             return self.client.stream_in(&self.named(request), state).await;
         }
         self.client.stream_in(request, state).await
+    }
+}
+
+/// `gen_ai.provider.name` for a client (the conventions' well-known values where one applies).
+fn provider_name(client: &Client) -> &'static str {
+    match (client.provider_id(), client.kind()) {
+        ("azure" | "azure-responses", _) => "azure.ai.openai",
+        ("bedrock", _) => "aws.bedrock",
+        (_, ProviderKind::OpenAiResponses) | ("openai-chat", _) => "openai",
+        (_, ProviderKind::Anthropic) => "anthropic",
+        (_, ProviderKind::Gemini) => "gcp.gemini",
+        ("mistral", _) => "mistral_ai",
+        ("xai", _) => "x_ai",
+        (other, _) => other,
     }
 }

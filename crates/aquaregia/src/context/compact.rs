@@ -4,9 +4,9 @@ use std::fmt::Write as _;
 
 use tracing::Instrument;
 
-use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::{ContentPart, Message, Role};
+use crate::model::ProviderKind;
 use crate::model::{LanguageModel, ModelRequest, ModelState, Usage};
 use crate::telemetry;
 use crate::tool::ToolOutput;

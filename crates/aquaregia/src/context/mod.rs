@@ -6,9 +6,9 @@ mod compact;
 mod deferral;
 mod store;
 mod tokens;
-mod window;
 
-pub use budget::OutputBudget;
+pub use crate::model::{DEFAULT_CONTEXT_WINDOW, context_window_for};
+pub use crate::tool::OutputBudget;
 pub(crate) use budget::{MIN_BUDGET_TOKENS, fit_output};
 pub(crate) use compact::Compaction;
 pub use compact::CompactionReport;
@@ -19,7 +19,6 @@ pub use tokens::{
     BYTES_PER_TOKEN, estimate_image_tokens, estimate_request_tokens, estimate_tokens,
 };
 pub(crate) use tokens::{estimate_descriptor_tokens, estimate_messages_tokens, estimator_kind};
-pub use window::{DEFAULT_CONTEXT_WINDOW, context_window_for};
 
 /// Output tokens kept free for the answer when `max_output_tokens` is not set (at most a
 /// quarter of the window).

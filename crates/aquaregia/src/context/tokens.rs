@@ -10,13 +10,12 @@ use std::io;
 use base64::prelude::{BASE64_STANDARD, Engine};
 use serde::Serialize;
 
-use crate::client::ProviderKind;
 use crate::message::{ContentPart, ImageSource, Message};
+use crate::model::ProviderKind;
 use crate::model::{LanguageModel, ModelRequest};
 use crate::tool::{ContentBlock, ToolDescriptor, ToolOutput};
 
-/// Bytes of text counted as one token by [`estimate_tokens`].
-pub const BYTES_PER_TOKEN: u64 = 4;
+pub use crate::tool::BYTES_PER_TOKEN;
 
 /// Tokens counted for each message's framing (role, separators).
 const MESSAGE_OVERHEAD: u64 = 4;

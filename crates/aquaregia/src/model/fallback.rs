@@ -6,9 +6,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream};
-use crate::client::ProviderKind;
 use crate::context::context_window_for;
 use crate::error::Error;
+use crate::model::ProviderKind;
 use crate::pricing::ModelPrice;
 
 /// A [`LanguageModel`] made of several: each call goes to the first model, and on to the next

@@ -6,9 +6,9 @@ use std::fmt;
 use async_trait::async_trait;
 
 use super::{ModelRequest, ModelResponse, ModelStream, StreamEvent};
-use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::ContentPart;
+use crate::model::ProviderKind;
 use crate::pricing::ModelPrice;
 
 /// A model the agent loop can call: one request in, one answer out, whole or streamed.

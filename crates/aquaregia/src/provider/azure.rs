@@ -20,8 +20,8 @@ use reqwest::header::HeaderName;
 use super::openai_chat::{ChatDialect, OpenAiChat};
 use super::openai_responses::OpenAiResponses;
 use super::{Api, KeyPolicy, ProviderInfo};
-use crate::client::ProviderKind;
 use crate::http::{Route, encode_component};
+use crate::model::ProviderKind;
 
 /// The `api-version` of classic deployment URLs when none is configured: the latest
 /// generally available version of the dated inference API.

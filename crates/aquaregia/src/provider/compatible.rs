@@ -12,7 +12,7 @@
 
 use super::openai_chat::{ChatDialect, OpenAiChat};
 use super::{Api, KeyPolicy, ProviderInfo, base_url_as_is, bearer_auth, plain_route};
-use crate::client::ProviderKind;
+use crate::model::ProviderKind;
 
 /// Declares each preset's [`ChatDialect`] and its [`ProviderInfo`] static, one row each:
 /// `STATIC, Dialect = "id", [key variables], key policy, "BASE_URL_VARIABLE", "default base

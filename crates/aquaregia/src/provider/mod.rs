@@ -27,11 +27,11 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::http::sse::SseEvent;
 use crate::http::{HttpConfig, Rejection, Route, header_str, truncate};
 use crate::message::{ContentPart, Message, Role};
+use crate::model::ProviderKind;
 use crate::model::{
     FinishReason, ModelRequest, ModelResponse, ModelState, ModelStream, StreamEvent,
 };

@@ -2,7 +2,7 @@
 
 use super::openai_chat::OpenAiChat;
 use super::{Api, KeyPolicy, ProviderInfo, bearer_auth, plain_route};
-use crate::client::ProviderKind;
+use crate::model::ProviderKind;
 
 /// A local Ollama server at `OLLAMA_HOST` (default `127.0.0.1:11434`); no key.
 pub(crate) static OLLAMA: ProviderInfo = ProviderInfo {

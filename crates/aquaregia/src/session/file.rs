@@ -283,7 +283,9 @@ impl FileSessionStore {
                     continue;
                 }
             };
-            if query.cwd.as_ref().is_some_and(|cwd| *cwd != meta.cwd) {
+            if query.cwd.as_ref().is_some_and(|cwd| *cwd != meta.cwd)
+                || (meta.turns == 0 && !query.include_empty)
+            {
                 continue;
             }
             if let Some((stamp, after_id)) = &after

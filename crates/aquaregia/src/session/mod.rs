@@ -85,7 +85,8 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// Deletes a session.
     async fn delete(&self, id: &SessionId) -> Result<(), SessionError>;
 
-    /// The most recently updated session in `cwd`, if any (what `--continue` resumes).
+    /// The most recently updated session in `cwd` with at least one turn, if any (what
+    /// `--continue` resumes).
     async fn latest(&self, cwd: PathBuf) -> Result<Option<SessionMeta>, SessionError> {
         let page = self.list(SessionQuery::new().cwd(cwd).limit(1)).await?;
         Ok(page.sessions.into_iter().next())
@@ -423,6 +424,9 @@ pub struct SessionQuery {
     pub cursor: Option<String>,
     /// At most this many sessions per page.
     pub limit: usize,
+    /// Sessions without a completed turn too (created and never prompted: an editor opening a
+    /// chat panel makes one each time). Off by default: listings show conversations.
+    pub include_empty: bool,
 }
 
 impl Default for SessionQuery {
@@ -431,12 +435,13 @@ impl Default for SessionQuery {
             cwd: None,
             cursor: None,
             limit: 50,
+            include_empty: false,
         }
     }
 }
 
 impl SessionQuery {
-    /// The first page of all sessions, 50 per page.
+    /// The first page of the sessions with at least one turn, 50 per page.
     pub fn new() -> Self {
         Self::default()
     }
@@ -459,6 +464,13 @@ impl SessionQuery {
     #[must_use]
     pub fn limit(mut self, limit: usize) -> Self {
         self.limit = limit.max(1);
+        self
+    }
+
+    /// Lists sessions without a completed turn too.
+    #[must_use]
+    pub fn include_empty(mut self, include: bool) -> Self {
+        self.include_empty = include;
         self
     }
 }

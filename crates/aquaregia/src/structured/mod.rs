@@ -4,11 +4,10 @@
 //! `json_schema` response formats, strict when the schema allows it; an Anthropic tool the
 //! model is made to call; Gemini `responseJsonSchema`; Ollama through its OpenAI-compatible
 //! `response_format`). The answer is checked against the schema and decoded; a failing one
-//! gets one repair round. [`generate_object`] (on any [`LanguageModel`](crate::LanguageModel)),
+//! gets one repair round. [`generate_object`](crate::generate_object) (on any [`LanguageModel`](crate::LanguageModel)),
 //! [`Client::generate_object`](crate::Client::generate_object) and
 //! [`Agent::run_typed`](crate::Agent::run_typed) are the entry points.
 
-mod generate;
 pub(crate) mod strict;
 
 use schemars::JsonSchema;
@@ -17,8 +16,6 @@ use serde_json::Value;
 
 use crate::message::Message;
 use crate::schema_check::SchemaCheck;
-
-pub use generate::{GeneratedObject, generate_object};
 
 /// The property a non-object answer is wrapped in where answers must be objects.
 pub(crate) const WRAPPED_FIELD: &str = "value";

@@ -12,7 +12,6 @@ pub(crate) mod otel;
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::client::{Client, ProviderKind};
 use crate::error::Error;
 use crate::message::ToolCall;
 use crate::model::{FinishReason, LanguageModel, ModelRequest, ModelResponse, Usage};
@@ -68,20 +67,6 @@ impl Telemetry {
     pub fn conversation_id(mut self, id: impl Into<String>) -> Self {
         self.conversation_id = Some(id.into());
         self
-    }
-}
-
-/// `gen_ai.provider.name` for a client (the conventions' well-known values where one applies).
-pub(crate) fn provider_name(client: &Client) -> &'static str {
-    match (client.provider_id(), client.kind()) {
-        ("azure" | "azure-responses", _) => "azure.ai.openai",
-        ("bedrock", _) => "aws.bedrock",
-        (_, ProviderKind::OpenAiResponses) | ("openai-chat", _) => "openai",
-        (_, ProviderKind::Anthropic) => "anthropic",
-        (_, ProviderKind::Gemini) => "gcp.gemini",
-        ("mistral", _) => "mistral_ai",
-        ("xai", _) => "x_ai",
-        (other, _) => other,
     }
 }
 

@@ -8,9 +8,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::{ContentPart, Message, Role, ToolCall};
+use crate::model::ProviderKind;
 use crate::model::{
     FinishReason, LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream, StreamEvent,
     Usage, response_events,

@@ -1,5 +1,6 @@
 //! Tools: what a model can call, however it is implemented.
 
+mod budget;
 mod builder;
 mod output;
 mod progress;
@@ -10,10 +11,10 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use crate::context::OutputBudget;
 use crate::error::Error;
 use crate::schema_check::SchemaCheck;
 
+pub use budget::{BYTES_PER_TOKEN, OutputBudget};
 pub use builder::{ToolBuilder, TypedToolBuilder, tool};
 pub use output::{ContentBlock, IntoToolOutput, Json, ToolOutput};
 pub use progress::{ProgressReporter, ToolProgress};

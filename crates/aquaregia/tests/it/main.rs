@@ -28,6 +28,7 @@ mod compaction_usage;
 mod compatible_presets;
 mod context_compaction;
 mod context_window_exceeded;
+mod conversation;
 mod gemini;
 mod language_model;
 mod openai_chat;

@@ -11,9 +11,9 @@ use super::encode::{BodyWriter, OpenItem, encode_merged};
 use super::{
     Api, KeyPolicy, ProviderInfo, WireApi, base_url_as_is, object_schema, plain_route, system_text,
 };
-use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::Message;
+use crate::model::ProviderKind;
 use crate::model::{ModelRequest, ModelResponse, ToolChoice};
 use crate::structured::OutputSchema;
 use crate::tool::ToolDescriptor;

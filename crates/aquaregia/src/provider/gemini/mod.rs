@@ -20,9 +20,9 @@ use serde_json::{Map, Value, json};
 
 use super::encode::{BodyWriter, OpenItem, encode_merged};
 use super::{Api, KeyPolicy, ProviderInfo, WireApi, object_schema, plain_route, system_text};
-use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::message::Message;
+use crate::model::ProviderKind;
 use crate::model::{ModelRequest, ModelResponse, ToolChoice};
 use crate::structured::OutputSchema;
 use crate::tool::ToolDescriptor;

@@ -15,10 +15,10 @@ use super::{
     AssistantBuilder, StreamDecoder, WireApi, object_schema, parse_arguments, parse_json,
     system_text,
 };
-use crate::client::ProviderKind;
 use crate::error::Error;
 use crate::http::sse::SseEvent;
 use crate::message::{ContentPart, Message, Reasoning, ToolCall};
+use crate::model::ProviderKind;
 use crate::model::{FinishReason, ModelRequest, ModelResponse, StreamEvent, ToolChoice, Usage};
 use crate::tool::ToolDescriptor;
 pub(crate) use request::{arguments_text, image_url};

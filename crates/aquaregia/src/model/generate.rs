@@ -1,14 +1,14 @@
-//! [`generate_object`] and [`Client::generate_object`].
+//! [`generate_object`]: one model call whose answer is a typed value.
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use super::{OutputSchema, repair_message};
-use crate::client::Client;
+use super::{LanguageModel, ModelRequest, ModelResponse, ModelState, Usage};
 use crate::error::Error;
-use crate::model::{LanguageModel, ModelRequest, ModelResponse, ModelState, Usage};
+use crate::structured::{OutputSchema, repair_message};
 
-/// What [`generate_object`] and [`Client::generate_object`] return.
+/// What [`generate_object`] and [`Client::generate_object`](crate::Client::generate_object)
+/// return.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct GeneratedObject<T> {
@@ -18,30 +18,6 @@ pub struct GeneratedObject<T> {
     pub response: ModelResponse,
     /// Tokens used by every call, the repair round's included.
     pub usage: Usage,
-}
-
-impl Client {
-    /// One model call whose answer is a `T`: [`generate_object`] on the model
-    /// `request.model` names.
-    ///
-    /// ```no_run
-    /// # async fn demo(client: aquaregia::Client) -> Result<(), aquaregia::Error> {
-    /// use aquaregia::{Message, ModelRequest};
-    /// #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-    /// struct City {
-    ///     name: String,
-    ///     country: String,
-    /// }
-    /// let request = ModelRequest::new("gpt-4o-mini", vec![Message::user("The capital of France?")]);
-    /// let city = client.generate_object::<City>(&request).await?.value;
-    /// # Ok(()) }
-    /// ```
-    pub async fn generate_object<T: JsonSchema + DeserializeOwned>(
-        &self,
-        request: &ModelRequest,
-    ) -> Result<GeneratedObject<T>, Error> {
-        generate_object(&self.model(request.model.clone()), request).await
-    }
 }
 
 /// One call of `model` whose answer is a `T`: the request asks for `T`'s JSON schema (derived
