@@ -135,9 +135,9 @@ mod tool;
 pub mod workspace;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentEvent, AgentHooks, AgentInput, AgentOutput, AgentStream, StepContext,
-    StepOverrides, StepResult, StopReason, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy,
-    TypedOutput,
+    AGENT_RUN_FORMAT_VERSION, Agent, AgentBuilder, AgentEvent, AgentHooks, AgentInput, AgentOutput,
+    AgentRun, AgentStream, NextAction, RunStepper, StepContext, StepOverrides, StepResult,
+    StopReason, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy, TypedOutput,
 };
 pub use client::{Client, ClientBuilder, ClientModel, ProviderKind};
 pub use context::{

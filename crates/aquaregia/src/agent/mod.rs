@@ -3,8 +3,10 @@
 mod builder;
 mod context;
 mod hooks;
+mod machine;
 mod run;
 mod step;
+mod stepper;
 mod typed;
 
 use std::fmt;
@@ -14,6 +16,7 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -31,7 +34,9 @@ use crate::tool::{ToolExecError, ToolOutput, ToolRegistry};
 pub use builder::AgentBuilder;
 pub(crate) use builder::PrepareStepFn;
 pub use hooks::{AgentHooks, ToolCallDecision};
+pub use machine::{AGENT_RUN_FORMAT_VERSION, AgentRun, NextAction};
 pub use step::{StepContext, StepOverrides};
+pub use stepper::RunStepper;
 pub use typed::TypedOutput;
 
 /// What a failing tool call does to the run.
@@ -133,22 +138,56 @@ impl Agent {
     ///
     /// A cancelled run returns `Ok` with [`StopReason::Cancelled`].
     pub async fn run(&self, input: impl Into<AgentInput>) -> Result<AgentOutput, Error> {
-        run::drive(&self.inner, input.into().into_messages(), None).await
+        run::drive(&self.inner, self.inner.start(input.into()), None).await
     }
 
     /// Runs while streaming [`AgentEvent`]s; the last item is [`AgentEvent::Finish`] or an error.
     ///
     /// The stream drives the run: dropping it stops the run (and its tool calls).
     pub fn stream(&self, input: impl Into<AgentInput>) -> AgentStream {
+        self.resume_stream(self.inner.start(input.into()))
+    }
+
+    /// A run of `input` that has not called the model yet: drive it with
+    /// [`resume`](Self::resume), [`resume_stream`](Self::resume_stream) or step by step with
+    /// [`stepper`](Self::stepper), or save it (it is serde data). `agent.resume(agent.start(x))`
+    /// is `agent.run(x)`.
+    pub fn start(&self, input: impl Into<AgentInput>) -> AgentRun {
+        self.inner.start(input.into())
+    }
+
+    /// Runs a started or saved run (see [`AgentRun`]) to its end, like [`run`](Self::run).
+    /// The run keeps its own step limit; everything else (model, tools, hooks, `prepare_step`,
+    /// budgets) is this agent's. A run that already ended returns its output at once.
+    pub async fn resume(&self, run: AgentRun) -> Result<AgentOutput, Error> {
+        run::drive(&self.inner, run, None).await
+    }
+
+    /// [`resume`](Self::resume) while streaming [`AgentEvent`]s, like [`stream`](Self::stream).
+    pub fn resume_stream(&self, run: AgentRun) -> AgentStream {
         let (sender, receiver) = mpsc::unbounded_channel();
         let config = self.inner.clone();
-        let messages = input.into().into_messages();
         let driver: BoxFuture<'static, Result<AgentOutput, Error>> =
-            Box::pin(async move { run::drive(&config, messages, Some(&sender)).await });
+            Box::pin(async move { run::drive(&config, run, Some(&sender)).await });
         AgentStream {
             driver: Some(driver),
             events: receiver,
         }
+    }
+
+    /// Drives `run` one action at a time: each model call and each tool call is one call of
+    /// yours, with the run saveable between any two (see [`RunStepper`]).
+    pub fn stepper(&self, run: AgentRun) -> RunStepper {
+        RunStepper::new(self.clone(), run)
+    }
+}
+
+impl AgentConfig {
+    /// A run of `input` on this agent, before its first step.
+    fn start(&self, input: AgentInput) -> AgentRun {
+        let cost =
+            (self.prices.is_some() || self.language_model.price().is_some()).then(Cost::default);
+        AgentRun::new(input.into_messages(), self.max_steps, cost)
     }
 }
 
@@ -247,7 +286,8 @@ impl From<Message> for AgentInput {
 
 /// Why a run ended.
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// The model answered without asking for more tool calls.
     Finished,
@@ -262,7 +302,7 @@ pub enum StopReason {
 }
 
 /// One tool call and what came of it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallOutcome {
     /// The call as the model made it.
     pub call: ToolCall,
@@ -272,7 +312,7 @@ pub struct ToolCallOutcome {
 
 /// One model call and the tool calls it led to.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepResult {
     /// The step number, from 0.
     pub index: usize,

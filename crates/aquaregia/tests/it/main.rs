@@ -19,6 +19,7 @@ mod agent_cancel;
 mod agent_compact;
 mod agent_hooks;
 mod agent_loop;
+mod agent_run;
 mod anthropic;
 mod compaction_cancel;
 mod compaction_usage;
