@@ -361,3 +361,69 @@ async fn resuming_an_ended_run_returns_its_output_without_calling_the_model() {
     assert_eq!(output.messages, ended.messages());
     assert_eq!(output.usage, ended.usage());
 }
+
+#[tokio::test]
+async fn deferred_tools_found_before_a_save_are_still_offered_after_it() {
+    let tools = || -> Vec<Tool> {
+        (0..80)
+            .map(|n| {
+                let topic = if n % 2 == 0 { "weather" } else { "traffic" };
+                tool(format!("{topic}_{n:02}"))
+                    .description(format!("The {topic} report number {n}"))
+                    .execute_raw(|_| async { Ok(json!("ok")) })
+            })
+            .collect()
+    };
+    let script = || {
+        ScriptedModel::new()
+            .reply(ScriptedReply::tool_call(
+                "s1",
+                aquaregia::SEARCH_TOOLS,
+                json!({"query": "weather"}),
+            ))
+            .reply(ScriptedReply::text("done"))
+    };
+    let agent_on = |model: &ScriptedModel| {
+        scripted_agent(model)
+            .tools(tools())
+            .tool_deferral(
+                aquaregia::ToolDeferral::new()
+                    .threshold(32)
+                    .search_results(3),
+            )
+            .build()
+            .unwrap()
+    };
+    let tool_names = |model: &ScriptedModel| -> Vec<Vec<String>> {
+        model
+            .requests()
+            .iter()
+            .map(|request| request.tools.iter().map(|t| t.name.clone()).collect())
+            .collect()
+    };
+
+    let reference = script();
+    agent_on(&reference).run("weather?").await.unwrap();
+    let expected = tool_names(&reference);
+    assert_eq!(
+        expected[1],
+        [
+            aquaregia::SEARCH_TOOLS,
+            "weather_00",
+            "weather_02",
+            "weather_04"
+        ],
+        "the second request carries the tools the search found"
+    );
+
+    let model = script();
+    let mut saved = save(&agent_on(&model).start("weather?"));
+    loop {
+        let mut stepper = agent_on(&model).stepper(load(&saved));
+        if stepper.advance().await.unwrap() {
+            break;
+        }
+        saved = save(stepper.run());
+    }
+    assert_eq!(tool_names(&model), expected);
+}
