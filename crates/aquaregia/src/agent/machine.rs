@@ -372,19 +372,15 @@ impl AgentRun {
             mut calls,
             cut_off,
         } = *tools;
-        let mut results: Vec<Option<Result<ToolOutput, ToolExecError>>> = calls
-            .iter_mut()
-            .map(|pending| pending.result.take())
-            .collect();
-        for (position, pending) in calls.iter().enumerate() {
-            if let Some(original) = pending.same_as {
-                results[position] = results.get(original).cloned().flatten();
+        for position in 0..calls.len() {
+            if let Some(original) = calls[position].same_as {
+                calls[position].result = calls.get(original).and_then(|c| c.result.clone());
             }
         }
-        for (pending, result) in calls.into_iter().zip(results) {
+        for pending in calls {
             step.tool_calls.push(ToolCallOutcome {
                 call: pending.call,
-                result: result.unwrap_or(Err(ToolExecError::Cancelled)),
+                result: pending.result.unwrap_or(Err(ToolExecError::Cancelled)),
             });
         }
         self.messages.push(Message::new(

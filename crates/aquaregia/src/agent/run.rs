@@ -450,8 +450,8 @@ impl Driver<'_> {
             .collect();
 
         let mut cancelled = false;
-        let mut finished: Vec<(usize, Result<ToolOutput, ToolExecError>)> =
-            Vec::with_capacity(to_run.len());
+        // Results of concurrent calls, recorded once none of them borrows the run any more.
+        let mut finished: Vec<(usize, Result<ToolOutput, ToolExecError>)> = Vec::new();
         if let [position] = to_run.as_slice() {
             // One call, the usual case: no queue of calls to set up.
             let position = *position;
@@ -464,7 +464,7 @@ impl Driver<'_> {
             match result {
                 Some(result) => {
                     fail_fast(config, call, &result)?;
-                    finished.push((position, result));
+                    self.state.set_result(position, result);
                 }
                 None => cancelled = true,
             }
