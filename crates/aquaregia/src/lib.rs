@@ -58,6 +58,15 @@
 //! [`Agent::compact`]); above 64 tools the model finds tools with `search_tools`
 //! ([`ToolDeferral`]). Token counts come from one estimator, [`estimate_tokens`].
 //!
+//! ## Runs as data
+//!
+//! A run is an [`AgentRun`]: serde data (conversation, steps, usage, the current step's tool
+//! calls and their results) with [`AgentRun::next_action`] saying what it needs next.
+//! [`Agent::start`] makes one, [`Agent::resume`] finishes a saved one, and [`RunStepper`]
+//! ([`Agent::stepper`]) drives it one model call or tool call at a time, which is what a
+//! durable execution engine records; [`Agent::run`] and [`Agent::stream`] drive the same
+//! machine.
+//!
 //! ## Observability
 //!
 //! Runs emit `tracing` spans that follow the OpenTelemetry GenAI semantic conventions, with
