@@ -44,6 +44,7 @@ pub struct AgentBuilder {
     max_steps: usize,
     max_tool_concurrency: usize,
     tool_error_policy: ToolErrorPolicy,
+    approval_required: Vec<String>,
     prepare_step: Option<Arc<PrepareStepFn>>,
     hooks: Vec<Arc<dyn AgentHooks>>,
     cancellation: Option<CancellationToken>,
@@ -90,6 +91,7 @@ impl AgentBuilder {
             max_steps: 20,
             max_tool_concurrency: 8,
             tool_error_policy: ToolErrorPolicy::ReturnToModel,
+            approval_required: Vec::new(),
             prepare_step: None,
             hooks: Vec::new(),
             cancellation: None,
@@ -140,6 +142,22 @@ impl AgentBuilder {
     /// What a failing tool does to the run (default [`ToolErrorPolicy::ReturnToModel`]).
     pub fn tool_error_policy(mut self, policy: ToolErrorPolicy) -> Self {
         self.tool_error_policy = policy;
+        self
+    }
+
+    /// Calls of these tools (by name) wait for a signed [`Approval`](crate::Approval) before
+    /// they run: the run pauses on [`NextAction::AwaitApproval`](crate::NextAction::AwaitApproval),
+    /// to be saved ([`AgentRun::save_paused`](crate::AgentRun::save_paused)) and continued with
+    /// [`RunStepper::approve`](crate::RunStepper::approve) in this process or another. Such
+    /// runs are driven with [`Agent::stepper`](crate::Agent::stepper); [`Agent::run`] fails
+    /// with [`Error::InvalidRequest`] when it reaches a call waiting for approval.
+    pub fn require_approval<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.approval_required
+            .extend(tools.into_iter().map(Into::into));
         self
     }
 
@@ -358,6 +376,7 @@ impl AgentBuilder {
                 max_steps: self.max_steps,
                 max_tool_concurrency: self.max_tool_concurrency,
                 tool_error_policy: self.tool_error_policy,
+                approval_required: self.approval_required,
                 prepare_step: self.prepare_step,
                 hooks: match self.hooks.len() {
                     0 => None,

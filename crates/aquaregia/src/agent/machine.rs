@@ -105,12 +105,20 @@ pub(super) struct PendingCall {
     pub(super) same_as: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) result: Option<Result<ToolOutput, ToolExecError>>,
+    /// Whether the call waits for an [`Approval`](super::Approval) before it may run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) awaiting_approval: bool,
 }
 
 impl PendingCall {
-    /// Whether this call still has to run.
+    /// Whether this call still needs a result (by running, or by a decision).
     pub(super) fn to_run(&self) -> bool {
         self.same_as.is_none() && self.result.is_none()
+    }
+
+    /// Whether this call may run now.
+    pub(super) fn ready(&self) -> bool {
+        self.to_run() && !self.awaiting_approval
     }
 }
 
@@ -130,6 +138,16 @@ pub enum NextAction {
         /// The step number, from 0.
         step: usize,
         /// The calls still to run.
+        calls: Vec<ToolCall>,
+    },
+    /// These tool calls of step `step` wait for a decision (the agent requires approval of
+    /// their tools, [`AgentBuilder::require_approval`](super::AgentBuilder::require_approval)):
+    /// save the run, and apply each signed [`Approval`](super::Approval) with
+    /// [`RunStepper::approve`](super::RunStepper::approve), in this process or another.
+    AwaitApproval {
+        /// The step number, from 0.
+        step: usize,
+        /// The calls waiting.
         calls: Vec<ToolCall>,
     },
     /// The run ended; [`RunStepper::finish`](super::RunStepper::finish) gives its output.
@@ -165,15 +183,28 @@ impl AgentRun {
             Phase::Model => NextAction::CallModel {
                 step: self.steps.len(),
             },
-            Phase::Tools(tools) => NextAction::RunTools {
-                step: tools.step.index,
-                calls: tools
-                    .calls
-                    .iter()
-                    .filter(|pending| pending.to_run())
-                    .map(|pending| pending.call.clone())
-                    .collect(),
-            },
+            Phase::Tools(tools) => {
+                let calls = |wanted: fn(&PendingCall) -> bool| -> Vec<ToolCall> {
+                    tools
+                        .calls
+                        .iter()
+                        .filter(|pending| wanted(pending))
+                        .map(|pending| pending.call.clone())
+                        .collect()
+                };
+                let ready = calls(PendingCall::ready);
+                if ready.is_empty() && tools.calls.iter().any(|p| p.awaiting_approval) {
+                    NextAction::AwaitApproval {
+                        step: tools.step.index,
+                        calls: calls(|pending| pending.to_run() && pending.awaiting_approval),
+                    }
+                } else {
+                    NextAction::RunTools {
+                        step: tools.step.index,
+                        calls: ready,
+                    }
+                }
+            }
             Phase::Done { stop_reason } => NextAction::Done(*stop_reason),
         }
     }
@@ -267,6 +298,7 @@ impl AgentRun {
         finish_reason: FinishReason,
         usage: Usage,
         cost: Option<Cost>,
+        needs_approval: impl Fn(&ToolCall) -> bool,
     ) {
         let index = self.steps.len();
         let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
@@ -305,6 +337,7 @@ impl AgentRun {
                     result: Some(Err(ToolExecError::InvalidArguments(
                         CUT_OFF_CALL.to_owned(),
                     ))),
+                    awaiting_approval: false,
                 });
                 continue;
             }
@@ -312,10 +345,12 @@ impl AgentRun {
             let same_as = pending.iter().position(|earlier| {
                 earlier.call.name == call.name && earlier.call.arguments == call.arguments
             });
+            let awaiting_approval = same_as.is_none() && needs_approval(&call);
             pending.push(PendingCall {
                 call,
                 same_as,
                 result: None,
+                awaiting_approval,
             });
         }
         self.phase = Phase::Tools(Box::new(ToolPhase {
@@ -344,7 +379,7 @@ impl AgentRun {
             return false;
         };
         match tools.calls.get_mut(position) {
-            Some(pending) if pending.to_run() => {
+            Some(pending) if pending.ready() => {
                 pending.result = Some(result);
                 true
             }
@@ -352,12 +387,50 @@ impl AgentRun {
         }
     }
 
-    /// The position of the call `id` still to run.
+    /// The position of the call `id` that may run now.
     pub(super) fn position_to_run(&self, id: &str) -> Option<usize> {
         self.tool_phase()?
             .calls
             .iter()
-            .position(|pending| pending.to_run() && pending.call.id == id)
+            .position(|pending| pending.ready() && pending.call.id == id)
+    }
+
+    /// The position of the call `id` waiting for approval.
+    pub(super) fn position_awaiting(&self, id: &str) -> Option<usize> {
+        self.tool_phase()?.calls.iter().position(|pending| {
+            pending.to_run() && pending.awaiting_approval && pending.call.id == id
+        })
+    }
+
+    /// Applies a (checked) decision to the waiting call at `position`.
+    pub(super) fn decide(&mut self, position: usize, decision: &super::ApprovalDecision) {
+        let Phase::Tools(tools) = &mut self.phase else {
+            return;
+        };
+        let Some(pending) = tools.calls.get_mut(position) else {
+            return;
+        };
+        pending.awaiting_approval = false;
+        if let super::ApprovalDecision::Denied { reason } = decision {
+            pending.result = Some(Err(ToolExecError::Denied(reason.clone())));
+        }
+    }
+
+    /// Whether every call of the tool phase has its result (the phase can end).
+    pub(super) fn tools_done(&self) -> bool {
+        self.tool_phase()
+            .is_some_and(|tools| !tools.calls.iter().any(PendingCall::to_run))
+    }
+
+    /// Whether the tool phase has calls waiting for approval and none that may run.
+    pub(super) fn blocked_on_approval(&self) -> bool {
+        self.tool_phase().is_some_and(|tools| {
+            !tools.calls.iter().any(PendingCall::ready)
+                && tools
+                    .calls
+                    .iter()
+                    .any(|p| p.to_run() && p.awaiting_approval)
+        })
     }
 
     /// Ends the tool phase: appends `parts` (the results as the model sees them, in call

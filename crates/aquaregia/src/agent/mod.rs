@@ -1,5 +1,6 @@
 //! The agent loop: call the model, run the tools it asks for, repeat.
 
+mod approval;
 mod builder;
 mod context;
 mod hooks;
@@ -31,6 +32,9 @@ use crate::structured::OutputSchema;
 use crate::telemetry::Telemetry;
 use crate::tool::{ToolExecError, ToolOutput, ToolRegistry};
 
+pub use approval::{
+    Approval, ApprovalDecision, ApprovalKey, MIN_APPROVAL_KEY_BYTES, PAUSED_RUN_METADATA_KEY,
+};
 pub use builder::AgentBuilder;
 pub(crate) use builder::PrepareStepFn;
 pub use hooks::{AgentHooks, ToolCallDecision};
@@ -69,6 +73,8 @@ pub(crate) struct AgentConfig {
     pub(crate) max_steps: usize,
     pub(crate) max_tool_concurrency: usize,
     pub(crate) tool_error_policy: ToolErrorPolicy,
+    /// Tools (by name) whose calls wait for an [`Approval`].
+    pub(crate) approval_required: Vec<String>,
     pub(crate) prepare_step: Option<Arc<PrepareStepFn>>,
     pub(crate) hooks: Option<Arc<dyn AgentHooks>>,
     pub(crate) cancellation: Option<CancellationToken>,

@@ -171,9 +171,19 @@ impl Driver<'_> {
             }
             Phase::Tools(tools) => {
                 let span = tracing::debug_span!("agent_step", step = tools.step.index);
+                if self.state.blocked_on_approval() {
+                    return Err(Error::InvalidRequest(
+                        "the run waits for approval of tool calls; drive it with \
+                         `Agent::stepper`, save it, and apply the approvals with \
+                         `RunStepper::approve`"
+                            .into(),
+                    ));
+                }
                 async {
                     self.run_tools().await?;
-                    self.step_finished().await;
+                    if self.state.tool_phase().is_none() {
+                        self.step_finished().await;
+                    }
                     Ok::<_, Error>(())
                 }
                 .instrument(span)
@@ -215,7 +225,9 @@ impl Driver<'_> {
         self.record_response(response?).await;
         if self.state.tool_phase().is_some() {
             self.run_tools().await?;
-            self.step_finished().await;
+            if self.state.tool_phase().is_none() {
+                self.step_finished().await;
+            }
         }
         Ok(())
     }
@@ -232,8 +244,11 @@ impl Driver<'_> {
         let index = self.state.steps.len();
         let cost = self.account(index, usage, false);
         let model = self.cache.request.model.clone();
+        let approval_required = &self.config.approval_required;
         self.state
-            .model_responded(model, message, finish_reason, usage, cost);
+            .model_responded(model, message, finish_reason, usage, cost, |call| {
+                approval_required.contains(&call.name)
+            });
         if self.state.tool_phase().is_none() {
             self.step_finished().await;
         }
@@ -446,7 +461,7 @@ impl Driver<'_> {
             return Ok(());
         };
         let to_run: Vec<usize> = (0..tools.calls.len())
-            .filter(|&position| tools.calls[position].to_run())
+            .filter(|&position| tools.calls[position].ready())
             .collect();
 
         let mut cancelled = false;
@@ -499,7 +514,20 @@ impl Driver<'_> {
         for (position, result) in finished {
             self.state.set_result(position, result);
         }
-        self.complete_tools(&registry, cancelled).await;
+        // Calls waiting for approval keep the step open, unless the run was cancelled.
+        if cancelled || self.state.tools_done() {
+            self.complete_tools(&registry, cancelled).await;
+        }
+        Ok(())
+    }
+
+    /// Ends the step's tool phase once every call has its result.
+    pub(super) async fn complete_if_done(&mut self) -> Result<(), Error> {
+        if self.state.tools_done() {
+            let registry = self.exec_tools()?;
+            self.complete_tools(&registry, false).await;
+            self.step_finished().await;
+        }
         Ok(())
     }
 

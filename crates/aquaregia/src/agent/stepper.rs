@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::machine::{AgentRun, NextAction, Phase};
 use super::run::{self, Driver, StepCache};
-use super::{Agent, AgentOutput};
+use super::{Agent, AgentOutput, Approval, ApprovalKey};
 use crate::error::Error;
 use crate::message::ToolCall;
 use crate::model::{ModelRequest, ModelResponse, ModelState};
@@ -188,8 +188,10 @@ impl RunStepper {
         if !matches!(self.state.phase, Phase::Model) {
             return Err(not_expected("a model answer", &self.state));
         }
-        self.driver().record_response(response).await;
-        Ok(())
+        let mut driver = self.driver();
+        driver.record_response(response).await;
+        // An answer whose only call was cut off by the output limit has nothing to run.
+        driver.complete_if_done().await
     }
 
     /// Runs one tool call of [`NextAction::RunTools`]: the hooks' `on_tool_call_start`
@@ -229,17 +231,20 @@ impl RunStepper {
             run::fail_fast(&self.agent.inner, &pending.call, &result)?;
         }
         self.state.set_result(position, result);
-        let done = self
-            .state
-            .tool_phase()
-            .is_some_and(|tools| !tools.calls.iter().any(|pending| pending.to_run()));
-        if done {
-            let mut driver = self.driver();
-            let registry = driver.exec_tools()?;
-            driver.complete_tools(&registry, false).await;
-            driver.step_finished().await;
-        }
-        Ok(())
+        self.driver().complete_if_done().await
+    }
+
+    /// Applies a signed decision to a call of [`NextAction::AwaitApproval`] (see
+    /// [`AgentRun::apply_approval`]): an approved call becomes one to run, a denied one is
+    /// answered with the reason; after the step's last call, the step ends as in
+    /// [`tool_finished`](Self::tool_finished).
+    ///
+    /// # Errors
+    ///
+    /// What [`AgentRun::apply_approval`] refuses (the run is then unchanged).
+    pub async fn approve(&mut self, approval: &Approval, key: &ApprovalKey) -> Result<(), Error> {
+        self.state.apply_approval(approval, key)?;
+        self.driver().complete_if_done().await
     }
 
     /// The output of an ended run, after the hooks' `on_finish`.
@@ -256,6 +261,7 @@ fn not_expected(what: &str, state: &AgentRun) -> Error {
     let now = match state.next_action() {
         NextAction::CallModel { .. } => "before a model call",
         NextAction::RunTools { .. } => "running tool calls",
+        NextAction::AwaitApproval { .. } => "waiting for approval of tool calls",
         NextAction::Done(_) => "ended",
     };
     Error::InvalidRequest(format!(

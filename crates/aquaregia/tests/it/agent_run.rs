@@ -427,3 +427,22 @@ async fn deferred_tools_found_before_a_save_are_still_offered_after_it() {
     }
     assert_eq!(tool_names(&model), expected);
 }
+
+#[tokio::test]
+async fn an_answer_whose_only_call_was_cut_off_goes_on_to_the_next_model_call() {
+    let model = ScriptedModel::new()
+        .reply(
+            ScriptedReply::tool_call("c1", "lookup", json!({"key": "a"}))
+                .with_finish_reason(aquaregia::FinishReason::Length),
+        )
+        .reply(ScriptedReply::text("done"));
+    let agent = scripted_agent(&model)
+        .tool(lookup(&SideEffects::default()))
+        .build()
+        .unwrap();
+    let mut stepper = agent.stepper(agent.start("look a up"));
+    let request = stepper.model_request().await.unwrap();
+    let response = stepper.call_model(&request).await.unwrap();
+    stepper.model_responded(response).await.unwrap();
+    assert_eq!(stepper.next_action(), NextAction::CallModel { step: 1 });
+}

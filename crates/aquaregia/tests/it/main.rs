@@ -33,6 +33,7 @@ mod prompt_caching_anthropic;
 mod prompt_caching_openai;
 mod proxy_env;
 mod redirects;
+mod run_approvals;
 mod session_store;
 mod stream_framing;
 mod structured_output_providers;
