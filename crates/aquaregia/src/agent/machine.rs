@@ -8,14 +8,18 @@
 //!   calls of the current step and their results, and every decision taken from a model answer
 //!   or from tool results: whether the run ends (and why), which calls run (a call repeated in
 //!   one answer runs once; a call cut off by the output limit does not run), the order of the
-//!   results in the conversation, and a second cut-off answer in a row ending the run.
+//!   results in the conversation, and a second cut-off answer in a row ending the run; which
+//!   calls wait for an approval, and what a checked approval or denial does to them (the
+//!   signature and the binding to the exact call are checked in `approval.rs`, also without
+//!   I/O).
 //! - **The drivers**: everything that needs the agent's settings or does I/O: `prepare_step`,
 //!   which tools a request carries (deferral, `read_tool_output`), compaction before a model
 //!   call, the model call itself with its per-run request cache ([`ModelState`](crate::ModelState),
 //!   rebuilt empty after a resume), hooks, running tools (concurrency, progress, cancellation),
 //!   cutting tool results to their budgets, pricing, telemetry spans and streamed events.
 //!   None of these is saved: a resumed run asks `prepare_step` and the hooks again from the
-//!   next step on, as a continued conversation would.
+//!   next step on, as a continued conversation would. Saving a paused run in a
+//!   `SessionStore` is the caller's step (`AgentRun::save_paused`), never the loop's.
 
 use serde::{Deserialize, Serialize};
 

@@ -27,6 +27,10 @@ use crate::tool::{ToolExecError, ToolOutput};
 ///   hooks' decision, then the tool) and hand each result to
 ///   [`tool_finished`](Self::tool_finished); the last one appends the results to the
 ///   conversation (cut to their budgets) and ends the step.
+/// - [`NextAction::AwaitApproval`]: the calls wait for a signed decision
+///   ([`AgentBuilder::require_approval`](super::AgentBuilder::require_approval)): save the
+///   run ([`AgentRun::save_paused`]) and, once someone holding the [`ApprovalKey`] decided,
+///   hand each [`Approval`] to [`approve`](Self::approve), in this process or another.
 /// - [`NextAction::Done`]: [`finish`](Self::finish) gives the output.
 ///
 /// [`advance`](Self::advance) does one whole action itself. Between any two calls,
