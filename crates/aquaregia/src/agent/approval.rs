@@ -106,6 +106,15 @@ impl ApprovalKey {
         mac
     }
 
+    /// Whether `approval` approves exactly `call` and was signed with this key.
+    pub(super) fn approves(&self, approval: &Approval, call: &ToolCall) -> bool {
+        approval.decision == ApprovalDecision::Approved
+            && approval.call_id == call.id
+            && approval.tool == call.name
+            && approval.arguments_sha256 == arguments_sha256(call)
+            && self.verify(approval)
+    }
+
     /// Whether `approval` was signed with this key (compared in constant time).
     fn verify(&self, approval: &Approval) -> bool {
         let Some(signature) = unhex(&approval.signature) else {
@@ -218,7 +227,7 @@ impl AgentRun {
                 approval.call_id
             )));
         }
-        self.decide(position, &approval.decision);
+        self.decide(position, approval);
         Ok(())
     }
 

@@ -109,9 +109,14 @@ pub(super) struct PendingCall {
     pub(super) same_as: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) result: Option<Result<ToolOutput, ToolExecError>>,
-    /// Whether the call waits for an [`Approval`](super::Approval) before it may run.
+    /// Whether the call waits for an [`Approval`](super::Approval) before it may run. Not
+    /// trusted when loaded: drivers derive it again from the agent's settings and the
+    /// approval kept below (see `AgentRun::recheck_approvals`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) awaiting_approval: bool,
+    /// The approval that let this call run, checked again whenever the run is loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) approval: Option<super::Approval>,
 }
 
 impl PendingCall {
@@ -342,6 +347,7 @@ impl AgentRun {
                         CUT_OFF_CALL.to_owned(),
                     ))),
                     awaiting_approval: false,
+                    approval: None,
                 });
                 continue;
             }
@@ -355,6 +361,7 @@ impl AgentRun {
                 same_as,
                 result: None,
                 awaiting_approval,
+                approval: None,
             });
         }
         self.phase = Phase::Tools(Box::new(ToolPhase {
@@ -406,8 +413,8 @@ impl AgentRun {
         })
     }
 
-    /// Applies a (checked) decision to the waiting call at `position`.
-    pub(super) fn decide(&mut self, position: usize, decision: &super::ApprovalDecision) {
+    /// Applies a (checked) approval to the waiting call at `position`.
+    pub(super) fn decide(&mut self, position: usize, approval: &super::Approval) {
         let Phase::Tools(tools) = &mut self.phase else {
             return;
         };
@@ -415,8 +422,35 @@ impl AgentRun {
             return;
         };
         pending.awaiting_approval = false;
-        if let super::ApprovalDecision::Denied { reason } = decision {
-            pending.result = Some(Err(ToolExecError::Denied(reason.clone())));
+        match &approval.decision {
+            super::ApprovalDecision::Denied { reason } => {
+                pending.result = Some(Err(ToolExecError::Denied(reason.clone())));
+            }
+            _ => pending.approval = Some(approval.clone()),
+        }
+    }
+
+    /// Derives again which calls of the current step wait for approval: a call still to run
+    /// whose tool is in `required` waits unless it holds an approval that `verify` accepts
+    /// for it. A loaded run's own flags are not trusted, so a store edit cannot let a call
+    /// skip its approval.
+    pub(super) fn recheck_approvals(
+        &mut self,
+        required: &[String],
+        verify: impl Fn(&super::Approval, &ToolCall) -> bool,
+    ) {
+        let Phase::Tools(tools) = &mut self.phase else {
+            return;
+        };
+        for pending in &mut tools.calls {
+            if !pending.to_run() {
+                continue;
+            }
+            let approved = pending
+                .approval
+                .as_ref()
+                .is_some_and(|approval| verify(approval, &pending.call));
+            pending.awaiting_approval = required.contains(&pending.call.name) && !approved;
         }
     }
 

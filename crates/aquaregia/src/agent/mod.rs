@@ -75,6 +75,8 @@ pub(crate) struct AgentConfig {
     pub(crate) tool_error_policy: ToolErrorPolicy,
     /// Tools (by name) whose calls wait for an [`Approval`].
     pub(crate) approval_required: Vec<String>,
+    /// The key [`Approval`]s of those calls are checked with.
+    pub(crate) approval_key: Option<ApprovalKey>,
     pub(crate) prepare_step: Option<Arc<PrepareStepFn>>,
     pub(crate) hooks: Option<Arc<dyn AgentHooks>>,
     pub(crate) cancellation: Option<CancellationToken>,
@@ -165,12 +167,14 @@ impl Agent {
     /// Runs a started or saved run (see [`AgentRun`]) to its end, like [`run`](Self::run).
     /// The run keeps its own step limit; everything else (model, tools, hooks, `prepare_step`,
     /// budgets) is this agent's. A run that already ended returns its output at once.
-    pub async fn resume(&self, run: AgentRun) -> Result<AgentOutput, Error> {
+    pub async fn resume(&self, mut run: AgentRun) -> Result<AgentOutput, Error> {
+        self.inner.recheck_approvals(&mut run);
         run::drive(&self.inner, run, None).await
     }
 
     /// [`resume`](Self::resume) while streaming [`AgentEvent`]s, like [`stream`](Self::stream).
-    pub fn resume_stream(&self, run: AgentRun) -> AgentStream {
+    pub fn resume_stream(&self, mut run: AgentRun) -> AgentStream {
+        self.inner.recheck_approvals(&mut run);
         let (sender, receiver) = mpsc::unbounded_channel();
         let config = self.inner.clone();
         let driver: BoxFuture<'static, Result<AgentOutput, Error>> =
@@ -183,12 +187,25 @@ impl Agent {
 
     /// Drives `run` one action at a time: each model call and each tool call is one call of
     /// yours, with the run saveable between any two (see [`RunStepper`]).
-    pub fn stepper(&self, run: AgentRun) -> RunStepper {
+    pub fn stepper(&self, mut run: AgentRun) -> RunStepper {
+        self.inner.recheck_approvals(&mut run);
         RunStepper::new(self.clone(), run)
     }
 }
 
 impl AgentConfig {
+    /// Derives again which calls of a loaded run wait for approval (see
+    /// [`AgentBuilder::require_approval`]).
+    fn recheck_approvals(&self, run: &mut AgentRun) {
+        if self.approval_required.is_empty() {
+            return;
+        }
+        let key = self.approval_key.as_ref();
+        run.recheck_approvals(&self.approval_required, |approval, call| {
+            key.is_some_and(|key| key.approves(approval, call))
+        });
+    }
+
     /// A run of `input` on this agent, before its first step.
     fn start(&self, input: AgentInput) -> AgentRun {
         let cost =

@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::machine::{AgentRun, NextAction, Phase};
 use super::run::{self, Driver, StepCache};
-use super::{Agent, AgentOutput, Approval, ApprovalKey};
+use super::{Agent, AgentOutput, Approval};
 use crate::error::Error;
 use crate::message::ToolCall;
 use crate::model::{ModelRequest, ModelResponse, ModelState};
@@ -29,8 +29,9 @@ use crate::tool::{ToolExecError, ToolOutput};
 ///   conversation (cut to their budgets) and ends the step.
 /// - [`NextAction::AwaitApproval`]: the calls wait for a signed decision
 ///   ([`AgentBuilder::require_approval`](super::AgentBuilder::require_approval)): save the
-///   run ([`AgentRun::save_paused`]) and, once someone holding the [`ApprovalKey`] decided,
-///   hand each [`Approval`] to [`approve`](Self::approve), in this process or another.
+///   run ([`AgentRun::save_paused`]) and, once someone holding the
+///   [`ApprovalKey`](super::ApprovalKey) decided, hand each [`Approval`] to
+///   [`approve`](Self::approve), in this process or another.
 /// - [`NextAction::Done`]: [`finish`](Self::finish) gives the output.
 ///
 /// [`advance`](Self::advance) does one whole action itself. Between any two calls,
@@ -239,14 +240,21 @@ impl RunStepper {
     }
 
     /// Applies a signed decision to a call of [`NextAction::AwaitApproval`] (see
-    /// [`AgentRun::apply_approval`]): an approved call becomes one to run, a denied one is
-    /// answered with the reason; after the step's last call, the step ends as in
-    /// [`tool_finished`](Self::tool_finished).
+    /// [`AgentRun::apply_approval`]), checked with the agent's key
+    /// ([`AgentBuilder::require_approval`](super::AgentBuilder::require_approval)): an
+    /// approved call becomes one to run, a denied one is answered with the reason; after the
+    /// step's last call, the step ends as in [`tool_finished`](Self::tool_finished).
     ///
     /// # Errors
     ///
-    /// What [`AgentRun::apply_approval`] refuses (the run is then unchanged).
-    pub async fn approve(&mut self, approval: &Approval, key: &ApprovalKey) -> Result<(), Error> {
+    /// What [`AgentRun::apply_approval`] refuses (the run is then unchanged);
+    /// [`Error::InvalidRequest`] when the agent has no approval key.
+    pub async fn approve(&mut self, approval: &Approval) -> Result<(), Error> {
+        let Some(key) = &self.agent.inner.approval_key else {
+            return Err(Error::InvalidRequest(
+                "this agent has no approval key (`AgentBuilder::require_approval`)".into(),
+            ));
+        };
         self.state.apply_approval(approval, key)?;
         self.driver().complete_if_done().await
     }

@@ -60,7 +60,7 @@ fn agent_on(model: &ScriptedModel, deleted: &Deleted) -> Agent {
     scripted_agent(model)
         .tool(list())
         .tool(delete(deleted))
-        .require_approval(["delete"])
+        .require_approval(ApprovalKey::new(SECRET).unwrap(), ["delete"])
         .build()
         .unwrap()
 }
@@ -99,14 +99,13 @@ async fn resume(
     store: &dyn SessionStore,
     id: &SessionId,
     approval: &Approval,
-    key: &ApprovalKey,
 ) -> Result<aquaregia::AgentOutput, Error> {
     let run = AgentRun::load_paused(store, id)
         .await?
         .expect("a paused run");
     let agent = agent_on(model, deleted);
     let mut stepper = agent.stepper(run);
-    stepper.approve(approval, key).await?;
+    stepper.approve(approval).await?;
     while !stepper.advance().await? {}
     stepper.finish().await
 }
@@ -131,7 +130,7 @@ async fn an_approval_given_after_a_restart_resumes_the_paused_run() {
     let approval: Approval =
         serde_json::from_str(&serde_json::to_string(&key.approve(&call)).unwrap()).unwrap();
 
-    let output = resume(&model, &deleted, &store_in(&dir), &id, &approval, &key)
+    let output = resume(&model, &deleted, &store_in(&dir), &id, &approval)
         .await
         .unwrap();
     assert_eq!(output.stop_reason, StopReason::Finished);
@@ -157,7 +156,7 @@ async fn a_denial_answers_the_model_without_running_the_call() {
     let (id, call) = pause(&model, &deleted, &store_in(&dir)).await;
     let key = ApprovalKey::new(SECRET).unwrap();
     let denial = key.deny(&call, "keep a.txt");
-    let output = resume(&model, &deleted, &store_in(&dir), &id, &denial, &key)
+    let output = resume(&model, &deleted, &store_in(&dir), &id, &denial)
         .await
         .unwrap();
     assert!(deleted.paths().is_empty());
@@ -194,7 +193,7 @@ async fn an_edited_paused_run_or_approval_is_refused() {
         .insert(PAUSED_RUN_METADATA_KEY.to_owned(), edited.clone());
     store.update(&id, update).await.unwrap();
     refused(
-        resume(&model, &deleted, &store_in(&dir), &id, &approval, &key).await,
+        resume(&model, &deleted, &store_in(&dir), &id, &approval).await,
         "other arguments",
     );
 
@@ -207,7 +206,7 @@ async fn an_edited_paused_run_or_approval_is_refused() {
         .approve(&edited_call)
         .arguments_sha256;
     refused(
-        resume(&model, &deleted, &store_in(&dir), &id, &forged, &key).await,
+        resume(&model, &deleted, &store_in(&dir), &id, &forged).await,
         "not signed with this key",
     );
 
@@ -220,7 +219,6 @@ async fn an_edited_paused_run_or_approval_is_refused() {
             &store_in(&dir),
             &id,
             &other_key.approve(&edited_call),
-            &key,
         )
         .await,
         "not signed with this key",
@@ -236,13 +234,13 @@ async fn an_edited_paused_run_or_approval_is_refused() {
     let mut moved = approval.clone();
     moved.call_id = "c1".into();
     refused(
-        resume(&model, &deleted, &store_in(&dir), &id, &moved, &key).await,
+        resume(&model, &deleted, &store_in(&dir), &id, &moved).await,
         "no tool call `c1`",
     );
     let mut flipped = key.deny(&call, "no");
     flipped.decision = aquaregia::ApprovalDecision::Approved;
     refused(
-        resume(&model, &deleted, &store_in(&dir), &id, &flipped, &key).await,
+        resume(&model, &deleted, &store_in(&dir), &id, &flipped).await,
         "not signed with this key",
     );
     assert!(
@@ -251,7 +249,7 @@ async fn an_edited_paused_run_or_approval_is_refused() {
     );
 
     // The genuine approval still works on the genuine run.
-    resume(&model, &deleted, &store_in(&dir), &id, &approval, &key)
+    resume(&model, &deleted, &store_in(&dir), &id, &approval)
         .await
         .unwrap();
     assert_eq!(deleted.paths(), ["a.txt"]);
@@ -271,4 +269,59 @@ async fn a_short_key_is_refused_and_run_stops_at_a_call_needing_approval() {
         .unwrap_err();
     assert!(error.to_string().contains("waits for approval"), "{error}");
     assert!(deleted.paths().is_empty());
+}
+
+#[tokio::test]
+async fn a_saved_run_edited_to_skip_its_approval_still_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = script();
+    let deleted = Deleted::default();
+    let store = store_in(&dir);
+    let (id, call) = pause(&model, &deleted, &store).await;
+    let saved = store.load(&id).await.unwrap().meta.metadata[PAUSED_RUN_METADATA_KEY].clone();
+    assert_eq!(saved["phase"]["calls"][1]["awaiting_approval"], true);
+
+    // The flag dropped, and an approval of that call signed with another key slipped in.
+    let other_key = ApprovalKey::new(b"another key of at least 32 bytes!!".to_vec()).unwrap();
+    let mut edited = saved.clone();
+    let pending = &mut edited["phase"]["calls"][1];
+    pending["awaiting_approval"] = json!(false);
+    pending["approval"] = serde_json::to_value(other_key.approve(&call)).unwrap();
+    let mut update = SessionUpdate::new();
+    update
+        .metadata
+        .insert(PAUSED_RUN_METADATA_KEY.to_owned(), edited);
+    store.update(&id, update).await.unwrap();
+
+    let run = AgentRun::load_paused(&store_in(&dir), &id)
+        .await
+        .unwrap()
+        .unwrap();
+    let agent = agent_on(&model, &deleted);
+    let mut stepper = agent.stepper(run.clone());
+    assert!(
+        matches!(stepper.next_action(), NextAction::AwaitApproval { .. }),
+        "{:?}",
+        stepper.next_action()
+    );
+    let error = stepper.advance().await.unwrap_err();
+    assert!(error.to_string().contains("waits for approval"), "{error}");
+    let error = agent.resume(run).await.unwrap_err();
+    assert!(error.to_string().contains("waits for approval"), "{error}");
+    assert!(deleted.paths().is_empty(), "the call never ran");
+
+    // A genuine approval, kept in the saved run, still counts after another save and load.
+    let key = ApprovalKey::new(SECRET).unwrap();
+    stepper.approve(&key.approve(&call)).await.unwrap();
+    // c1 ran in the first process; c2 is now the only call left, and it is approved: the
+    // step is still open until it runs. Save and load once more before running it.
+    let saved_again = serde_json::to_string(stepper.run()).unwrap();
+    let mut stepper = agent.stepper(serde_json::from_str(&saved_again).unwrap());
+    assert!(
+        matches!(stepper.next_action(), NextAction::RunTools { ref calls, .. } if calls.len() == 1),
+        "{:?}",
+        stepper.next_action()
+    );
+    while !stepper.advance().await.unwrap() {}
+    assert_eq!(deleted.paths(), ["a.txt"]);
 }
