@@ -161,7 +161,10 @@ async fn run_prompt(
                 );
             }
             Ok(AgentEvent::StepFinish(step)) => {
-                updates::send(cx, &session.id, updates::usage(&step.model, &step.usage));
+                let window = agent.context_window(&step.model);
+                if let Some(update) = updates::usage(&step.model, &step.usage, window) {
+                    updates::send(cx, &session.id, update);
+                }
             }
             Ok(AgentEvent::Compacted {
                 before_tokens,

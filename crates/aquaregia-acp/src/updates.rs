@@ -95,8 +95,11 @@ pub(crate) fn config_options(options: Vec<SessionConfigOption>) -> SessionUpdate
 }
 
 /// After a model call: the context used (the call's input and output tokens) out of the
-/// model's window (0 when the window is not known), the token counts in `_meta`.
-pub(crate) fn usage(model: &str, usage: &Usage) -> SessionUpdate {
+/// model's context `window`, the token counts in `_meta`. `None` when the window is not known
+/// (neither the model, the agent's settings nor the SDK's table of models says it): a size
+/// of 0 would show the context as full.
+pub(crate) fn usage(model: &str, usage: &Usage, window: Option<u64>) -> Option<SessionUpdate> {
+    let window = window.filter(|window| *window > 0)?;
     let used = usage.input_tokens.saturating_add(usage.output_tokens);
     let meta = json!({
         "inputTokens": usage.input_tokens,
@@ -105,28 +108,9 @@ pub(crate) fn usage(model: &str, usage: &Usage) -> SessionUpdate {
         "reasoningTokens": usage.reasoning_tokens,
         "model": model,
     });
-    SessionUpdate::UsageUpdate(
-        UsageUpdate::new(used, context_window(model).unwrap_or(0)).meta(meta.as_object().cloned()),
-    )
-}
-
-/// The context window of well-known models, by name.
-fn context_window(model: &str) -> Option<u64> {
-    let model = model.rsplit_once('/').map_or(model, |(_, name)| name);
-    const WINDOWS: [(&str, u64); 8] = [
-        ("gpt-5", 400_000),
-        ("gpt-4.1", 1_047_576),
-        ("gpt-4o", 128_000),
-        ("o3", 200_000),
-        ("o4", 200_000),
-        ("claude-", 200_000),
-        ("gemini-2", 1_048_576),
-        ("gemini-1.5", 1_048_576),
-    ];
-    WINDOWS
-        .iter()
-        .find(|(prefix, _)| model.starts_with(prefix))
-        .map(|(_, window)| *window)
+    Some(SessionUpdate::UsageUpdate(
+        UsageUpdate::new(used, window).meta(meta.as_object().cloned()),
+    ))
 }
 
 /// The title shown for a call: `<tool>: <main argument>`; for `run_command`, the whole

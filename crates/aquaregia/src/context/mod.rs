@@ -19,7 +19,7 @@ pub use tokens::{
     BYTES_PER_TOKEN, estimate_image_tokens, estimate_request_tokens, estimate_tokens,
 };
 pub(crate) use tokens::{estimate_descriptor_tokens, estimate_messages_tokens, estimator_kind};
-pub use window::{DEFAULT_CONTEXT_WINDOW, context_window_for};
+pub use window::{DEFAULT_CONTEXT_WINDOW, context_window_for, known_context_window};
 
 /// Output tokens kept free for the answer when `max_output_tokens` is not set (at most a
 /// quarter of the window).
