@@ -185,8 +185,18 @@ async fn restore(
         .store
         .clone()
         .ok_or_else(agent_client_protocol::Error::method_not_found)?;
-    if connection.sessions.contains(id) {
-        return Err(invalid_params(format!("session `{id}` is already open")));
+    if let Ok(open) = connection.sessions.get(id) {
+        // Opened again (a client reloading its view): the open one is closed and the stored
+        // one takes its place, so one live session remains. Claiming it as a prompt
+        // keeps a prompt from starting meanwhile; a running one is not cut short.
+        if open.state.with(|state| state.begin_prompt()).is_none() {
+            return Err(invalid_params(format!(
+                "session `{id}` is running a prompt: cancel it (session/cancel) or wait for \
+                 its answer before loading the session again"
+            )));
+        }
+        connection.sessions.remove(id);
+        open.close().await;
     }
     let stored = store
         .load(&store::id(id)?)
