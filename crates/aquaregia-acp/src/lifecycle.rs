@@ -211,12 +211,17 @@ async fn restore(
         cx,
     )
     .await;
-    let mode = stored
+    let stored_mode = stored
         .meta
         .mode
         .as_deref()
         .and_then(Mode::parse)
         .unwrap_or(Mode::Default);
+    // Skipping every question is chosen again each time, never brought back silently.
+    let mode = match stored_mode {
+        Mode::BypassPermissions => Mode::Default,
+        other => other,
+    };
     session.state.with(|state| {
         // The stored count (what the next append is checked against), which counts turns
         // that no longer decode too.
@@ -228,6 +233,14 @@ async fn restore(
                  were skipped and the {} intact turn(s) were loaded.\n",
                 stored.skipped,
                 stored.turns.len()
+            ));
+        }
+        if stored_mode != mode {
+            state.add_notice(format!(
+                "This session was in `{}` mode; it was opened in `{}` mode (tools are asked \
+                 about again). Choose the mode again to skip the questions.\n",
+                stored_mode.id(),
+                mode.id()
             ));
         }
         state.mode = mode;

@@ -1,6 +1,7 @@
 //! `session/load` of a session open on the same connection (a client reloading its view, as
 //! acp-factory does): the history is replayed again and one live session remains; refused
-//! clearly only while a prompt runs.
+//! clearly only while a prompt runs. A session stored in `bypass_permissions` is loaded in
+//! the default mode.
 
 use crate::support;
 
@@ -77,4 +78,42 @@ async fn an_open_session_loads_again_and_stays_one_session() {
         "{cancelled}"
     );
     client.finish().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stored_bypass_mode_does_not_come_back_silently() {
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let store = Arc::new(FileSessionStore::new(dir.path()));
+    let model = Model::new();
+    let first = RawClient::connect(model.agent().session_store(store.clone()));
+    first.initialize().await;
+    let id = first.new_session("/tmp", json!([])).await;
+    let set = first
+        .request(
+            "session/set_mode",
+            json!({"sessionId": id, "modeId": "bypass_permissions"}),
+        )
+        .await;
+    assert!(set.get("result").is_some(), "{set}");
+    model.text("One.");
+    first.prompt(&id, "First question").await;
+    first.finish().await.unwrap();
+
+    let second = RawClient::connect(model.agent().session_store(store));
+    second.initialize().await;
+    let loaded = second.request("session/load", load(&id)).await;
+    assert_eq!(
+        loaded["result"]["modes"]["currentModeId"], "default",
+        "{loaded}"
+    );
+    // The user is told at the next turn.
+    model.text("Two.");
+    second.prompt(&id, "Second question").await;
+    let said: String = updates(&second.log(), &id)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains("`bypass_permissions` mode"), "{said}");
+    second.finish().await.unwrap();
 }
