@@ -6,7 +6,7 @@ use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     self as acp, ContentChunk, ListSessionsRequest, ListSessionsResponse, SessionInfo,
-    SessionInfoUpdate, SessionUpdate, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    SessionInfoUpdate, SessionUpdate, ToolCallStatus,
 };
 use aquaregia::{
     ContentPart, Message, Role, SessionId, SessionMeta, SessionQuery, SessionStore, SessionTurn,
@@ -210,18 +210,12 @@ pub(crate) fn replay(cx: &ConnectionTo<Client>, session_id: &str, messages: &[Me
                         .raw_input(call.arguments.clone()),
                 ),
                 (_, ContentPart::ToolResult(result)) => {
-                    let status = if result.is_error {
-                        ToolCallStatus::Failed
+                    let outcome = if result.is_error {
+                        updates::Outcome::Failed(result.output.to_text())
                     } else {
-                        ToolCallStatus::Completed
+                        updates::Outcome::Completed(&result.output)
                     };
-                    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                        result.call_id.clone(),
-                        ToolCallUpdateFields::new()
-                            .status(status)
-                            .content(updates::tool_content(&result.output))
-                            .raw_output(result.output.to_value()),
-                    ))
+                    updates::finished_as(&result.call_id, &outcome, false)
                 }
                 _ => continue,
             };

@@ -229,20 +229,119 @@ pub(crate) fn finished(
     result: &Result<ToolOutput, ToolExecError>,
     keep_content: bool,
 ) -> SessionUpdate {
-    let fields = match result {
-        Ok(output) if keep_content => ToolCallUpdateFields::new()
+    let outcome = match result {
+        Ok(output) => Outcome::Completed(output),
+        Err(error) => Outcome::Failed(failure_text(error)),
+    };
+    finished_as(id, &outcome, keep_content)
+}
+
+/// How a finished call ended, as shown: what it gave, or why it failed (a refusal included).
+pub(crate) enum Outcome<'a> {
+    Completed(&'a ToolOutput),
+    Failed(String),
+}
+
+/// What a failed call says: a refusal in the words the model was given (what is stored, so a
+/// replay shows the same), any other failure as its error.
+fn failure_text(error: &ToolExecError) -> String {
+    match error {
+        ToolExecError::Denied(reason) => format!("{DENIED_PREFIX}{reason}"),
+        other => other.to_string(),
+    }
+}
+
+/// How the SDK words a refused call's result to the model (and in the stored turn).
+pub(crate) const DENIED_PREFIX: &str = "The tool call was rejected: ";
+
+/// The `tool_call_update` of a finished call (see [`finished`]).
+pub(crate) fn finished_as(id: &str, outcome: &Outcome<'_>, keep_content: bool) -> SessionUpdate {
+    let fields = match outcome {
+        Outcome::Completed(output) if keep_content => ToolCallUpdateFields::new()
             .status(ToolCallStatus::Completed)
-            .raw_output(output.to_value()),
-        Ok(output) => ToolCallUpdateFields::new()
+            .raw_output(raw_output(output)),
+        Outcome::Completed(output) => ToolCallUpdateFields::new()
             .status(ToolCallStatus::Completed)
             .content(tool_content(output))
-            .raw_output(output.to_value()),
-        Err(error) => ToolCallUpdateFields::new()
+            .raw_output(raw_output(output)),
+        Outcome::Failed(text) => ToolCallUpdateFields::new()
             .status(ToolCallStatus::Failed)
-            .content(vec![ToolCallContent::from(text_block(&error.to_string()))])
-            .raw_output(json!({"error": error.to_string()})),
+            .content(vec![ToolCallContent::from(text_block(text))])
+            .raw_output(raw_failure(text)),
     };
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_owned(), fields))
+}
+
+/// A result as `rawOutput`: always a JSON object, shaped like MCP's `CallToolResult`
+/// (`content` as MCP content blocks, `structuredContent` when the tool gave a JSON object,
+/// `isError`), whatever kind of tool gave it. Clients (Toad) reject anything else.
+pub(crate) fn raw_output(output: &ToolOutput) -> Value {
+    let mut raw = serde_json::Map::new();
+    let content = match output {
+        ToolOutput::Text(text) if text.is_empty() => Vec::new(),
+        ToolOutput::Text(text) => vec![json!({"type": "text", "text": text})],
+        ToolOutput::Json(value) => {
+            if value.is_object() {
+                raw.insert("structuredContent".into(), value.clone());
+            }
+            vec![json!({"type": "text", "text": value.to_string()})]
+        }
+        ToolOutput::Content(blocks) => blocks.iter().map(mcp_block).collect(),
+        other => vec![json!({"type": "text", "text": other.to_text()})],
+    };
+    raw.insert("content".into(), Value::Array(content));
+    raw.insert("isError".into(), Value::Bool(false));
+    Value::Object(raw)
+}
+
+/// A failure as `rawOutput`: the MCP shape of an error result.
+fn raw_failure(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+/// A block as MCP writes it (an embedded resource's contents under `resource`).
+fn mcp_block(block: &ContentBlock) -> Value {
+    match block {
+        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+        ContentBlock::Image { mime_type, data } => {
+            json!({"type": "image", "data": data, "mimeType": mime_type})
+        }
+        ContentBlock::Audio { mime_type, data } => {
+            json!({"type": "audio", "data": data, "mimeType": mime_type})
+        }
+        ContentBlock::Resource {
+            uri,
+            mime_type,
+            text,
+            blob,
+        } => {
+            let mut resource = json!({"uri": uri});
+            for (key, field) in [("mimeType", mime_type), ("text", text), ("blob", blob)] {
+                if let Some(field) = field {
+                    resource[key] = Value::String(field.clone());
+                }
+            }
+            if text.is_none() && blob.is_none() {
+                resource["text"] = Value::String(String::new());
+            }
+            json!({"type": "resource", "resource": resource})
+        }
+        ContentBlock::ResourceLink {
+            uri,
+            name,
+            mime_type,
+            description,
+        } => {
+            let mut link = json!({"type": "resource_link", "uri": uri, "name": name});
+            for (key, field) in [("mimeType", mime_type), ("description", description)] {
+                if let Some(field) = field {
+                    link[key] = Value::String(field.clone());
+                }
+            }
+            link
+        }
+        other => json!({"type": "text", "text": other.to_text()}),
+    }
 }
 
 /// A tool result as ACP tool-call content: text, images, audio, resources and links as their
