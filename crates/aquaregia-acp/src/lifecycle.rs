@@ -25,7 +25,7 @@ use crate::servers::{self, connect_all};
 use crate::session::Session;
 use crate::state::{Mode, SessionState, SharedState, describe};
 use crate::trust::PinReviews;
-use crate::{commands, store, updates};
+use crate::{agent, commands, store, updates};
 
 fn modes(current: Mode) -> SessionModeState {
     SessionModeState::new(current.id(), Mode::ALL.into_iter().map(describe).collect())
@@ -255,7 +255,8 @@ async fn restore(
     });
     if replay {
         // The whole conversation, even where the model continues from a compaction.
-        store::replay(cx, id, &stored.messages());
+        let tools = agent::all_tools(connection, &session).await;
+        store::replay(cx, id, &stored.messages(), &tools);
     }
     tracing::info!(session = %id, turns = stored.turns.len(), replay, "session restored");
     Ok((session, mode))

@@ -37,13 +37,25 @@ pub(crate) fn tool_for(cx: ConnectionTo<Client>, session_id: String) -> Tool {
         .execute_raw(move |args: Value| {
             let (cx, session_id) = (cx.clone(), session_id.clone());
             async move {
-                let entries: Vec<PlanEntry> = serde_json::from_value(
-                    args.get("entries").cloned().unwrap_or_else(|| json!([])),
-                )
-                .map_err(|error| ToolExecError::from(format!("invalid plan entries: {error}")))?;
-                let count = entries.len();
-                updates::send(&cx, &session_id, SessionUpdate::Plan(Plan::new(entries)));
+                let plan = parse(&args).map_err(|error| {
+                    ToolExecError::from(format!("invalid plan entries: {error}"))
+                })?;
+                let count = plan.entries.len();
+                updates::send(&cx, &session_id, SessionUpdate::Plan(plan));
                 Ok(format!("The plan ({count} steps) is shown to the user."))
             }
         })
+}
+
+/// The plan an `update_plan` call's arguments show.
+fn parse(args: &Value) -> Result<Plan, serde_json::Error> {
+    let entries: Vec<PlanEntry> =
+        serde_json::from_value(args.get("entries").cloned().unwrap_or_else(|| json!([])))?;
+    Ok(Plan::new(entries))
+}
+
+/// The plan a stored `update_plan` call showed (for a replay); `None` if its arguments were
+/// not a plan (the call failed then, and showed none).
+pub(crate) fn from_arguments(args: &Value) -> Option<Plan> {
+    parse(args).ok()
 }
