@@ -272,76 +272,16 @@ pub(crate) fn finished_as(id: &str, outcome: &Outcome<'_>, keep_content: bool) -
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_owned(), fields))
 }
 
-/// A result as `rawOutput`: always a JSON object, shaped like MCP's `CallToolResult`
-/// (`content` as MCP content blocks, `structuredContent` when the tool gave a JSON object,
-/// `isError`), whatever kind of tool gave it. Clients (Toad) reject anything else.
+/// A result as `rawOutput`: always a JSON object, MCP's `CallToolResult` shape (`content` as
+/// MCP content blocks, `structuredContent` when the tool gave one, `isError`), whatever kind
+/// of tool gave it. Clients (Toad) reject anything else.
 pub(crate) fn raw_output(output: &ToolOutput) -> Value {
-    let mut raw = serde_json::Map::new();
-    let content = match output {
-        ToolOutput::Text(text) if text.is_empty() => Vec::new(),
-        ToolOutput::Text(text) => vec![json!({"type": "text", "text": text})],
-        ToolOutput::Json(value) => {
-            if value.is_object() {
-                raw.insert("structuredContent".into(), value.clone());
-            }
-            vec![json!({"type": "text", "text": value.to_string()})]
-        }
-        ToolOutput::Content(blocks) => blocks.iter().map(mcp_block).collect(),
-        other => vec![json!({"type": "text", "text": other.to_text()})],
-    };
-    raw.insert("content".into(), Value::Array(content));
-    raw.insert("isError".into(), Value::Bool(false));
-    Value::Object(raw)
+    output.to_call_tool_result()
 }
 
 /// A failure as `rawOutput`: the MCP shape of an error result.
 fn raw_failure(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}], "isError": true})
-}
-
-/// A block as MCP writes it (an embedded resource's contents under `resource`).
-fn mcp_block(block: &ContentBlock) -> Value {
-    match block {
-        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
-        ContentBlock::Image { mime_type, data } => {
-            json!({"type": "image", "data": data, "mimeType": mime_type})
-        }
-        ContentBlock::Audio { mime_type, data } => {
-            json!({"type": "audio", "data": data, "mimeType": mime_type})
-        }
-        ContentBlock::Resource {
-            uri,
-            mime_type,
-            text,
-            blob,
-        } => {
-            let mut resource = json!({"uri": uri});
-            for (key, field) in [("mimeType", mime_type), ("text", text), ("blob", blob)] {
-                if let Some(field) = field {
-                    resource[key] = Value::String(field.clone());
-                }
-            }
-            if text.is_none() && blob.is_none() {
-                resource["text"] = Value::String(String::new());
-            }
-            json!({"type": "resource", "resource": resource})
-        }
-        ContentBlock::ResourceLink {
-            uri,
-            name,
-            mime_type,
-            description,
-        } => {
-            let mut link = json!({"type": "resource_link", "uri": uri, "name": name});
-            for (key, field) in [("mimeType", mime_type), ("description", description)] {
-                if let Some(field) = field {
-                    link[key] = Value::String(field.clone());
-                }
-            }
-            link
-        }
-        other => json!({"type": "text", "text": other.to_text()}),
-    }
 }
 
 /// A tool result as ACP tool-call content: text, images, audio, resources and links as their
@@ -353,7 +293,10 @@ pub(crate) fn tool_content(output: &ToolOutput) -> Vec<ToolCallContent> {
         ToolOutput::Json(value) => {
             vec![text_block(&serde_json::to_string_pretty(value).unwrap_or_default()).into()]
         }
-        ToolOutput::Content(blocks) => blocks.iter().map(|b| block_content(b).into()).collect(),
+        ToolOutput::Content(blocks)
+        | ToolOutput::Structured {
+            content: blocks, ..
+        } => blocks.iter().map(|b| block_content(b).into()).collect(),
         other => vec![text_block(&other.to_text()).into()],
     }
 }
@@ -438,6 +381,32 @@ mod tests {
         assert_eq!(
             title("box__note", None, &json!({"text": "a\nb"})),
             "note: a (+1 more line)"
+        );
+    }
+
+    #[test]
+    fn raw_output_carries_content_and_structured_content() {
+        let output = ToolOutput::Structured {
+            content: vec![
+                ContentBlock::text("chart"),
+                ContentBlock::image("image/png", "AA=="),
+            ],
+            structured: json!({"days": 7}),
+        };
+        assert_eq!(
+            raw_output(&output),
+            json!({
+                "content": [
+                    {"type": "text", "text": "chart"},
+                    {"type": "image", "mimeType": "image/png", "data": "AA=="}
+                ],
+                "structuredContent": {"days": 7},
+                "isError": false
+            })
+        );
+        assert_eq!(
+            wire(&tool_content(&output)).as_array().map(Vec::len),
+            Some(2)
         );
     }
 

@@ -147,7 +147,8 @@ pub(crate) struct CallArgs {
     inline: InlineServer,
     #[command(flatten)]
     timeouts: TimeoutArgs,
-    /// Print the result as the JSON value the agent would get.
+    /// Print the whole result as JSON, in MCP's `CallToolResult` shape: `content` blocks,
+    /// `structuredContent` when the tool gave one, `isError`.
     #[arg(long)]
     json: bool,
     /// Write image results to files in this directory (created if needed).
