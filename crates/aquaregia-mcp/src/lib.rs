@@ -125,7 +125,7 @@ pub use server_requests::elicitation::{
 pub use server_requests::sampling::{
     SamplingReply, SamplingRequest, SamplingResponse, sample_with_model,
 };
-pub use session::connection::{McpConnection, McpServerInfo};
+pub use session::connection::{LeftOutTool, McpConnection, McpServerInfo};
 pub use toolset::pins::{
     PinChange, PinError, PinFile, PinReview, Pins, ServerPins, ToolPin, WithheldTool,
 };
