@@ -3,7 +3,7 @@
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::{Plan, PlanEntry, SessionUpdate};
+use agent_client_protocol::v1::schema::SessionUpdate;
 use aquaregia::{Tool, ToolAnnotations, ToolExecError, tool};
 use serde_json::{Value, json};
 
@@ -37,7 +37,7 @@ pub(crate) fn tool_for(cx: ConnectionTo<Client>, session_id: String) -> Tool {
         .execute_raw(move |args: Value| {
             let (cx, session_id) = (cx.clone(), session_id.clone());
             async move {
-                let plan = parse(&args).map_err(|error| {
+                let plan = updates::plan(&args).map_err(|error| {
                     ToolExecError::from(format!("invalid plan entries: {error}"))
                 })?;
                 let count = plan.entries.len();
@@ -45,17 +45,4 @@ pub(crate) fn tool_for(cx: ConnectionTo<Client>, session_id: String) -> Tool {
                 Ok(format!("The plan ({count} steps) is shown to the user."))
             }
         })
-}
-
-/// The plan an `update_plan` call's arguments show.
-fn parse(args: &Value) -> Result<Plan, serde_json::Error> {
-    let entries: Vec<PlanEntry> =
-        serde_json::from_value(args.get("entries").cloned().unwrap_or_else(|| json!([])))?;
-    Ok(Plan::new(entries))
-}
-
-/// The plan a stored `update_plan` call showed (for a replay); `None` if its arguments were
-/// not a plan (the call failed then, and showed none).
-pub(crate) fn from_arguments(args: &Value) -> Option<Plan> {
-    parse(args).ok()
 }

@@ -17,7 +17,7 @@ use aquaregia::{
 use serde::{Deserialize, Serialize};
 
 use crate::rpc::invalid_params;
-use crate::{builtins, plan, updates};
+use crate::{builtins, updates};
 
 /// A store failure as an ACP error.
 pub(crate) fn acp_error(error: &aquaregia::SessionError) -> agent_client_protocol::Error {
@@ -244,7 +244,7 @@ pub(crate) fn replay(
                     let call = calls.get(result.call_id.as_str());
                     if let (Some(call), updates::Outcome::Completed(_)) = (call, &outcome)
                         && call.name == builtins::UPDATE_PLAN
-                        && let Some(plan) = plan::from_arguments(&call.arguments)
+                        && let Ok(plan) = updates::plan(&call.arguments)
                     {
                         send(SessionUpdate::Plan(plan));
                     }

@@ -4,9 +4,9 @@
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    self as acp, ConfigOptionUpdate, ContentChunk, CurrentModeUpdate, SessionConfigOption,
-    SessionNotification, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind, UsageUpdate,
+    self as acp, ConfigOptionUpdate, ContentChunk, CurrentModeUpdate, Plan, PlanEntry,
+    SessionConfigOption, SessionNotification, SessionUpdate, ToolCallContent, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use aquaregia::{ContentBlock, Tool, ToolExecError, ToolOutput, Usage};
 use serde_json::{Value, json};
@@ -82,6 +82,13 @@ pub(crate) fn thought(text: &str) -> SessionUpdate {
 
 pub(crate) fn text_block(text: &str) -> acp::ContentBlock {
     acp::ContentBlock::Text(acp::TextContent::new(text))
+}
+
+/// The `plan` update an `update_plan` call's arguments show.
+pub(crate) fn plan(args: &Value) -> Result<Plan, serde_json::Error> {
+    let entries: Vec<PlanEntry> =
+        serde_json::from_value(args.get("entries").cloned().unwrap_or_else(|| json!([])))?;
+    Ok(Plan::new(entries))
 }
 
 /// The session's mode changed.
