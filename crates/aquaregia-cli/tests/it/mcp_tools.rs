@@ -181,10 +181,11 @@ async fn a_tool_whose_description_changed_is_withheld_until_trusted() {
 #[tokio::test]
 async fn a_task_only_tool_without_the_tasks_capability_is_left_out_with_the_reason() {
     let scratch = Scratch::new();
+    let mut entry = test_server_entry();
+    entry["env"] = json!({"AQUAREGIA_TEST_TASK_ONLY": "1"});
+    scratch.config(&json!({"test": entry}));
     let mut command = cli(&scratch);
-    command
-        .args(["mcp", "tools", "--stdio", &test_server_command()])
-        .env("AQUAREGIA_TEST_TASK_ONLY", "1");
+    command.args(["mcp", "tools", "test"]);
     let listed = run(command, "").await;
     assert_eq!(listed.code, Some(0), "{listed:?}");
     assert!(!listed.stdout.contains("tasky"), "{}", listed.stdout);
