@@ -156,7 +156,7 @@ pub use context::{
     BYTES_PER_TOKEN, CompactionReport, DEFAULT_CONTEXT_WINDOW, DEFAULT_RESERVED_OUTPUT_TOKENS,
     MAX_REQUEST_TOOLS, OutputBudget, OutputSlice, READ_TOOL_OUTPUT, SEARCH_TOOLS, ToolDeferral,
     ToolOutputStore, context_window_for, estimate_image_tokens, estimate_request_tokens,
-    estimate_tokens,
+    estimate_tokens, known_context_window,
 };
 pub use conversation::{Conversation, Recorded, SlashCommand, continued_history};
 pub use error::{ConfigError, Error};

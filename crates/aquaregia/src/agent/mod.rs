@@ -125,6 +125,23 @@ impl Agent {
         &self.inner.language_model
     }
 
+    /// The context window the agent fits `model`'s requests to, when it is known rather than
+    /// assumed: the one set with [`AgentBuilder::context_window`](crate::AgentBuilder::context_window),
+    /// else (for the agent's own model) the model's
+    /// ([`LanguageModel::context_window`](crate::LanguageModel::context_window)), else the one
+    /// [`known_context_window`](crate::known_context_window) knows for the name. `None`: the
+    /// agent assumes [`DEFAULT_CONTEXT_WINDOW`](crate::DEFAULT_CONTEXT_WINDOW).
+    pub fn context_window(&self, model: &str) -> Option<u64> {
+        self.inner
+            .context_window
+            .or_else(|| {
+                (model == self.inner.model)
+                    .then(|| self.inner.language_model.context_window())
+                    .flatten()
+            })
+            .or_else(|| crate::known_context_window(model))
+    }
+
     /// The agent's tools.
     pub fn tools(&self) -> &ToolRegistry {
         &self.inner.tools
