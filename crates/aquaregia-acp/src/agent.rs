@@ -65,13 +65,19 @@ pub(crate) async fn compact(
 
 /// The tools a turn offers: the MCP servers' and the built-ins (in `plan` mode, the
 /// read-only ones).
-async fn tools(connection: &Connection, session: &Session) -> Vec<Tool> {
+pub(crate) async fn tools(connection: &Connection, session: &Session) -> Vec<Tool> {
+    let mut tools = all_tools(connection, session).await;
+    if session.state.mode() == Mode::Plan {
+        tools.retain(|tool| tool.annotations().read_only == Some(true));
+    }
+    tools
+}
+
+/// Every tool of the session, whatever the mode: the MCP servers' and the built-ins.
+pub(crate) async fn all_tools(connection: &Connection, session: &Session) -> Vec<Tool> {
     let mut tools = session.mcp_tools().await;
     if connection.settings.editor_tools {
         tools.extend(session.editor.tools(&connection.settings.plan.disabled));
-    }
-    if session.state.mode() == Mode::Plan {
-        tools.retain(|tool| tool.annotations().read_only == Some(true));
     }
     tools
 }

@@ -113,18 +113,7 @@ pub(crate) async fn run(
                 report.summarized_messages
             ));
         }
-        SlashCommand::Tools => {
-            let mut names: Vec<String> = session
-                .mcp_tools()
-                .await
-                .iter()
-                .map(|tool| format!("- `{}`", tool.name()))
-                .collect();
-            if names.is_empty() {
-                names.push("(no MCP tools)".into());
-            }
-            say(&format!("Tools:\n{}\n", names.join("\n")));
-        }
+        SlashCommand::Tools => say(&tools_text(connection, session).await),
         SlashCommand::Permissions(input) => {
             // `/permissions [revoke <n> | clear]`: the answer for the user.
             let answer = session.state.with(|state| state.always.command(input));
@@ -189,6 +178,23 @@ pub(crate) async fn run(
         _ => return Ok(Some(Vec::new())),
     }
     Ok(None)
+}
+
+/// `/tools`: every tool the model is offered this turn (the mode's choice), built-ins and
+/// MCP servers' alike, each saying where it comes from.
+async fn tools_text(connection: &Connection, session: &Session) -> String {
+    let lines: Vec<String> = agent::tools(connection, session)
+        .await
+        .iter()
+        .map(|tool| match session.toolset.server_of(tool.name()) {
+            Some(server) => format!("- `{}` (MCP server `{server}`)", tool.name()),
+            None => format!("- `{}` (built-in)", tool.name()),
+        })
+        .collect();
+    if lines.is_empty() {
+        return "The model is offered no tools.\n".into();
+    }
+    format!("Tools the model can use:\n{}\n", lines.join("\n"))
 }
 
 #[cfg(test)]

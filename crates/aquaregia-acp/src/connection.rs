@@ -74,10 +74,6 @@ impl Sessions {
             .ok_or_else(|| invalid_params(format!("unknown session `{id}`")))
     }
 
-    pub(crate) fn contains(&self, id: &str) -> bool {
-        lock(&self.open).contains_key(id)
-    }
-
     pub(crate) fn insert(&self, session: Arc<Session>) {
         lock(&self.open).insert(session.id.clone(), session);
     }

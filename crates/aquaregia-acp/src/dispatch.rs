@@ -18,7 +18,7 @@ use agent_client_protocol::{Client, JsonRpcMessage};
 use serde_json::{Value, json};
 
 use crate::connection::Connection;
-use crate::rpc::{invalid_params, spawn};
+use crate::rpc::{bounded, invalid_params, spawn};
 use crate::{initialize, lifecycle, modes, turn};
 
 /// Hands one incoming message to its handler.
@@ -60,7 +60,7 @@ fn request(
     let request = match ClientRequest::parse_message(method, &params) {
         Ok(request) => request,
         Err(error) => {
-            let _ = responder.respond_with_error(error);
+            let _ = responder.respond_with_error(bounded(error));
             return;
         }
     };

@@ -27,11 +27,12 @@
 //! [`AcpServer::editor_tools`] (the editor's files and terminal as tools) and
 //! [`AcpServer::session_store`] (persistent sessions: load, list, resume, delete). Slash
 //! commands (`/clear`, `/compact`, `/tools`, `/model`, MCP prompts) and `usage_update`s are
-//! always on. The history sent to the model is compacted to fit its context window. An MCP
-//! server's questions to the user (elicitation, plain or inside a 2026-07-28 `input_required`
-//! round) go to the client as `elicitation/create` when it supports the mode, else as a
-//! permission question when one click can answer them, else they are declined; the answer
-//! goes back to the server. A URL question's completion
+//! always on (a `usage_update` only when the model's context window is known, see
+//! [`aquaregia::Agent::context_window`]). The history sent to the model is compacted to fit
+//! its context window. An MCP server's questions to the user (elicitation, plain or inside a
+//! 2026-07-28 `input_required` round) go to the client as `elicitation/create` when it
+//! supports the mode, else as a permission question when one click can answer them, else
+//! they are declined; the answer goes back to the server. A URL question's completion
 //! (`notifications/elicitation/complete`) reaches the client as `elicitation/complete`.
 //! [`AcpServer::on_process`] hears of every stdio server process, for a supervisor that ends
 //! them if the agent is killed outright.

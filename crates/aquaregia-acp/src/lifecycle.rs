@@ -25,7 +25,7 @@ use crate::servers::{self, connect_all};
 use crate::session::Session;
 use crate::state::{Mode, SessionState, SharedState, describe};
 use crate::trust::PinReviews;
-use crate::{commands, store, updates};
+use crate::{agent, commands, store, updates};
 
 fn modes(current: Mode) -> SessionModeState {
     SessionModeState::new(current.id(), Mode::ALL.into_iter().map(describe).collect())
@@ -194,19 +194,34 @@ async fn restore(
         .store
         .clone()
         .ok_or_else(agent_client_protocol::Error::method_not_found)?;
-    if connection.sessions.contains(id) {
-        return Err(invalid_params(format!("session `{id}` is already open")));
+    if let Ok(open) = connection.sessions.get(id) {
+        // Opened again (a client reloading its view): the open one is closed and the stored
+        // one takes its place, so one live session remains. Claiming it as a prompt
+        // keeps a prompt from starting meanwhile; a running one is not cut short.
+        if open.state.with(|state| state.begin_prompt()).is_none() {
+            return Err(invalid_params(format!(
+                "session `{id}` is running a prompt: cancel it (session/cancel) or wait for \
+                 its answer before loading the session again"
+            )));
+        }
+        connection.sessions.remove(id);
+        open.close().await;
     }
     let (conversation, stored) = aquaregia::Conversation::load(store, &store::id(id)?)
         .await
         .map_err(|error| store::acp_error(&error))?;
     let (session, _) = open(connection, id.to_owned(), cwd, servers, conversation, cx).await;
-    let mode = stored
+    let stored_mode = stored
         .meta
         .mode
         .as_deref()
         .and_then(Mode::parse)
         .unwrap_or(Mode::Default);
+    // Skipping every question is chosen again each time, never brought back silently.
+    let mode = match stored_mode {
+        Mode::BypassPermissions => Mode::Default,
+        other => other,
+    };
     session.state.with(|state| {
         if stored.skipped > 0 {
             // Told at the next turn: what was lost is said, not silently dropped.
@@ -215,6 +230,14 @@ async fn restore(
                  were skipped and the {} intact turn(s) were loaded.\n",
                 stored.skipped,
                 stored.turns.len()
+            ));
+        }
+        if stored_mode != mode {
+            state.add_notice(format!(
+                "This session was in `{}` mode; it was opened in `{}` mode (tools are asked \
+                 about again). Choose the mode again to skip the questions.\n",
+                stored_mode.id(),
+                mode.id()
             ));
         }
         state.mode = mode;
@@ -229,7 +252,8 @@ async fn restore(
     });
     if replay {
         // The whole conversation, even where the model continues from a compaction.
-        store::replay(cx, id, &stored.messages());
+        let tools = agent::all_tools(connection, &session).await;
+        store::replay(cx, id, &stored.messages(), &tools);
     }
     tracing::info!(session = %id, turns = stored.turns.len(), replay, "session restored");
     Ok((session, mode))

@@ -3,7 +3,7 @@
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::{Plan, PlanEntry, SessionUpdate};
+use agent_client_protocol::v1::schema::SessionUpdate;
 use aquaregia::{Tool, ToolAnnotations, ToolExecError, tool};
 use serde_json::{Value, json};
 
@@ -37,12 +37,11 @@ pub(crate) fn tool_for(cx: ConnectionTo<Client>, session_id: String) -> Tool {
         .execute_raw(move |args: Value| {
             let (cx, session_id) = (cx.clone(), session_id.clone());
             async move {
-                let entries: Vec<PlanEntry> = serde_json::from_value(
-                    args.get("entries").cloned().unwrap_or_else(|| json!([])),
-                )
-                .map_err(|error| ToolExecError::from(format!("invalid plan entries: {error}")))?;
-                let count = entries.len();
-                updates::send(&cx, &session_id, SessionUpdate::Plan(Plan::new(entries)));
+                let plan = updates::plan(&args).map_err(|error| {
+                    ToolExecError::from(format!("invalid plan entries: {error}"))
+                })?;
+                let count = plan.entries.len();
+                updates::send(&cx, &session_id, SessionUpdate::Plan(plan));
                 Ok(format!("The plan ({count} steps) is shown to the user."))
             }
         })

@@ -67,13 +67,38 @@ fn finish(mut line: Vec<u8>, too_long: bool) -> Line {
     Line::Bytes(line)
 }
 
+/// Lines up to this long go to the SDK as they are, JSON or not (its parse error quotes the
+/// line back, a few hundred bytes at most).
+const QUOTED_BYTES: usize = 256;
+
+/// A longer line that is not JSON goes to the SDK as a short stand-in naming its size and
+/// quoting its start, so the parse error does not send the whole line back (20 MiB in,
+/// 20 MiB out).
+fn bounded(line: String) -> String {
+    if line.len() <= QUOTED_BYTES || serde_json::from_str::<serde::de::IgnoredAny>(&line).is_ok() {
+        return line;
+    }
+    let mut end = 64.min(line.len());
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    let start = line.get(..end).unwrap_or_default();
+    format!(
+        "<a line that is not JSON, {} bytes, beginning {start:?}>",
+        line.len()
+    )
+}
+
 /// The next line as the SDK's `Lines` transport wants it; `None` at the end of input.
 fn next_text(reader: &mut impl BufRead, max: usize) -> Option<io::Result<String>> {
     match next_line(reader, max) {
-        Ok(Some(Line::Bytes(bytes))) => Some(Ok(String::from_utf8(bytes).unwrap_or_else(|_| {
-            tracing::warn!("a line of input is not UTF-8; answered with a parse error");
-            NOT_UTF8.to_owned()
-        }))),
+        Ok(Some(Line::Bytes(bytes))) => Some(Ok(match String::from_utf8(bytes) {
+            Ok(line) => bounded(line),
+            Err(_) => {
+                tracing::warn!("a line of input is not UTF-8; answered with a parse error");
+                NOT_UTF8.to_owned()
+            }
+        })),
         Ok(Some(Line::TooLong)) => {
             tracing::warn!(
                 max,
@@ -175,5 +200,16 @@ mod tests {
             next_line(&mut reader, 50),
             Ok(Some(Line::TooLong))
         ));
+    }
+
+    #[test]
+    fn a_long_line_that_is_not_json_is_quoted_short() {
+        let long_json = format!("{{\"text\":\"{}\"}}", "é".repeat(1000));
+        assert_eq!(bounded(long_json.clone()), long_json);
+        assert_eq!(bounded("not json".into()), "not json");
+        let bad = format!("{{\"a\": {}", "é".repeat(1 << 20));
+        let quoted = bounded(bad.clone());
+        assert!(quoted.len() < 200, "{quoted}");
+        assert!(quoted.starts_with('<') && quoted.contains(&bad.len().to_string()));
     }
 }

@@ -4,16 +4,18 @@
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
+use std::collections::HashMap;
+
 use agent_client_protocol::v1::schema::{
-    self as acp, ContentChunk, ListSessionsRequest, ListSessionsResponse, SessionInfo,
-    SessionInfoUpdate, SessionUpdate, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ContentChunk, ListSessionsRequest, ListSessionsResponse, SessionInfo, SessionInfoUpdate,
+    SessionUpdate,
 };
 use aquaregia::{
-    ContentPart, Message, Recorded, Role, SessionId, SessionMeta, SessionQuery, SessionStore,
+    ContentPart, Message, Recorded, Role, SessionId, SessionMeta, SessionQuery, SessionStore, Tool,
 };
 
 use crate::rpc::invalid_params;
-use crate::updates;
+use crate::{builtins, updates};
 
 /// A store failure as an ACP error.
 pub(crate) fn acp_error(error: &aquaregia::SessionError) -> agent_client_protocol::Error {
@@ -76,39 +78,63 @@ pub(crate) fn told(cx: &ConnectionTo<Client>, session_id: &str, recorded: &Recor
     }
 }
 
-/// Replays stored messages as the updates a client saw live: user and agent text, and tool
-/// calls with their final status and content.
-pub(crate) fn replay(cx: &ConnectionTo<Client>, session_id: &str, messages: &[Message]) {
+/// Replays stored messages as the updates a client saw live: user and agent text, thoughts,
+/// tool calls with the title and kind they had (from the session's `tools`), their final
+/// status (a refusal `failed`, as live), content and raw output, and the plans `update_plan`
+/// showed.
+pub(crate) fn replay(
+    cx: &ConnectionTo<Client>,
+    session_id: &str,
+    messages: &[Message],
+    tools: &[Tool],
+) {
+    let mut calls: HashMap<&str, &aquaregia::ToolCall> = HashMap::new();
+    let send = |update| updates::send(cx, session_id, update);
     for message in messages {
         for part in &message.content {
-            let update = match (message.role, part) {
-                (Role::User, ContentPart::Text { text }) => {
-                    SessionUpdate::UserMessageChunk(ContentChunk::new(updates::text_block(text)))
+            match (message.role, part) {
+                (Role::User, ContentPart::Text { text }) => send(SessionUpdate::UserMessageChunk(
+                    ContentChunk::new(updates::text_block(text)),
+                )),
+                (Role::Assistant, ContentPart::Text { text }) => send(updates::message(text)),
+                (Role::Assistant, ContentPart::Reasoning(reasoning))
+                    if !reasoning.text.is_empty() =>
+                {
+                    send(updates::thought(&reasoning.text));
                 }
-                (Role::Assistant, ContentPart::Text { text }) => updates::message(text),
-                (_, ContentPart::ToolCall(call)) => SessionUpdate::ToolCall(
-                    acp::ToolCall::new(call.id.clone(), call.name.clone())
-                        .kind(updates::kind(&call.name, None))
-                        .status(ToolCallStatus::InProgress)
-                        .raw_input(call.arguments.clone()),
-                ),
+                (_, ContentPart::ToolCall(call)) => {
+                    calls.insert(&call.id, call);
+                    let tool = tools.iter().find(|tool| tool.name() == call.name);
+                    let title = updates::title(&call.name, tool, &call.arguments);
+                    let kind = updates::kind(&call.name, tool);
+                    send(updates::tool_call(
+                        &call.id,
+                        &title,
+                        kind,
+                        &call.arguments,
+                        (Vec::new(), Vec::new()),
+                    ));
+                }
                 (_, ContentPart::ToolResult(result)) => {
-                    let status = if result.is_error {
-                        ToolCallStatus::Failed
+                    let text = result.output.as_text().unwrap_or_default();
+                    let outcome = if result.is_error {
+                        updates::Outcome::Failed(result.output.to_text())
+                    } else if text.starts_with(updates::DENIED_PREFIX) {
+                        updates::Outcome::Failed(text.to_owned())
                     } else {
-                        ToolCallStatus::Completed
+                        updates::Outcome::Completed(&result.output)
                     };
-                    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                        result.call_id.clone(),
-                        ToolCallUpdateFields::new()
-                            .status(status)
-                            .content(updates::tool_content(&result.output))
-                            .raw_output(result.output.to_value()),
-                    ))
+                    let call = calls.get(result.call_id.as_str());
+                    if let (Some(call), updates::Outcome::Completed(_)) = (call, &outcome)
+                        && call.name == builtins::UPDATE_PLAN
+                        && let Ok(plan) = updates::plan(&call.arguments)
+                    {
+                        send(SessionUpdate::Plan(plan));
+                    }
+                    send(updates::finished_as(&result.call_id, &outcome, false));
                 }
-                _ => continue,
-            };
-            updates::send(cx, session_id, update);
+                _ => {}
+            }
         }
     }
 }

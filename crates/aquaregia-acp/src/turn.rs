@@ -86,16 +86,34 @@ async fn prompt(
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_owned());
             tracing::error!(session = %session.id, panic = %what, "the prompt panicked");
-            Err(format!("the agent panicked: {what}"))
+            Err(Failure::Internal(format!("the agent panicked: {what}")))
         });
     drop(running);
     let _ = match outcome {
         Ok(stop) => responder.respond(PromptResponse::new(stop)),
-        Err(message) => responder.respond_with_error(
+        Err(Failure::Internal(message)) => responder.respond_with_error(
             agent_client_protocol::Error::internal_error()
                 .data(json!({"reason": redact_known(&message)})),
         ),
+        Err(Failure::TooLarge(message)) => responder.respond_with_error(invalid_params(format!(
+            "the prompt is too large for the model: {message}"
+        ))),
     };
+}
+
+/// Why a turn failed.
+enum Failure {
+    /// The agent could not run it (the model, a tool, a panic).
+    Internal(String),
+    /// The prompt does not fit the model's context window, even with the history compacted:
+    /// the client's to fix, answered as invalid params naming the limit.
+    TooLarge(String),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Self::Internal(message)
+    }
 }
 
 async fn run_prompt(
@@ -104,7 +122,7 @@ async fn run_prompt(
     request: &PromptRequest,
     token: &CancellationToken,
     cx: &ConnectionTo<Client>,
-) -> Result<AcpStopReason, String> {
+) -> Result<AcpStopReason, Failure> {
     // What could not be said before the client had a turn to show it in: the servers
     // that failed to connect.
     for notice in session.state.with(|state| state.take_notices()) {
@@ -159,7 +177,10 @@ async fn run_prompt(
                 );
             }
             Ok(AgentEvent::StepFinish(step)) => {
-                updates::send(cx, &session.id, updates::usage(&step.model, &step.usage));
+                let window = agent.context_window(&step.model);
+                if let Some(update) = updates::usage(&step.model, &step.usage, window) {
+                    updates::send(cx, &session.id, update);
+                }
             }
             Ok(AgentEvent::Compacted {
                 before_tokens,
@@ -174,12 +195,16 @@ async fn run_prompt(
                 if token.is_cancelled() {
                     return Ok(AcpStopReason::Cancelled);
                 }
-                return Err(error.to_string());
+                if let aquaregia::Error::ContextWindowExceeded { .. } = error {
+                    return Err(Failure::TooLarge(error.to_string()));
+                }
+                return Err(error.to_string().into());
             }
         }
     }
     streams.flush(cx, &session.id);
-    let output = output.ok_or_else(|| "the agent ended without an answer".to_owned())?;
+    let output =
+        output.ok_or_else(|| Failure::from("the agent ended without an answer".to_owned()))?;
     let stop = match output.stop_reason {
         _ if token.is_cancelled() => AcpStopReason::Cancelled,
         StopReason::Finished => AcpStopReason::EndTurn,

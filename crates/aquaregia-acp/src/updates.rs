@@ -4,9 +4,9 @@
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    self as acp, ConfigOptionUpdate, ContentChunk, CurrentModeUpdate, SessionConfigOption,
-    SessionNotification, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind, UsageUpdate,
+    self as acp, ConfigOptionUpdate, ContentChunk, CurrentModeUpdate, Plan, PlanEntry,
+    SessionConfigOption, SessionNotification, SessionUpdate, ToolCallContent, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use aquaregia::{ContentBlock, Tool, ToolExecError, ToolOutput, Usage};
 use serde_json::{Value, json};
@@ -84,6 +84,13 @@ pub(crate) fn text_block(text: &str) -> acp::ContentBlock {
     acp::ContentBlock::Text(acp::TextContent::new(text))
 }
 
+/// The `plan` update an `update_plan` call's arguments show.
+pub(crate) fn plan(args: &Value) -> Result<Plan, serde_json::Error> {
+    let entries: Vec<PlanEntry> =
+        serde_json::from_value(args.get("entries").cloned().unwrap_or_else(|| json!([])))?;
+    Ok(Plan::new(entries))
+}
+
 /// The session's mode changed.
 pub(crate) fn current_mode(mode: Mode) -> SessionUpdate {
     SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.id()))
@@ -95,8 +102,11 @@ pub(crate) fn config_options(options: Vec<SessionConfigOption>) -> SessionUpdate
 }
 
 /// After a model call: the context used (the call's input and output tokens) out of the
-/// model's window (0 when the window is not known), the token counts in `_meta`.
-pub(crate) fn usage(model: &str, usage: &Usage) -> SessionUpdate {
+/// model's context `window`, the token counts in `_meta`. `None` when the window is not known
+/// (neither the model, the agent's settings nor the SDK's table of models says it): a size
+/// of 0 would show the context as full.
+pub(crate) fn usage(model: &str, usage: &Usage, window: Option<u64>) -> Option<SessionUpdate> {
+    let window = window.filter(|window| *window > 0)?;
     let used = usage.input_tokens.saturating_add(usage.output_tokens);
     let meta = json!({
         "inputTokens": usage.input_tokens,
@@ -105,28 +115,9 @@ pub(crate) fn usage(model: &str, usage: &Usage) -> SessionUpdate {
         "reasoningTokens": usage.reasoning_tokens,
         "model": model,
     });
-    SessionUpdate::UsageUpdate(
-        UsageUpdate::new(used, context_window(model).unwrap_or(0)).meta(meta.as_object().cloned()),
-    )
-}
-
-/// The context window of well-known models, by name.
-fn context_window(model: &str) -> Option<u64> {
-    let model = model.rsplit_once('/').map_or(model, |(_, name)| name);
-    const WINDOWS: [(&str, u64); 8] = [
-        ("gpt-5", 400_000),
-        ("gpt-4.1", 1_047_576),
-        ("gpt-4o", 128_000),
-        ("o3", 200_000),
-        ("o4", 200_000),
-        ("claude-", 200_000),
-        ("gemini-2", 1_048_576),
-        ("gemini-1.5", 1_048_576),
-    ];
-    WINDOWS
-        .iter()
-        .find(|(prefix, _)| model.starts_with(prefix))
-        .map(|(_, window)| *window)
+    Some(SessionUpdate::UsageUpdate(
+        UsageUpdate::new(used, window).meta(meta.as_object().cloned()),
+    ))
 }
 
 /// The title shown for a call: `<tool>: <main argument>`; for `run_command`, the whole
@@ -245,20 +236,59 @@ pub(crate) fn finished(
     result: &Result<ToolOutput, ToolExecError>,
     keep_content: bool,
 ) -> SessionUpdate {
-    let fields = match result {
-        Ok(output) if keep_content => ToolCallUpdateFields::new()
+    let outcome = match result {
+        Ok(output) => Outcome::Completed(output),
+        Err(error) => Outcome::Failed(failure_text(error)),
+    };
+    finished_as(id, &outcome, keep_content)
+}
+
+/// How a finished call ended, as shown: what it gave, or why it failed (a refusal included).
+pub(crate) enum Outcome<'a> {
+    Completed(&'a ToolOutput),
+    Failed(String),
+}
+
+/// What a failed call says: a refusal in the words the model was given (what is stored, so a
+/// replay shows the same), any other failure as its error.
+fn failure_text(error: &ToolExecError) -> String {
+    match error {
+        ToolExecError::Denied(reason) => format!("{DENIED_PREFIX}{reason}"),
+        other => other.to_string(),
+    }
+}
+
+/// How the SDK words a refused call's result to the model (and in the stored turn).
+pub(crate) const DENIED_PREFIX: &str = "The tool call was rejected: ";
+
+/// The `tool_call_update` of a finished call (see [`finished`]).
+pub(crate) fn finished_as(id: &str, outcome: &Outcome<'_>, keep_content: bool) -> SessionUpdate {
+    let fields = match outcome {
+        Outcome::Completed(output) if keep_content => ToolCallUpdateFields::new()
             .status(ToolCallStatus::Completed)
-            .raw_output(output.to_value()),
-        Ok(output) => ToolCallUpdateFields::new()
+            .raw_output(raw_output(output)),
+        Outcome::Completed(output) => ToolCallUpdateFields::new()
             .status(ToolCallStatus::Completed)
             .content(tool_content(output))
-            .raw_output(output.to_value()),
-        Err(error) => ToolCallUpdateFields::new()
+            .raw_output(raw_output(output)),
+        Outcome::Failed(text) => ToolCallUpdateFields::new()
             .status(ToolCallStatus::Failed)
-            .content(vec![ToolCallContent::from(text_block(&error.to_string()))])
-            .raw_output(json!({"error": error.to_string()})),
+            .content(vec![ToolCallContent::from(text_block(text))])
+            .raw_output(raw_failure(text)),
     };
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_owned(), fields))
+}
+
+/// A result as `rawOutput`: always a JSON object, MCP's `CallToolResult` shape (`content` as
+/// MCP content blocks, `structuredContent` when the tool gave one, `isError`), whatever kind
+/// of tool gave it. Clients (Toad) reject anything else.
+pub(crate) fn raw_output(output: &ToolOutput) -> Value {
+    output.to_call_tool_result()
+}
+
+/// A failure as `rawOutput`: the MCP shape of an error result.
+fn raw_failure(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
 }
 
 /// A tool result as ACP tool-call content: text, images, audio, resources and links as their
@@ -270,7 +300,10 @@ pub(crate) fn tool_content(output: &ToolOutput) -> Vec<ToolCallContent> {
         ToolOutput::Json(value) => {
             vec![text_block(&serde_json::to_string_pretty(value).unwrap_or_default()).into()]
         }
-        ToolOutput::Content(blocks) => blocks.iter().map(|b| block_content(b).into()).collect(),
+        ToolOutput::Content(blocks)
+        | ToolOutput::Structured {
+            content: blocks, ..
+        } => blocks.iter().map(|b| block_content(b).into()).collect(),
         other => vec![text_block(&other.to_text()).into()],
     }
 }
@@ -355,6 +388,32 @@ mod tests {
         assert_eq!(
             title("box__note", None, &json!({"text": "a\nb"})),
             "note: a (+1 more line)"
+        );
+    }
+
+    #[test]
+    fn raw_output_carries_content_and_structured_content() {
+        let output = ToolOutput::Structured {
+            content: vec![
+                ContentBlock::text("chart"),
+                ContentBlock::image("image/png", "AA=="),
+            ],
+            structured: json!({"days": 7}),
+        };
+        assert_eq!(
+            raw_output(&output),
+            json!({
+                "content": [
+                    {"type": "text", "text": "chart"},
+                    {"type": "image", "mimeType": "image/png", "data": "AA=="}
+                ],
+                "structuredContent": {"days": 7},
+                "isError": false
+            })
+        );
+        assert_eq!(
+            wire(&tool_content(&output)).as_array().map(Vec::len),
+            Some(2)
         );
     }
 

@@ -123,7 +123,11 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// Writes each image block of `result` to `dir` as `image-<n>.<ext>`, saying so on stderr.
 pub(crate) fn save_images(result: &ToolOutput, dir: &Path) -> anyhow::Result<()> {
-    let ToolOutput::Content(blocks) = result else {
+    let (ToolOutput::Content(blocks)
+    | ToolOutput::Structured {
+        content: blocks, ..
+    }) = result
+    else {
         return Ok(());
     };
     let images = blocks.iter().filter_map(|block| match block {

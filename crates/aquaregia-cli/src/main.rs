@@ -199,10 +199,10 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<()> {
 /// spans are also exported (the returned exporter flushes them at exit).
 fn init_logging(command: &Command) -> Option<telemetry::Exporter> {
     // rmcp logs transport failures at ERROR that the SDK already turns into the one error line
-    // we print; RUST_LOG brings them back. Editors keep an agent's stderr as its log, so `acp`
-    // also says which model and servers it uses.
+    // we print; RUST_LOG brings them back. Editors show every stderr line of an agent (acp.el
+    // as an error), so `acp` logs nothing below warn unless RUST_LOG asks.
     let default = match command {
-        Command::Acp(_) => "warn,rmcp=off,aquaregia=info,aquaregia_acp=info,aquaregia_cli=info",
+        Command::Acp(_) => "warn,rmcp=off",
         // A server that fails to start is reported once, by the command.
         _ => "warn,rmcp=off,aquaregia_mcp::toolset=error",
     };

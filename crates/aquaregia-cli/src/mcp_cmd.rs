@@ -147,7 +147,8 @@ pub(crate) struct CallArgs {
     inline: InlineServer,
     #[command(flatten)]
     timeouts: TimeoutArgs,
-    /// Print the result as the JSON value the agent would get.
+    /// Print the whole result as JSON, in MCP's `CallToolResult` shape: `content` blocks,
+    /// `structuredContent` when the tool gave one, `isError`.
     #[arg(long)]
     json: bool,
     /// Write image results to files in this directory (created if needed).
@@ -262,11 +263,24 @@ async fn logout(args: AuthArgs, config: Option<&Path>) -> anyhow::Result<()> {
 async fn list_tools(args: ToolsArgs, config: Option<&Path>) -> anyhow::Result<()> {
     let mut target = servers::select_one(config, args.server.as_deref(), &args.inline)?;
     args.timeouts.apply(&mut target);
-    let (server, tools, withheld) = with_server(target, |toolset, connection| async move {
-        let tools = toolset.tools().await?;
-        Ok((connection.name().to_owned(), tools, toolset.withheld()))
-    })
-    .await?;
+    let (server, tools, withheld, left_out) =
+        with_server(target, |toolset, connection| async move {
+            let tools = toolset.tools().await?;
+            Ok((
+                connection.name().to_owned(),
+                tools,
+                toolset.withheld(),
+                connection.left_out_tools(),
+            ))
+        })
+        .await?;
+    for tool in &left_out {
+        eprintln!(
+            "left out: `{}`: {}",
+            output::clean(&tool.name),
+            output::clean(&tool.reason)
+        );
+    }
     for tool in &withheld {
         eprintln!(
             "withheld: `{}` is new or changed since its tools were pinned; run `aquaregia mcp \

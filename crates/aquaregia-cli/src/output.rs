@@ -363,20 +363,32 @@ pub(crate) fn render_result(result: &ToolOutput) -> String {
         ToolOutput::Json(value) => {
             serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
         }
-        ToolOutput::Content(blocks) => blocks
-            .iter()
-            .map(render_block)
-            .collect::<Vec<_>>()
-            .join("\n"),
+        ToolOutput::Content(blocks) => render_blocks(blocks),
+        ToolOutput::Structured {
+            content,
+            structured,
+        } => format!(
+            "{}\n{}",
+            render_blocks(content),
+            serde_json::to_string_pretty(structured).unwrap_or_else(|_| structured.to_string())
+        ),
         other => other.to_text(),
     };
     clean(&text).into_owned()
 }
 
-/// A tool result as pretty JSON: a text as a JSON string, JSON as is, content blocks as an
-/// array of blocks.
+fn render_blocks(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .map(render_block)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A tool result as pretty JSON, the whole of it in MCP's `CallToolResult` shape (content
+/// blocks, `structuredContent`, `isError`; see [`ToolOutput::to_call_tool_result`]).
 pub(crate) fn result_json(result: &ToolOutput) -> String {
-    clean(&format!("{:#}", result.to_value())).into_owned()
+    clean(&format!("{:#}", result.to_call_tool_result())).into_owned()
 }
 
 /// One block of a multi-part result.

@@ -54,7 +54,7 @@
 //! | exactly one text block | `Text` |
 //! | several blocks, or any non-text block | `Content`: text, image, audio, resource (text or blob) and resource-link [`ContentBlock`](aquaregia::ContentBlock)s |
 //! | `structuredContent`, and no image or audio block | `Json` of the structured value (its text duplicate is not sent twice) |
-//! | `structuredContent` with image or audio blocks | `Content` of the blocks: media always reach the model as media |
+//! | `structuredContent` with image or audio blocks | `Structured`: the blocks (media always reach the model as media) and the structured value beside them |
 //! | no content | `Text("")` |
 //! | `isError: true` | [`ToolExecError::Execution`](aquaregia::ToolExecError::Execution) with the text blocks joined |
 //! | a block type this version does not know | a text block holding its JSON |
@@ -125,7 +125,7 @@ pub use server_requests::elicitation::{
 pub use server_requests::sampling::{
     SamplingReply, SamplingRequest, SamplingResponse, sample_with_model,
 };
-pub use session::connection::{McpConnection, McpServerInfo};
+pub use session::connection::{LeftOutTool, McpConnection, McpServerInfo};
 pub use toolset::pins::{
     PinChange, PinError, PinFile, PinReview, Pins, ServerPins, ToolPin, WithheldTool,
 };

@@ -11,7 +11,9 @@ AQUAREGIA_TEST_LIST_CHANGED set, calling `greet` adds a `later` tool and sends
 `whoami` tool answers with its value. Exits when stdin closes, unless
 AQUAREGIA_TEST_STUBBORN is set: then it ignores both stdin closing and SIGTERM, and only
 SIGKILL stops it. AQUAREGIA_TEST_GREET_DESCRIPTION replaces `greet`'s description (a server
-whose tool text changes between runs).
+whose tool text changes between runs). With AQUAREGIA_TEST_TASK_ONLY set, a `tasky` tool runs
+only as a task (`execution.taskSupport: "required"`) though the server does not declare the
+tasks capability.
 """
 
 import json
@@ -77,6 +79,9 @@ LIST_CHANGED = bool(os.environ.get("AQUAREGIA_TEST_LIST_CHANGED"))
 SECRET = os.environ.get("AQUAREGIA_TEST_SECRET_TOKEN")
 if SECRET:
     TOOLS.append({"name": "whoami", "description": "Tells the token it was given.", "inputSchema": {"type": "object"}})
+if os.environ.get("AQUAREGIA_TEST_TASK_ONLY"):
+    TOOLS.append({"name": "tasky", "description": "Runs only as a task.",
+                  "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}})
 LATER = {"name": "later", "description": "Added mid-run.", "inputSchema": {"type": "object"}}
 
 

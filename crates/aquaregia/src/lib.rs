@@ -58,6 +58,15 @@
 //! [`Agent::compact`]); above 64 tools the model finds tools with `search_tools`
 //! ([`ToolDeferral`]). Token counts come from one estimator, [`estimate_tokens`].
 //!
+//! ## Runs as data
+//!
+//! A run is an [`AgentRun`]: serde data (conversation, steps, usage, the current step's tool
+//! calls and their results) with [`AgentRun::next_action`] saying what it needs next.
+//! [`Agent::start`] makes one, [`Agent::resume`] finishes a saved one, and [`RunStepper`]
+//! ([`Agent::stepper`]) drives it one model call or tool call at a time, which is what a
+//! durable execution engine records; [`Agent::run`] and [`Agent::stream`] drive the same
+//! machine.
+//!
 //! ## Observability
 //!
 //! Runs emit `tracing` spans that follow the OpenTelemetry GenAI semantic conventions, with
@@ -138,16 +147,17 @@ mod usage;
 pub mod workspace;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentEvent, AgentHooks, AgentInput, AgentOutput, AgentStream, StepContext,
-    StepOverrides, StepResult, StopReason, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy,
-    TypedOutput,
+    AGENT_RUN_FORMAT_VERSION, Agent, AgentBuilder, AgentEvent, AgentHooks, AgentInput, AgentOutput,
+    AgentRun, AgentStream, Approval, ApprovalDecision, ApprovalKey, MIN_APPROVAL_KEY_BYTES,
+    NextAction, PAUSED_RUN_METADATA_KEY, RunStepper, StepContext, StepOverrides, StepResult,
+    StopReason, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy, TypedOutput,
 };
 pub use client::{Client, ClientBuilder, ClientModel};
 pub use context::{
     BYTES_PER_TOKEN, CompactionReport, DEFAULT_CONTEXT_WINDOW, DEFAULT_RESERVED_OUTPUT_TOKENS,
     MAX_REQUEST_TOOLS, OutputBudget, OutputSlice, READ_TOOL_OUTPUT, SEARCH_TOOLS, ToolDeferral,
     ToolOutputStore, context_window_for, estimate_image_tokens, estimate_request_tokens,
-    estimate_tokens,
+    estimate_tokens, known_context_window,
 };
 pub use conversation::{Conversation, Recorded, SlashCommand, continued_history};
 pub use error::{ConfigError, Error};

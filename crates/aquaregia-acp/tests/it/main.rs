@@ -36,6 +36,8 @@ mod plan_updates;
 mod prompt_content;
 mod prompt_panic;
 mod protocol_surface;
+mod reload_open_session;
+mod replay_matches_live;
 mod resume_and_delete;
 mod sdk_client_mcp_over_acp;
 mod server_failures;

@@ -80,3 +80,33 @@ async fn text_links_resources_and_images_reach_the_model() {
     );
     client.finish().await.unwrap();
 }
+
+/// A prompt that cannot fit the model's context window is the client's to fix: an
+/// invalid-params error naming the limit, not an internal error; the session goes on.
+#[tokio::test]
+async fn a_prompt_too_large_for_the_window_is_invalid_params_naming_the_limit() {
+    let model = Model::new().context_window(2_000);
+    let client = RawClient::connect(model.agent());
+    client.initialize().await;
+    let session = client.new_session("/tmp", json!([])).await;
+
+    let huge = "lorem ipsum dolor sit amet ".repeat(2_000);
+    let response = client
+        .request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": huge}]}),
+        )
+        .await;
+    assert_eq!(response["error"]["code"], -32602, "{response}");
+    let said = response["error"].to_string();
+    assert!(
+        said.contains("too large") && said.contains("at most"),
+        "names the limit: {said}"
+    );
+    assert_eq!(model.request_count(), 0, "never sent");
+
+    model.text("Fine.");
+    let answer = client.prompt(&session, "a small one").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    client.finish().await.unwrap();
+}

@@ -97,3 +97,42 @@ async fn an_mcp_prompt_runs_as_a_slash_command() {
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
 }
+
+/// `/tools` lists every tool the model is offered: the built-ins beside the MCP servers'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tools_lists_the_built_ins_and_the_mcp_tools() {
+    let model = Model::new();
+    let client = RawClient::connect(model.agent().editor_tools(true).trust_server("box"));
+    client.initialize().await;
+    let marker = marker("slash-tools");
+    let session = client
+        .new_session(
+            "/tmp",
+            json!([support::scripts::marked_toolbox("box", &marker)]),
+        )
+        .await;
+    let answer = client.prompt(&session, "/tools").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let said: String = updates(&client.log(), &session)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    for built_in in [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "run_command",
+        "update_plan",
+    ] {
+        assert!(
+            said.contains(&format!("- `{built_in}` (built-in)")),
+            "{built_in}: {said}"
+        );
+    }
+    assert!(said.contains("- `box__echo` (MCP server `box`)"), "{said}");
+    assert!(!said.contains("no MCP tools"), "{said}");
+    assert_eq!(model.request_count(), 0, "answered without the model");
+    client.finish().await.unwrap();
+    assert_no_process_left(&marker, BOUND).await;
+}

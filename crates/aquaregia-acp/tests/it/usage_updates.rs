@@ -1,5 +1,6 @@
-//! `usage_update` after each model call: the tokens of that call, before the prompt is
-//! answered.
+//! `usage_update` after each model call: the tokens of that call out of the model's window,
+//! before the prompt is answered; none when the window is not known (a size of 0 shows the
+//! context full).
 
 use crate::support;
 
@@ -24,7 +25,7 @@ fn usage(input: u64, output: u64, cached: u64) -> Usage {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_usage_update_follows_every_model_call() {
-    let model = Model::new();
+    let model = Model::new().context_window(32_000);
     let client = RawClient::connect(model.agent().trust_server("box"));
     client.initialize().await;
     let marker = marker("usage");
@@ -61,7 +62,7 @@ async fn a_usage_update_follows_every_model_call() {
         .collect();
     assert_eq!(seen, [(107, 100, 7, 0), (139, 130, 9, 50)]);
     for update in &usage {
-        assert_eq!(update["size"], 0, "the model's window is unknown: {update}");
+        assert_eq!(update["size"], 32_000, "the model's window: {update}");
         assert_eq!(update["_meta"]["model"], "mock-model", "{update}");
     }
     // Sent before the prompt's answer.
@@ -79,4 +80,27 @@ async fn a_usage_update_follows_every_model_call() {
     assert!(last_usage < answered);
     client.finish().await.unwrap();
     assert_no_process_left(&marker, BOUND).await;
+}
+
+/// A model whose window nobody knows (not the model, not the agent's settings, not the SDK's
+/// table): no `usage_update`, rather than one saying the context is 0 tokens big.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_usage_update_says_the_window_is_zero() {
+    let model = Model::new();
+    let client = RawClient::connect(model.agent());
+    client.initialize().await;
+    let session = client.new_session("/tmp", json!([])).await;
+    model.push(ScriptedReply::text("Done.").with_usage(usage(100, 7, 0)));
+    let answer = client.prompt(&session, "hi").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let usage: Vec<Value> = updates(&client.log(), &session)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] == "usage_update")
+        .collect();
+    assert_eq!(
+        usage,
+        Vec::<Value>::new(),
+        "the window of `mock-model` is unknown"
+    );
+    client.finish().await.unwrap();
 }

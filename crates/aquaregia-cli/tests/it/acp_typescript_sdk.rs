@@ -474,15 +474,15 @@ console.log(JSON.stringify(report));
 
 /// Where a driver run happens: the project directory (the sessions' `cwd`), the data
 /// directory, and the model.
-struct Drive {
+pub(crate) struct Drive {
     root: tempfile::TempDir,
-    mock: MockServer,
-    marker: String,
+    pub(crate) mock: MockServer,
+    pub(crate) marker: String,
     _kill: KillMarked,
 }
 
 impl Drive {
-    async fn new(tag: &str) -> Self {
+    pub(crate) async fn new(tag: &str) -> Self {
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(root.path().join("project")).unwrap();
         let marker = marker(tag);
@@ -495,17 +495,17 @@ impl Drive {
     }
 
     /// The scratch root, resolved (the agent reports resolved paths).
-    fn root(&self) -> std::path::PathBuf {
+    pub(crate) fn root(&self) -> std::path::PathBuf {
         std::fs::canonicalize(self.root.path()).unwrap()
     }
 
     /// The sessions' working directory.
-    fn project(&self) -> std::path::PathBuf {
+    pub(crate) fn project(&self) -> std::path::PathBuf {
         self.root().join("project")
     }
 
     /// Runs [`DRIVER`] with `plan` against `aquaregia acp <args>`; its report.
-    async fn run(&self, plan: &Value, args: &[&str]) -> Value {
+    pub(crate) async fn run(&self, plan: &Value, args: &[&str]) -> Value {
         // One file per run: tests run in parallel, and each run removes its own.
         let script = node_script(DRIVER);
         let plan_file = self.root().join("plan.json");

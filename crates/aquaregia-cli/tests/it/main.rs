@@ -23,6 +23,7 @@ mod common;
 mod acp_acpx;
 mod acp_auth;
 mod acp_binary;
+mod acp_fidelity;
 mod acp_handshake_first;
 mod acp_model_option;
 mod acp_oauth;

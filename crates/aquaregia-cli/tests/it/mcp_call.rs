@@ -1,4 +1,5 @@
-//! `aquaregia mcp call`: one tool call, its mapped result printed, errors as exit status 1.
+//! `aquaregia mcp call`: one tool call, its mapped result printed (`--json`: the whole result
+//! in MCP's shape), errors as exit status 1.
 
 use crate::common;
 
@@ -24,7 +25,7 @@ async fn prints_text_results_as_text_and_json_on_request() {
     assert_eq!(json.code, Some(0), "{json:?}");
     assert_eq!(
         serde_json::from_str::<Value>(&json.stdout).unwrap(),
-        json!("Hello, Ann.")
+        json!({"content": [{"type": "text", "text": "Hello, Ann."}], "isError": false})
     );
 }
 
@@ -40,11 +41,13 @@ async fn summarises_images_resources_and_links() {
 
     let json = call(&scratch, &["media", "--json"]).await;
     let value: Value = serde_json::from_str(&json.stdout).expect("stdout is JSON");
-    assert_eq!(value[1]["type"], "image");
-    assert_eq!(value[1]["mimeType"], "image/png");
+    let blocks = &value["content"];
+    assert_eq!(blocks[1]["type"], "image");
+    assert_eq!(blocks[1]["mimeType"], "image/png");
     assert_eq!(
-        value[2],
-        json!({"type": "resource", "uri": "file:///notes.txt", "mimeType": "text/plain", "text": "hi"})
+        blocks[2],
+        json!({"type": "resource",
+               "resource": {"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "hi"}})
     );
 }
 
@@ -113,5 +116,72 @@ async fn arguments_are_validated_and_tools_must_exist() {
             .stderr
             .contains("has no tool `nope` (its tools: greet, fail, media, spoof, hang)"),
         "{unknown:?}"
+    );
+}
+
+/// Serves the rmcp test server over Streamable HTTP on 127.0.0.1; its URL, and the server
+/// task (aborted when the guard drops).
+async fn serve_test_server() -> (String, AbortOnDrop) {
+    use aquaregia_test_support::mcp_servers::test_server::TestServer;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let server = TestServer::new();
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        std::sync::Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    (format!("http://{address}/mcp"), AbortOnDrop(task))
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A result with both content blocks (text and an image) and `structuredContent` (what
+/// FastMCP's `ToolResult(content=[text, image], structured_content={...})` gives): `--json`
+/// prints the whole result, the structured data included; the text output shows both too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_keeps_structured_content_beside_media_blocks() {
+    let scratch = Scratch::new();
+    let (url, _server) = serve_test_server().await;
+    let mut command = cli(&scratch);
+    command.args(["mcp", "call", "--http", &url, "structured_media", "--json"]);
+    let json = run(command, "").await;
+    assert_eq!(json.code, Some(0), "{json:?}");
+    let value: Value = serde_json::from_str(&json.stdout).expect("stdout is JSON");
+    assert_eq!(
+        value["structuredContent"],
+        json!({"days": 7, "peak": "Tuesday"}),
+        "{value:#}"
+    );
+    assert_eq!(
+        value["content"][0],
+        json!({"type": "text", "text": "a chart of the week"})
+    );
+    assert_eq!(value["content"][1]["type"], "image", "{value:#}");
+    assert_eq!(value["isError"], false);
+
+    let mut command = cli(&scratch);
+    command.args(["mcp", "call", "--http", &url, "structured_media"]);
+    let text = run(command, "").await;
+    assert_eq!(text.code, Some(0), "{text:?}");
+    assert!(
+        text.stdout.contains("a chart of the week")
+            && text.stdout.contains("\"peak\": \"Tuesday\""),
+        "{}",
+        text.stdout
     );
 }

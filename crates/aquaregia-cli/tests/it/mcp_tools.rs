@@ -175,3 +175,27 @@ async fn a_tool_whose_description_changed_is_withheld_until_trusted() {
     );
     assert!(!approved.stderr.contains("withheld"), "{approved:?}");
 }
+
+/// A tool that runs only as a task, on a 2025-11-25 server without the tasks capability,
+/// cannot be called correctly: it is not listed, and stderr says why.
+#[tokio::test]
+async fn a_task_only_tool_without_the_tasks_capability_is_left_out_with_the_reason() {
+    let scratch = Scratch::new();
+    let mut entry = test_server_entry();
+    entry["env"] = json!({"AQUAREGIA_TEST_TASK_ONLY": "1"});
+    scratch.config(&json!({"test": entry}));
+    let mut command = cli(&scratch);
+    command.args(["mcp", "tools", "test"]);
+    let listed = run(command, "").await;
+    assert_eq!(listed.code, Some(0), "{listed:?}");
+    assert!(!listed.stdout.contains("tasky"), "{}", listed.stdout);
+    assert!(listed.stdout.contains("greet("), "{}", listed.stdout);
+    assert!(
+        listed.stderr.contains("left out: `tasky`")
+            && listed
+                .stderr
+                .contains("does not declare the tasks capability"),
+        "{}",
+        listed.stderr
+    );
+}

@@ -59,11 +59,16 @@ fn finish(
     });
     // Structured content is the result when the blocks are only its text rendering; with
     // images or audio the blocks are what the model must see (the structured value of such
-    // results repeats them as base64 text).
-    if let Some(structured) = structured
-        && !has_media
-    {
-        return Ok(ToolOutput::Json(structured));
+    // results repeats them as base64 text), the structured value kept beside them.
+    match structured {
+        Some(structured) if !has_media => return Ok(ToolOutput::Json(structured)),
+        Some(structured) => {
+            return Ok(ToolOutput::Structured {
+                content: blocks,
+                structured,
+            });
+        }
+        None => {}
     }
     if let [ContentBlock::Text { .. }] = blocks.as_slice()
         && let Some(ContentBlock::Text { text }) = blocks.pop()
@@ -249,10 +254,10 @@ mod tests {
         });
         assert_eq!(
             map_raw_result(media),
-            Ok(ToolOutput::Content(vec![ContentBlock::image(
-                "image/png",
-                "AA=="
-            )]))
+            Ok(ToolOutput::Structured {
+                content: vec![ContentBlock::image("image/png", "AA==")],
+                structured: json!({"content": [{"type": "image", "mimeType": "image/png", "data": "AA=="}]}),
+            })
         );
         // Without media, the structured value is the result.
         let plain = json!({"content": [{"type": "text", "text": "{\"w\":1}"}], "structuredContent": {"w": 1}});

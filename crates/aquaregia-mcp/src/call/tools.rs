@@ -8,8 +8,8 @@ use aquaregia::{Tool, ToolDescriptor};
 use super::executor::{CallContext, McpToolExecutor, ToolTarget};
 use super::naming::{prefixed_name, sanitized_name};
 use crate::error::McpError;
-use crate::session::connection::{McpConnection, lock};
-use crate::session::listing::McpTool;
+use crate::session::connection::{LeftOutTool, McpConnection, lock};
+use crate::session::listing::{McpTool, TaskSupport};
 
 impl McpConnection {
     /// The server's tools as [`Tool`]s, in the server's order.
@@ -53,7 +53,21 @@ impl McpConnection {
         }
     }
 
+    /// The tools of the last listing that are not offered because they cannot be called
+    /// correctly, and why: a tool that runs only as a task (`execution.taskSupport:
+    /// "required"`) on a 2025-11-25 server that does not declare the `tasks` capability, whose
+    /// calls a client must not task-augment (MCP 2025-11-25). Each is logged once, as a
+    /// warning naming the server and the tool.
+    pub fn left_out_tools(&self) -> Vec<LeftOutTool> {
+        lock(&self.shared.left_out).clone()
+    }
+
     fn convert(&self, tools: &[McpTool]) -> Vec<Tool> {
+        // 2026-07-28 servers make tasks themselves; a 2025-11-25 one gets task-augmented calls
+        // only when it says it takes them.
+        let legacy = self.shared.protocol_version() < "2026-07-28";
+        let declares_tasks = self.shared.declares_tool_tasks();
+        let mut left_out = Vec::new();
         let call = Arc::new(CallContext {
             peer: self.shared.peer.clone(),
             closed: self.shared.closed.clone(),
@@ -62,12 +76,22 @@ impl McpConnection {
             shared: Arc::downgrade(&self.shared),
             progress: self.shared.progress.clone(),
             input: self.shared.input.clone(),
-            augment_tasks: self.shared.protocol_version() < "2026-07-28",
+            augment_tasks: legacy && declares_tasks,
             reconnects: self.shared.reconnects().cloned(),
         });
-        tools
+        let tools = tools
             .iter()
             .filter_map(|tool| {
+                if legacy && !declares_tasks && tool.tasks == TaskSupport::Required {
+                    left_out.push(LeftOutTool {
+                        name: tool.name.clone(),
+                        reason: "it runs only as a task (execution.taskSupport: \"required\"), \
+                                 and the server does not declare the tasks capability, so it \
+                                 cannot be called correctly"
+                            .to_owned(),
+                    });
+                    return None;
+                }
                 // MCP allows names (`a.b`, `a/b`) that models reject.
                 let name = self.exposed_name(&tool.name);
                 let descriptor = ToolDescriptor {
@@ -95,6 +119,18 @@ impl McpConnection {
                         .with_trusted_hints(self.view.trusted),
                 )
             })
-            .collect()
+            .collect();
+        let mut warned = lock(&self.shared.warned);
+        for tool in &left_out {
+            if warned.insert(tool.name.clone()) {
+                tracing::warn!(
+                    server = %self.shared.name, tool = %tool.name,
+                    "MCP tool left out: {}", tool.reason
+                );
+            }
+        }
+        drop(warned);
+        *lock(&self.shared.left_out) = left_out;
+        tools
     }
 }

@@ -18,6 +18,7 @@ use super::progress::ProgressRoutes;
 use super::restart::{Replaceable, Restart};
 use super::trace::{Endpoint, SpanServer};
 use crate::error::McpError;
+use crate::transport::compat::execution::TASKS_CAPABILITY;
 use crate::transport::compat::fault::LocalFault;
 use crate::transport::http::Reconnects;
 use crate::transport::process::StdioProcess;
@@ -90,6 +91,20 @@ pub(crate) struct Shared {
     endpoint: Endpoint,
     /// Set for Streamable HTTP sessions, which the transport re-initialises.
     reconnects: OnceLock<Arc<Reconnects>>,
+    /// The tools of the last listing that cannot be called correctly, and why.
+    pub(crate) left_out: Mutex<Vec<LeftOutTool>>,
+    /// The tools already warned about as left out (once each).
+    pub(crate) warned: Mutex<std::collections::HashSet<String>>,
+}
+
+/// A tool the server lists that is not offered, because it cannot be called correctly.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOutTool {
+    /// The tool's name on the server.
+    pub name: String,
+    /// Why it is left out.
+    pub reason: String,
 }
 
 impl Drop for Shared {
@@ -175,6 +190,8 @@ impl McpConnection {
                 restart: OnceLock::new(),
                 endpoint,
                 reconnects: OnceLock::new(),
+                left_out: Mutex::new(Vec::new()),
+                warned: Mutex::new(std::collections::HashSet::new()),
             }),
             view: Arc::new(View {
                 call_timeout: Some(DEFAULT_CALL_TIMEOUT),
@@ -326,6 +343,21 @@ impl Shared {
     /// The negotiated MCP protocol version.
     pub(crate) fn protocol_version(&self) -> &str {
         &self.info.protocol_version
+    }
+
+    /// Whether the server declared the 2025-11-25 `tasks` capability for `tools/call` (kept
+    /// by the transports, see [`crate::transport::compat::execution`]).
+    pub(crate) fn declares_tool_tasks(&self) -> bool {
+        self.peer.peer_info().is_some_and(|info| {
+            info.capabilities
+                .experimental
+                .as_ref()
+                .and_then(|experimental| experimental.get(TASKS_CAPABILITY))
+                .and_then(|tasks| tasks.get("requests"))
+                .and_then(|requests| requests.get("tools"))
+                .and_then(|tools| tools.get("call"))
+                .is_some()
+        })
     }
 
     pub(crate) fn set_restart(&self, restart: Restart<McpConnection>) {

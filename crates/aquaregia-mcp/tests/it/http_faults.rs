@@ -81,7 +81,9 @@ fn server_answering(
                 match message.get("method").and_then(Value::as_str) {
                     Some("initialize") => json_response(
                         &id,
-                        &json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        &json!({"protocolVersion": "2025-11-25",
+                               "capabilities": {"tools": {},
+                                                "tasks": {"requests": {"tools": {"call": {}}}}},
                                "serverInfo": {"name": "flaky", "version": "1"}}),
                     ),
                     Some("tools/list") => json_response(

@@ -17,7 +17,10 @@ const BOUND: Duration = Duration::from_secs(10);
 /// The content blocks of an output, as their JSON (camelCase fields).
 fn blocks(output: &ToolOutput) -> Vec<Value> {
     match output {
-        ToolOutput::Content(blocks) => blocks
+        ToolOutput::Content(blocks)
+        | ToolOutput::Structured {
+            content: blocks, ..
+        } => blocks
             .iter()
             .map(|b| serde_json::to_value(b).expect("serializes"))
             .collect(),
@@ -292,7 +295,7 @@ async fn python_server_speaks_2026_07_28() {
         ))
     );
     match call(&connection, "speak", json!({"text": "hi"})).await {
-        Ok(ToolOutput::Content(blocks)) => assert!(
+        Ok(ToolOutput::Content(blocks) | ToolOutput::Structured { content: blocks, .. }) => assert!(
             blocks
                 .iter()
                 .any(|b| matches!(b, ContentBlock::Audio { mime_type, .. } if mime_type.starts_with("audio/"))),

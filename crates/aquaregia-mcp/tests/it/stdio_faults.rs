@@ -119,8 +119,8 @@ async fn undecodable_response_lines_fail_the_call_at_once() {
 }
 
 /// Fault 9: tools that can only run as tasks are offered, and run as tasks: called with a
-/// `task` parameter and fetched with `tasks/result` on 2025-11-25, followed with `tasks/get`
-/// when a 2026-07-28 server makes a task.
+/// `task` parameter and fetched with `tasks/result` on a 2025-11-25 server that declares the
+/// tasks capability, followed with `tasks/get` when a 2026-07-28 server makes a task.
 #[tokio::test]
 async fn task_only_tools_are_offered_and_run_as_tasks() {
     for (mode, fetched_with) in [("legacy", "tasks/result"), ("modern", "tasks/get")] {
@@ -178,6 +178,27 @@ async fn an_unacknowledged_subscription_does_not_delay_connect() {
     assert_eq!(
         find(&tools, "ok").execute(json!({})).await,
         Ok(aquaregia::ToolOutput::text("fine"))
+    );
+    connection.close().await;
+}
+
+/// A 2025-11-25 server that does not declare the tasks capability must not get task-augmented
+/// calls (MCP 2025-11-25), so its task-only tool cannot be called correctly: it is not offered,
+/// and `left_out_tools` says why; the other tools are.
+#[tokio::test]
+async fn a_task_only_tool_of_a_server_without_tasks_is_left_out() {
+    let log = method_log();
+    let connection = connect("legacy-notasks", &log).await;
+    let tools = connection.tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(Tool::name).collect();
+    assert!(!names.contains(&"tasky"), "{names:?}");
+    assert!(names.contains(&"ok"), "{names:?}");
+    let left_out = connection.left_out_tools();
+    assert_eq!(left_out.len(), 1, "{left_out:?}");
+    assert_eq!(left_out[0].name, "tasky");
+    assert!(
+        left_out[0].reason.contains("tasks capability"),
+        "{left_out:?}"
     );
     connection.close().await;
 }

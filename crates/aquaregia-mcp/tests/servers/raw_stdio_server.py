@@ -3,7 +3,9 @@
 Usage: raw_stdio_server.py MODE LOG_FILE
 
 MODE:
-  legacy            2025-11-25 only: answers server/discover with -32601, then initialize.
+  legacy            2025-11-25 only: answers server/discover with -32601, then initialize;
+                    declares the tasks capability for tools/call.
+  legacy-notasks    legacy, without the tasks capability (so `tasky` cannot be called).
   modern            2026-07-28 (server/discover) without tools.listChanged.
   modern-noack      2026-07-28 advertising tools.listChanged; never answers subscriptions/listen.
 Every received method is appended to LOG_FILE, one per line.
@@ -20,6 +22,7 @@ import json
 import sys
 
 mode, log_path = sys.argv[1], sys.argv[2]
+LEGACY = mode.startswith("legacy")
 log = open(log_path, "a")
 out = sys.stdout.buffer
 
@@ -30,7 +33,7 @@ def send(obj):
 
 
 def result(mid, value):
-    if mode != "legacy":
+    if not LEGACY:
         value = dict(value, resultType="complete")
     send({"jsonrpc": "2.0", "id": mid, "result": value})
 
@@ -53,15 +56,18 @@ for line in sys.stdin:
     method, mid = msg.get("method"), msg.get("id")
     log.write((method or "<response>") + "\n")
     log.flush()
-    if method == "server/discover" and mode != "legacy":
+    if method == "server/discover" and not LEGACY:
         tools = {"listChanged": True} if mode == "modern-noack" else {}
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "resultType": "complete", "supportedVersions": ["2026-07-28"],
             "capabilities": {"tools": tools}, "ttlMs": 0, "cacheScope": "public",
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw", "version": "1"}}}})
     elif method == "initialize":
+        capabilities = {"tools": {}}
+        if mode == "legacy":
+            capabilities["tasks"] = {"requests": {"tools": {"call": {}}}}
         send({"jsonrpc": "2.0", "id": mid, "result": {
-            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
             "serverInfo": {"name": "raw", "version": "1"}}})
     elif method == "subscriptions/listen":
         pass  # never acknowledged
@@ -70,7 +76,7 @@ for line in sys.stdin:
     elif method == "tools/call":
         name = msg["params"]["name"]
         head = b'{"jsonrpc": "2.0", "id": ' + json.dumps(mid).encode() + b', "result": '
-        if name == "tasky" and mode == "legacy":
+        if name == "tasky" and LEGACY:
             if "task" in msg["params"]:
                 result(mid, {"task": dict(TASK, status="working")})
             else:
@@ -95,7 +101,7 @@ for line in sys.stdin:
         polls += 1
         status = "completed" if polls >= 2 else "working"
         task = dict(TASK, status=status, statusMessage=f"poll {polls}")
-        if status == "completed" and mode != "legacy":
+        if status == "completed" and not LEGACY:
             task["result"] = {"content": [{"type": "text", "text": "fine as a task"}]}
         result(mid, task)
     elif method == "tasks/result":

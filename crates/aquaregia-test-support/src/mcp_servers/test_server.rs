@@ -2,8 +2,9 @@
 //!
 //! Tools (tools/list is paginated, 5 per page, sorted by name):
 //! `add`, `audio`, `complex_schema`, `echo`, `empty`, `fails`, `image`, `meta_echo`, `never`,
-//! `resource_blob`, `resource_link`, `resource_text`, `slow`, `structured`, `two_texts`
-//! and, after `set_extra_tool(true)`, `extra`.
+//! `resource_blob`, `resource_link`, `resource_text`, `slow`, `structured`,
+//! `structured_media` (text and image blocks with `structuredContent`, as FastMCP's
+//! `ToolResult` gives), `two_texts` and, after `set_extra_tool(true)`, `extra`.
 //!
 //! Notes on rmcp 3.11 behaviour this server relies on:
 //! - Cancellation: on `notifications/cancelled` rmcp does NOT drop the handler future; it cancels
@@ -59,7 +60,7 @@ pub const WAV_BASE64: &str = "UklGRiQAAABXQVZF";
 pub const COMPLEX_SCHEMA: &str = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"point":{"type":"object","properties":{"x":{"type":"number"}},"required":["x"]}},"properties":{"at":{"$ref":"#/$defs/point"}},"required":["at"],"additionalProperties":false}"##;
 
 /// Names of the tools always served (sorted), i.e. without `extra`.
-pub const BASE_TOOLS: [&str; 15] = [
+pub const BASE_TOOLS: [&str; 16] = [
     "add",
     "audio",
     "complex_schema",
@@ -74,6 +75,7 @@ pub const BASE_TOOLS: [&str; 15] = [
     "resource_text",
     "slow",
     "structured",
+    "structured_media",
     "two_texts",
 ];
 
@@ -370,6 +372,16 @@ impl TestServer {
     )]
     fn structured(&self) -> CallToolResult {
         CallToolResult::structured(json!({"temperature": 21, "unit": "C"}))
+    }
+
+    #[tool(description = "Return a text block, an image and structured content")]
+    fn structured_media(&self) -> CallToolResult {
+        let mut result = CallToolResult::success(vec![
+            ContentBlock::text("a chart of the week"),
+            ContentBlock::image(PNG_BASE64, "image/png"),
+        ]);
+        result.structured_content = Some(json!({"days": 7, "peak": "Tuesday"}));
+        result
     }
 
     #[tool(description = "Return no content at all")]

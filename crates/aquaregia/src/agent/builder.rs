@@ -44,6 +44,8 @@ pub struct AgentBuilder {
     max_steps: usize,
     max_tool_concurrency: usize,
     tool_error_policy: ToolErrorPolicy,
+    approval_required: Vec<String>,
+    approval_key: Option<super::ApprovalKey>,
     prepare_step: Option<Arc<PrepareStepFn>>,
     hooks: Vec<Arc<dyn AgentHooks>>,
     cancellation: Option<CancellationToken>,
@@ -90,6 +92,8 @@ impl AgentBuilder {
             max_steps: 20,
             max_tool_concurrency: 8,
             tool_error_policy: ToolErrorPolicy::ReturnToModel,
+            approval_required: Vec::new(),
+            approval_key: None,
             prepare_step: None,
             hooks: Vec::new(),
             cancellation: None,
@@ -140,6 +144,28 @@ impl AgentBuilder {
     /// What a failing tool does to the run (default [`ToolErrorPolicy::ReturnToModel`]).
     pub fn tool_error_policy(mut self, policy: ToolErrorPolicy) -> Self {
         self.tool_error_policy = policy;
+        self
+    }
+
+    /// Calls of these tools (by name) wait for an [`Approval`](crate::Approval) signed with
+    /// `key` before they run: the run pauses on
+    /// [`NextAction::AwaitApproval`](crate::NextAction::AwaitApproval), to be saved
+    /// ([`AgentRun::save_paused`](crate::AgentRun::save_paused)) and continued with
+    /// [`RunStepper::approve`](crate::RunStepper::approve) in this process or another (whose
+    /// agent holds the same key). Whenever a run is loaded, which of its calls wait is derived
+    /// again from these settings and the approvals it holds, each checked with `key`, so an
+    /// edited saved run cannot let a call skip its approval. Such runs are driven with
+    /// [`Agent::stepper`](crate::Agent::stepper); [`Agent::run`] fails with
+    /// [`Error::InvalidRequest`] when it reaches a call waiting for approval. Calling this
+    /// again adds tools and replaces the key.
+    pub fn require_approval<I, S>(mut self, key: super::ApprovalKey, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.approval_required
+            .extend(tools.into_iter().map(Into::into));
+        self.approval_key = Some(key);
         self
     }
 
@@ -358,6 +384,8 @@ impl AgentBuilder {
                 max_steps: self.max_steps,
                 max_tool_concurrency: self.max_tool_concurrency,
                 tool_error_policy: self.tool_error_policy,
+                approval_required: self.approval_required,
+                approval_key: self.approval_key,
                 prepare_step: self.prepare_step,
                 hooks: match self.hooks.len() {
                     0 => None,

@@ -1,10 +1,13 @@
 //! The agent loop: call the model, run the tools it asks for, repeat.
 
+mod approval;
 mod builder;
 mod context;
 mod hooks;
+mod machine;
 mod run;
 mod step;
+mod stepper;
 mod typed;
 
 use std::fmt;
@@ -14,6 +17,7 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -28,10 +32,15 @@ use crate::structured::OutputSchema;
 use crate::telemetry::Telemetry;
 use crate::tool::{ToolExecError, ToolOutput, ToolRegistry};
 
+pub use approval::{
+    Approval, ApprovalDecision, ApprovalKey, MIN_APPROVAL_KEY_BYTES, PAUSED_RUN_METADATA_KEY,
+};
 pub use builder::AgentBuilder;
 pub(crate) use builder::PrepareStepFn;
 pub use hooks::{AgentHooks, ToolCallDecision};
+pub use machine::{AGENT_RUN_FORMAT_VERSION, AgentRun, NextAction};
 pub use step::{StepContext, StepOverrides};
+pub use stepper::RunStepper;
 pub use typed::TypedOutput;
 
 /// What a failing tool call does to the run.
@@ -64,6 +73,10 @@ pub(crate) struct AgentConfig {
     pub(crate) max_steps: usize,
     pub(crate) max_tool_concurrency: usize,
     pub(crate) tool_error_policy: ToolErrorPolicy,
+    /// Tools (by name) whose calls wait for an [`Approval`].
+    pub(crate) approval_required: Vec<String>,
+    /// The key [`Approval`]s of those calls are checked with.
+    pub(crate) approval_key: Option<ApprovalKey>,
     pub(crate) prepare_step: Option<Arc<PrepareStepFn>>,
     pub(crate) hooks: Option<Arc<dyn AgentHooks>>,
     pub(crate) cancellation: Option<CancellationToken>,
@@ -112,6 +125,23 @@ impl Agent {
         &self.inner.language_model
     }
 
+    /// The context window the agent fits `model`'s requests to, when it is known rather than
+    /// assumed: the one set with [`AgentBuilder::context_window`](crate::AgentBuilder::context_window),
+    /// else (for the agent's own model) the model's
+    /// ([`LanguageModel::context_window`](crate::LanguageModel::context_window)), else the one
+    /// [`known_context_window`](crate::known_context_window) knows for the name. `None`: the
+    /// agent assumes [`DEFAULT_CONTEXT_WINDOW`](crate::DEFAULT_CONTEXT_WINDOW).
+    pub fn context_window(&self, model: &str) -> Option<u64> {
+        self.inner
+            .context_window
+            .or_else(|| {
+                (model == self.inner.model)
+                    .then(|| self.inner.language_model.context_window())
+                    .flatten()
+            })
+            .or_else(|| crate::known_context_window(model))
+    }
+
     /// The agent's tools.
     pub fn tools(&self) -> &ToolRegistry {
         &self.inner.tools
@@ -133,22 +163,71 @@ impl Agent {
     ///
     /// A cancelled run returns `Ok` with [`StopReason::Cancelled`].
     pub async fn run(&self, input: impl Into<AgentInput>) -> Result<AgentOutput, Error> {
-        run::drive(&self.inner, input.into().into_messages(), None).await
+        run::drive(&self.inner, self.inner.start(input.into()), None).await
     }
 
     /// Runs while streaming [`AgentEvent`]s; the last item is [`AgentEvent::Finish`] or an error.
     ///
     /// The stream drives the run: dropping it stops the run (and its tool calls).
     pub fn stream(&self, input: impl Into<AgentInput>) -> AgentStream {
+        self.resume_stream(self.inner.start(input.into()))
+    }
+
+    /// A run of `input` that has not called the model yet: drive it with
+    /// [`resume`](Self::resume), [`resume_stream`](Self::resume_stream) or step by step with
+    /// [`stepper`](Self::stepper), or save it (it is serde data). `agent.resume(agent.start(x))`
+    /// is `agent.run(x)`.
+    pub fn start(&self, input: impl Into<AgentInput>) -> AgentRun {
+        self.inner.start(input.into())
+    }
+
+    /// Runs a started or saved run (see [`AgentRun`]) to its end, like [`run`](Self::run).
+    /// The run keeps its own step limit; everything else (model, tools, hooks, `prepare_step`,
+    /// budgets) is this agent's. A run that already ended returns its output at once.
+    pub async fn resume(&self, mut run: AgentRun) -> Result<AgentOutput, Error> {
+        self.inner.recheck_approvals(&mut run);
+        run::drive(&self.inner, run, None).await
+    }
+
+    /// [`resume`](Self::resume) while streaming [`AgentEvent`]s, like [`stream`](Self::stream).
+    pub fn resume_stream(&self, mut run: AgentRun) -> AgentStream {
+        self.inner.recheck_approvals(&mut run);
         let (sender, receiver) = mpsc::unbounded_channel();
         let config = self.inner.clone();
-        let messages = input.into().into_messages();
         let driver: BoxFuture<'static, Result<AgentOutput, Error>> =
-            Box::pin(async move { run::drive(&config, messages, Some(&sender)).await });
+            Box::pin(async move { run::drive(&config, run, Some(&sender)).await });
         AgentStream {
             driver: Some(driver),
             events: receiver,
         }
+    }
+
+    /// Drives `run` one action at a time: each model call and each tool call is one call of
+    /// yours, with the run saveable between any two (see [`RunStepper`]).
+    pub fn stepper(&self, mut run: AgentRun) -> RunStepper {
+        self.inner.recheck_approvals(&mut run);
+        RunStepper::new(self.clone(), run)
+    }
+}
+
+impl AgentConfig {
+    /// Derives again which calls of a loaded run wait for approval (see
+    /// [`AgentBuilder::require_approval`]).
+    fn recheck_approvals(&self, run: &mut AgentRun) {
+        if self.approval_required.is_empty() {
+            return;
+        }
+        let key = self.approval_key.as_ref();
+        run.recheck_approvals(&self.approval_required, |approval, call| {
+            key.is_some_and(|key| key.approves(approval, call))
+        });
+    }
+
+    /// A run of `input` on this agent, before its first step.
+    fn start(&self, input: AgentInput) -> AgentRun {
+        let cost =
+            (self.prices.is_some() || self.language_model.price().is_some()).then(Cost::default);
+        AgentRun::new(input.into_messages(), self.max_steps, cost)
     }
 }
 
@@ -247,7 +326,8 @@ impl From<Message> for AgentInput {
 
 /// Why a run ended.
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// The model answered without asking for more tool calls.
     Finished,
@@ -262,7 +342,7 @@ pub enum StopReason {
 }
 
 /// One tool call and what came of it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallOutcome {
     /// The call as the model made it.
     pub call: ToolCall,
@@ -272,7 +352,7 @@ pub struct ToolCallOutcome {
 
 /// One model call and the tool calls it led to.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepResult {
     /// The step number, from 0.
     pub index: usize,

@@ -1,4 +1,6 @@
-//! The loop itself.
+//! The loop's driver: runs an [`AgentRun`] to its end (or one action at a time), doing the
+//! I/O the machine asks for. See the [`machine`](super::machine) module for what is decided
+//! where.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,21 +11,22 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::context::{self, Estimates, ReaderOffer};
+use super::machine::{AgentRun, Phase, tool_result};
 use super::{
-    AgentConfig, AgentEvent, AgentOutput, StepContext, StepResult, StopReason, ToolCallDecision,
-    ToolCallOutcome, ToolErrorPolicy,
+    AgentConfig, AgentEvent, AgentOutput, StepContext, StopReason, ToolCallDecision,
+    ToolErrorPolicy,
 };
 use crate::context::{Deferral, READ_TOOL_OUTPUT};
 use crate::error::Error;
-use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
-use crate::model::{FinishReason, ModelRequest, ModelResponse, ModelState, StreamEvent, Usage};
+use crate::message::{Message, ToolCall};
+use crate::model::{ModelRequest, ModelResponse, ModelState, StreamEvent, Usage};
 use crate::pricing::Cost;
 use crate::telemetry;
 use crate::tool::{
     ProgressReporter, Tool, ToolDescriptor, ToolExecError, ToolOutput, ToolProgress, ToolRegistry,
 };
 
-type Events<'a> = Option<&'a UnboundedSender<AgentEvent>>;
+pub(super) type Events<'a> = Option<&'a UnboundedSender<AgentEvent>>;
 
 fn emit(events: Events<'_>, event: impl FnOnce() -> AgentEvent) {
     if let Some(sender) = events {
@@ -32,13 +35,14 @@ fn emit(events: Events<'_>, event: impl FnOnce() -> AgentEvent) {
     }
 }
 
+/// Runs `state` to its end.
 pub(super) async fn drive(
     config: &AgentConfig,
-    messages: Vec<Message>,
+    state: AgentRun,
     events: Events<'_>,
 ) -> Result<AgentOutput, Error> {
     let span = telemetry::agent_span(&*config.language_model, &config.model, &config.telemetry);
-    let result = drive_run(config, messages, events)
+    let result = drive_run(config, state, events)
         .instrument(span.clone())
         .await;
     telemetry::record_run(
@@ -51,52 +55,35 @@ pub(super) async fn drive(
 
 async fn drive_run(
     config: &AgentConfig,
-    messages: Vec<Message>,
+    mut state: AgentRun,
     events: Events<'_>,
 ) -> Result<AgentOutput, Error> {
     let cancel = config.cancellation.clone().unwrap_or_default();
-    let deferral = Deferral::new(&config.deferral, &messages);
-    let mut run = Run {
+    let mut cache = StepCache::new(config, &state);
+    let mut driver = Driver {
         config,
         events,
-        cancel,
-        request: ModelRequest {
-            model: config.model.clone(),
-            instructions: config.instructions.clone(),
-            messages,
-            tools: Vec::new(),
-            tool_choice: config.tool_choice.clone(),
-            temperature: config.temperature,
-            max_output_tokens: config.max_output_tokens,
-            extra_body: config.extra_body.clone(),
-            prompt_caching: config.prompt_caching.clone(),
-            output_schema: config.output_schema.clone(),
-        },
-        model_state: ModelState::new(),
-        request_tools: Arc::default(),
-        steps: Vec::new(),
-        usage: Usage::default(),
-        cost: (config.prices.is_some() || config.language_model.price().is_some())
-            .then(Cost::default),
-        deferral,
-        estimates: Estimates::default(),
-        reader: ReaderOffer::default(),
-        cut_off_call: false,
+        cancel: &cancel,
+        state: &mut state,
+        cache: &mut cache,
     };
-    let stop_reason = run.steps_loop().await?;
+    while !driver.advance().await? {}
+    finish(config, state).await
+}
+
+/// The output of an ended run, after the hooks' `on_finish`.
+pub(super) async fn finish(config: &AgentConfig, state: AgentRun) -> Result<AgentOutput, Error> {
+    let Some(stop_reason) = state.stop_reason() else {
+        return Err(Error::InvalidRequest(
+            "the agent run has not ended; drive it until `next_action` is `Done`".into(),
+        ));
+    };
     let output = AgentOutput {
-        text: run
-            .request
-            .messages
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::Assistant)
-            .map(Message::text)
-            .unwrap_or_default(),
-        steps: run.steps,
-        usage: run.usage,
-        cost: run.cost,
-        messages: run.request.messages,
+        text: state.last_text(),
+        steps: state.steps,
+        usage: state.usage,
+        cost: state.cost,
+        messages: state.messages,
         stop_reason,
     };
     if let Some(hooks) = &config.hooks {
@@ -105,80 +92,199 @@ async fn drive_run(
     Ok(output)
 }
 
-struct Run<'a> {
-    config: &'a AgentConfig,
-    events: Events<'a>,
-    cancel: CancellationToken,
-    /// The request sent each step; `request.messages` is the conversation.
+/// What a driver keeps from step to step that is not part of the run: caches, rebuilt empty
+/// when a saved run is resumed.
+pub(super) struct StepCache {
+    /// The request sent each step; between steps its `messages` are empty (the conversation
+    /// lives in the run and is moved in for the length of a model call).
     request: ModelRequest,
     /// What the model keeps from call to call (aquaregia's providers: the encoded conversation
     /// and tools, extended step by step).
     model_state: ModelState,
     /// The registry whose tools `request.tools` holds.
     request_tools: Arc<ToolRegistry>,
-    steps: Vec<StepResult>,
-    usage: Usage,
-    /// The run's cost so far; `None` without prices or once a step had no price.
-    cost: Option<Cost>,
     /// Which tools the requests carry when there are too many to send them all.
     deferral: Deferral,
     estimates: Estimates,
     reader: ReaderOffer,
-    /// Whether the last step's answer was cut off by the output limit inside a tool call.
-    cut_off_call: bool,
+    /// The tools the current step's calls may run (unset: the agent's).
+    exec_tools: Option<Arc<ToolRegistry>>,
+    /// Whether the current step's request carries messages of its own (from `prepare_step`).
+    step_local: bool,
 }
 
-/// What one step's tool phase ended with.
-enum ToolPhase {
-    Done,
-    Cancelled,
+impl StepCache {
+    pub(super) fn new(config: &AgentConfig, state: &AgentRun) -> Self {
+        let deferral = Deferral::new(&config.deferral, &state.messages);
+        deferral.restore_loaded(&state.loaded_tools);
+        Self {
+            request: ModelRequest {
+                model: config.model.clone(),
+                instructions: config.instructions.clone(),
+                messages: Vec::new(),
+                tools: Vec::new(),
+                tool_choice: config.tool_choice.clone(),
+                temperature: config.temperature,
+                max_output_tokens: config.max_output_tokens,
+                extra_body: config.extra_body.clone(),
+                prompt_caching: config.prompt_caching.clone(),
+                output_schema: config.output_schema.clone(),
+            },
+            model_state: ModelState::new(),
+            request_tools: Arc::default(),
+            deferral,
+            estimates: Estimates::default(),
+            reader: ReaderOffer::default(),
+            exec_tools: None,
+            step_local: false,
+        }
+    }
 }
 
-impl Run<'_> {
-    async fn steps_loop(&mut self) -> Result<StopReason, Error> {
-        let config = self.config;
-        for index in 0..config.max_steps {
-            if self.cancel.is_cancelled() {
-                return Ok(StopReason::Cancelled);
+/// One run's driver, borrowing its parts for the length of one or more actions.
+pub(super) struct Driver<'a> {
+    pub(super) config: &'a AgentConfig,
+    pub(super) events: Events<'a>,
+    pub(super) cancel: &'a CancellationToken,
+    pub(super) state: &'a mut AgentRun,
+    pub(super) cache: &'a mut StepCache,
+}
+
+impl Driver<'_> {
+    /// Does what the run needs next: a step's model call (and its tool calls), or the rest of
+    /// a step's tool calls. Returns whether the run has ended.
+    pub(super) async fn advance(&mut self) -> Result<bool, Error> {
+        match &self.state.phase {
+            Phase::Done { .. } => return Ok(true),
+            Phase::Model => {
+                if self.state.steps.len() >= self.state.max_steps {
+                    self.state.stop(StopReason::MaxSteps);
+                    return Ok(true);
+                }
+                if self.cancel.is_cancelled() {
+                    self.state.stop(StopReason::Cancelled);
+                    return Ok(true);
+                }
+                let index = self.state.steps.len();
+                let span = tracing::debug_span!("agent_step", step = index);
+                self.step(index).instrument(span).await?;
             }
-            let span = tracing::debug_span!("agent_step", step = index);
-            let outcome = self.step(index).instrument(span).await?;
-            if let Some(stop) = outcome {
-                return Ok(stop);
+            Phase::Tools(tools) => {
+                let span = tracing::debug_span!("agent_step", step = tools.step.index);
+                if self.state.blocked_on_approval() {
+                    return Err(Error::InvalidRequest(
+                        "the run waits for approval of tool calls; drive it with \
+                         `Agent::stepper`, save it, and apply the approvals with \
+                         `RunStepper::approve`"
+                            .into(),
+                    ));
+                }
+                async {
+                    self.run_tools().await?;
+                    if self.state.tool_phase().is_none() {
+                        self.step_finished().await;
+                    }
+                    Ok::<_, Error>(())
+                }
+                .instrument(span)
+                .await?;
             }
         }
-        Ok(StopReason::MaxSteps)
+        Ok(self.state.stop_reason().is_some())
     }
 
-    /// One model call and its tool calls; `Some` when the run ends here.
-    async fn step(&mut self, index: usize) -> Result<Option<StopReason>, Error> {
+    /// One model call and its tool calls.
+    async fn step(&mut self, index: usize) -> Result<(), Error> {
+        if !self.prepare(index).await? {
+            self.state.stop(StopReason::Cancelled);
+            return Ok(());
+        }
+        let config = self.config;
+        let mut partial_text = String::new();
+        // A step with its own messages must not touch the state of the run's conversation.
+        let mut step_state = ModelState::new();
+        let cache = &mut *self.cache;
+        let model_state = if cache.step_local {
+            &mut step_state
+        } else {
+            &mut cache.model_state
+        };
+        let response = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            response = call_model(config, &cache.request, self.events, model_state, &mut partial_text) => Some(response),
+        };
+        self.restore_messages();
+        let Some(response) = response else {
+            if !partial_text.is_empty() {
+                self.state.messages.push(Message::assistant(partial_text));
+            }
+            self.state.stop(StopReason::Cancelled);
+            return Ok(());
+        };
+        self.record_response(response?).await;
+        if self.state.tool_phase().is_some() {
+            self.run_tools().await?;
+            if self.state.tool_phase().is_none() {
+                self.step_finished().await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the model's answer for the step being prepared: counts its usage and hands it to
+    /// the run, ending the step when it has no tool calls.
+    pub(super) async fn record_response(&mut self, response: ModelResponse) {
+        let ModelResponse {
+            message,
+            finish_reason,
+            usage,
+            ..
+        } = response;
+        let index = self.state.steps.len();
+        let cost = self.account(index, usage, false);
+        let model = self.cache.request.model.clone();
+        let approval_required = &self.config.approval_required;
+        self.state
+            .model_responded(model, message, finish_reason, usage, cost, |call| {
+                approval_required.contains(&call.name)
+            });
+        if self.state.tool_phase().is_none() {
+            self.step_finished().await;
+        }
+    }
+
+    /// Everything before a step's model call: `prepare_step`, the tools the request carries,
+    /// compaction, `on_step_start`. Leaves the request in the cache with its messages (the
+    /// run's conversation moved in, or the step's own); `false` when cancelled.
+    pub(super) async fn prepare(&mut self, index: usize) -> Result<bool, Error> {
         let config = self.config;
         let base_tools = &config.tools;
 
-        // prepare_step and the per-step request.
         let overrides = match &config.prepare_step {
             Some(prepare) => {
                 let ctx = StepContext {
                     step: index,
                     model: &config.model,
-                    messages: &self.request.messages,
-                    steps: &self.steps,
+                    messages: &self.state.messages,
+                    steps: &self.state.steps,
                     tools: base_tools.tools(),
                 };
                 let future = prepare(&ctx);
                 tokio::select! {
                     biased;
-                    () = self.cancel.cancelled() => return Ok(Some(StopReason::Cancelled)),
+                    () = self.cancel.cancelled() => return Ok(false),
                     overrides = future => Some(overrides?),
                 }
             }
             None => None,
         };
+        let cache = &mut *self.cache;
         let mut registry = base_tools.clone();
-        let mut saved_messages = None;
-        self.request.model.clone_from(&config.model);
-        self.request.instructions.clone_from(&config.instructions);
-        self.request.tool_choice.clone_from(&config.tool_choice);
+        let mut step_messages = None;
+        cache.request.model.clone_from(&config.model);
+        cache.request.instructions.clone_from(&config.instructions);
+        cache.request.tool_choice.clone_from(&config.tool_choice);
         if let Some(overrides) = overrides {
             if overrides.tools.is_some() || overrides.active_tools.is_some() {
                 let mut step_registry = match overrides.tools {
@@ -198,55 +304,55 @@ impl Run<'_> {
                 registry = Arc::new(step_registry);
             }
             if let Some(model) = overrides.model {
-                self.request.model = model;
+                cache.request.model = model;
             }
             if let Some(instructions) = overrides.instructions {
-                self.request.instructions = Some(instructions);
+                cache.request.instructions = Some(instructions);
             }
             if let Some(tool_choice) = overrides.tool_choice {
-                self.request.tool_choice = tool_choice;
+                cache.request.tool_choice = tool_choice;
             }
-            if let Some(messages) = overrides.messages {
-                saved_messages = Some(std::mem::replace(&mut self.request.messages, messages));
-            }
+            step_messages = overrides.messages;
         }
         // Too many tools: the request carries some, the calls may use all.
-        let (advertised, registry) = self.deferral.select(&registry)?;
-        let advertised = self.reader.offered(config, advertised)?;
+        let (advertised, registry) = cache.deferral.select(&registry)?;
+        let advertised = cache.reader.offered(config, advertised)?;
         // Copy the tool list into the request only when it differs from the last step's.
-        if !Arc::ptr_eq(&advertised, &self.request_tools) {
-            self.request.tools = descriptors(&advertised);
-            self.estimates.tools = context::tools_tokens(advertised.tools());
-            self.request_tools = advertised.clone();
+        if !Arc::ptr_eq(&advertised, &cache.request_tools) {
+            cache.request.tools = descriptors(&advertised);
+            cache.estimates.tools = context::tools_tokens(advertised.tools());
+            cache.request_tools = advertised.clone();
         }
+        cache.exec_tools = Some(registry);
 
-        let step_local = saved_messages.is_some();
+        let step_local = step_messages.is_some();
+        cache.step_local = step_local;
+        cache.request.messages = match step_messages {
+            Some(messages) => messages,
+            None => std::mem::take(&mut self.state.messages),
+        };
         let fitted = tokio::select! {
             biased;
             () = self.cancel.cancelled() => None,
-            fitted = context::fit_window(config, &mut self.request, &mut self.estimates, step_local) => Some(fitted),
-        };
-        let Some(fitted) = fitted else {
-            if let Some(saved) = saved_messages {
-                self.request.messages = saved;
-            }
-            return Ok(Some(StopReason::Cancelled));
+            fitted = context::fit_window(config, &mut cache.request, &mut cache.estimates, step_local) => Some(fitted),
         };
         let fitted = match fitted {
-            Ok(fitted) => fitted,
-            Err(error) => {
-                if let Some(saved) = saved_messages {
-                    self.request.messages = saved;
-                }
+            None => {
+                self.restore_messages();
+                return Ok(false);
+            }
+            Some(Err(error)) => {
+                self.restore_messages();
                 return Err(error);
             }
+            Some(Ok(fitted)) => fitted,
         };
         if let Some(report) = fitted {
             if report.summarized_messages > 0 {
                 self.account(index, report.usage, true);
             }
             if !step_local {
-                self.model_state = ModelState::new();
+                self.cache.model_state = ModelState::new();
             }
             emit(self.events, || AgentEvent::Compacted {
                 before_tokens: report.before_tokens,
@@ -260,96 +366,58 @@ impl Run<'_> {
         if let Some(hooks) = &config.hooks {
             let ctx = StepContext {
                 step: index,
-                model: &self.request.model,
-                messages: &self.request.messages,
-                steps: &self.steps,
+                model: &self.cache.request.model,
+                messages: &self.cache.request.messages,
+                steps: &self.state.steps,
                 tools: advertised.tools(),
             };
             hooks.on_step_start(&ctx).await;
         }
+        Ok(true)
+    }
 
-        // The model call.
-        let mut partial_text = String::new();
-        // A step with its own messages must not touch the state of the run's conversation.
-        let mut step_state = ModelState::new();
-        let model_state = if saved_messages.is_some() {
-            &mut step_state
-        } else {
-            &mut self.model_state
-        };
-        let response = tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => None,
-            response = call_model(config, &self.request, self.events, model_state, &mut partial_text) => Some(response),
-        };
-        if let Some(saved) = saved_messages {
-            self.request.messages = saved;
+    /// The request [`prepare`](Self::prepare) left in the cache (its messages moved back out).
+    pub(super) fn request(&self) -> &ModelRequest {
+        &self.cache.request
+    }
+
+    /// Moves the run's conversation back out of the request (or drops the step's own).
+    pub(super) fn restore_messages(&mut self) {
+        let messages = std::mem::take(&mut self.cache.request.messages);
+        if !self.cache.step_local {
+            self.state.messages = messages;
         }
-        let Some(response) = response else {
-            if !partial_text.is_empty() {
-                self.request.messages.push(Message::assistant(partial_text));
-            }
-            return Ok(Some(StopReason::Cancelled));
-        };
-        let ModelResponse {
-            message,
-            finish_reason,
-            usage,
-            ..
-        } = response?;
-        let cost = self.account(index, usage, false);
+    }
 
-        let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
-        let mut step = StepResult {
-            index,
-            model: self.request.model.clone(),
-            text: message.text(),
-            reasoning: reasoning_text(&message),
-            tool_calls: Vec::with_capacity(calls.len()),
-            finish_reason: finish_reason.clone(),
-            usage,
-            cost,
-        };
-        self.request.messages.push(message);
+    /// The model state for the current step's model call.
+    pub(super) fn model_state_mut(&mut self) -> Option<&mut ModelState> {
+        (!self.cache.step_local).then_some(&mut self.cache.model_state)
+    }
 
-        let mut stop = None;
-        if calls.is_empty() {
-            stop = Some(match finish_reason {
-                FinishReason::Length => StopReason::Length,
-                FinishReason::ContentFilter => StopReason::Refusal,
-                _ => StopReason::Finished,
-            });
-        } else {
-            // An answer cut off by the output limit stopped inside its last call, whose
-            // arguments may be incomplete (llama.cpp sends `{`) or cut yet valid JSON: it is
-            // not run, and the model is told so and asked again. Twice in a row, the run ends:
-            // the limit is too small for the call.
-            let cut_off = finish_reason == FinishReason::Length;
-            let phase = self.run_tools(&registry, calls, cut_off, &mut step).await?;
-            if matches!(phase, ToolPhase::Cancelled) {
-                stop = Some(StopReason::Cancelled);
-            } else if cut_off && self.cut_off_call {
-                stop = Some(StopReason::Length);
-            }
-            self.cut_off_call = cut_off;
+    /// After a step ended: saves the deferred tools found, then `on_step_finish` and
+    /// [`AgentEvent::StepFinish`].
+    pub(super) async fn step_finished(&mut self) {
+        if let Some(loaded) = self.cache.deferral.loaded() {
+            self.state.loaded_tools = loaded;
         }
-
-        if let Some(hooks) = &config.hooks {
-            hooks.on_step_finish(&step).await;
+        let Some(step) = self.state.steps.last() else {
+            return;
+        };
+        if let Some(hooks) = &self.config.hooks {
+            hooks.on_step_finish(step).await;
         }
         if let Some(sender) = self.events {
             let _ = sender.send(AgentEvent::StepFinish(step.clone()));
         }
-        self.steps.push(step);
-        Ok(stop)
     }
 
     /// Adds a model call's usage (and cost) to the run's, and reports both. Returns the call's
     /// cost.
     fn account(&mut self, step: usize, usage: Usage, compaction: bool) -> Option<Cost> {
-        self.usage += usage;
+        let state = &mut *self.state;
+        state.usage += usage;
         let config = self.config;
-        let model = &self.request.model;
+        let model = &self.cache.request.model;
         let cost = config
             .prices
             .as_ref()
@@ -360,64 +428,58 @@ impl Run<'_> {
                     .flatten()
                     .map(|price| usage.cost(&price))
             });
-        self.cost = self.cost.zip(cost).map(|(total, cost)| total + cost);
+        state.cost = state.cost.zip(cost).map(|(total, cost)| total + cost);
         emit(self.events, || AgentEvent::Usage {
             step,
             compaction,
             usage,
-            total: self.usage,
+            total: state.usage,
             cost,
-            total_cost: self.cost,
+            total_cost: state.cost,
         });
         cost
     }
 
-    /// Runs the calls (up to `max_tool_concurrency` at once), appends their results in call
-    /// order, and records them in `step`. With `cut_off`, the last call is not run (see
-    /// [`CUT_OFF_CALL`]); a call identical to an earlier one of the same answer (name and
-    /// arguments: small models repeat themselves) is not run either and gets that one's
-    /// result, so every call id still has its result.
-    async fn run_tools(
-        &mut self,
-        registry: &ToolRegistry,
-        calls: Vec<ToolCall>,
-        cut_off: bool,
-        step: &mut StepResult,
-    ) -> Result<ToolPhase, Error> {
+    /// The tools the current step's calls run against.
+    pub(super) fn exec_tools(&mut self) -> Result<Arc<ToolRegistry>, Error> {
+        if let Some(registry) = &self.cache.exec_tools {
+            return Ok(registry.clone());
+        }
+        // A run resumed in its tool phase: the agent's tools (a deferred one stays callable).
+        let (_, registry) = self.cache.deferral.select(&self.config.tools)?;
+        self.cache.exec_tools = Some(registry.clone());
+        Ok(registry)
+    }
+
+    /// Runs the current step's calls still to run (up to `max_tool_concurrency` at once) and
+    /// ends the step's tool phase (see [`complete_tools`](Self::complete_tools)).
+    async fn run_tools(&mut self) -> Result<(), Error> {
         let config = self.config;
         let events = self.events;
-        let mut results: Vec<Option<Result<ToolOutput, ToolExecError>>> = vec![None; calls.len()];
-        let mut same_as: Vec<Option<usize>> = vec![None; calls.len()];
-        let last = calls.len().saturating_sub(1);
-        for (position, call) in calls.iter().enumerate() {
-            if cut_off && position == last {
-                results[position] = Some(Err(ToolExecError::InvalidArguments(
-                    CUT_OFF_CALL.to_owned(),
-                )));
-                continue;
-            }
-            same_as[position] = calls[..position].iter().position(|earlier| {
-                earlier.name == call.name && earlier.arguments == call.arguments
-            });
-        }
-        let to_run: Vec<usize> = (0..calls.len())
-            .filter(|&position| results[position].is_none() && same_as[position].is_none())
+        let registry = self.exec_tools()?;
+        let Some(tools) = self.state.tool_phase() else {
+            return Ok(());
+        };
+        let to_run: Vec<usize> = (0..tools.calls.len())
+            .filter(|&position| tools.calls[position].ready())
             .collect();
 
         let mut cancelled = false;
+        // Results of concurrent calls, recorded once none of them borrows the run any more.
+        let mut finished: Vec<(usize, Result<ToolOutput, ToolExecError>)> = Vec::new();
         if let [position] = to_run.as_slice() {
             // One call, the usual case: no queue of calls to set up.
             let position = *position;
-            let call = &calls[position];
+            let call = &tools.calls[position].call;
             let result = tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => None,
-                result = run_tool(config, registry, call, events) => Some(result),
+                result = run_tool(config, &registry, call, events) => Some(result),
             };
             match result {
                 Some(result) => {
                     fail_fast(config, call, &result)?;
-                    results[position] = Some(result);
+                    self.state.set_result(position, result);
                 }
                 None => cancelled = true,
             }
@@ -427,7 +489,8 @@ impl Run<'_> {
             let calls_in_flight: Vec<_> = to_run
                 .iter()
                 .map(|&position| {
-                    let call = &calls[position];
+                    let call = &tools.calls[position].call;
+                    let registry = &registry;
                     async move { (position, run_tool(config, registry, call, events).await) }
                 })
                 .collect();
@@ -442,16 +505,47 @@ impl Run<'_> {
                 let Some((position, result)) = next else {
                     break;
                 };
-                if let Some(call) = calls.get(position) {
-                    fail_fast(config, call, &result)?;
+                if let Some(pending) = tools.calls.get(position) {
+                    fail_fast(config, &pending.call, &result)?;
                 }
-                if let Some(slot) = results.get_mut(position) {
-                    *slot = Some(result);
-                }
+                finished.push((position, result));
             }
         }
-        if cut_off && let (Some(call), Some(Some(result))) = (calls.last(), results.last()) {
+        for (position, result) in finished {
+            self.state.set_result(position, result);
+        }
+        // Calls waiting for approval keep the step open, unless the run was cancelled.
+        if cancelled || self.state.tools_done() {
+            self.complete_tools(&registry, cancelled).await;
+        }
+        Ok(())
+    }
+
+    /// Ends the step's tool phase once every call has its result.
+    pub(super) async fn complete_if_done(&mut self) -> Result<(), Error> {
+        if self.state.tools_done() {
+            let registry = self.exec_tools()?;
+            self.complete_tools(&registry, false).await;
+            self.step_finished().await;
+        }
+        Ok(())
+    }
+
+    /// Ends the step's tool phase: reports the cut-off call and the calls a cancellation left
+    /// unfinished, cuts the results to their budgets and appends them to the conversation, in
+    /// call order.
+    pub(super) async fn complete_tools(&mut self, registry: &ToolRegistry, cancelled: bool) {
+        let config = self.config;
+        let events = self.events;
+        let Some(tools) = self.state.tool_phase() else {
+            return;
+        };
+        if tools.cut_off
+            && let Some(last) = tools.calls.last()
+            && let Some(result) = &last.result
+        {
             // Hosts see the call the model made, and that it ended without running.
+            let call = &last.call;
             emit(events, || AgentEvent::ToolCallStart {
                 id: call.id.clone(),
                 name: call.name.clone(),
@@ -463,43 +557,37 @@ impl Run<'_> {
                 result: result.clone(),
             });
         }
-        for (position, original) in same_as.iter().enumerate() {
-            if let Some(original) = *original {
-                results[position] = results[original].clone();
-            }
-        }
-
-        let mut parts = Vec::with_capacity(calls.len());
-        for ((call, result), duplicate) in calls.into_iter().zip(results).zip(same_as) {
-            let result = result.unwrap_or_else(|| {
+        let cancelled_result = Err(ToolExecError::Cancelled);
+        let mut parts = Vec::with_capacity(tools.calls.len());
+        for pending in &tools.calls {
+            let call = &pending.call;
+            let own = match pending.same_as {
+                Some(original) => tools.calls.get(original).and_then(|c| c.result.as_ref()),
+                None => pending.result.as_ref(),
+            };
+            let result = own.unwrap_or_else(|| {
                 // Cancelled before it finished: say so, so the UI and the transcript agree
                 // (a duplicate never started).
-                if duplicate.is_none() {
+                if pending.same_as.is_none() {
                     emit(events, || AgentEvent::ToolCallFinish {
                         id: call.id.clone(),
                         name: call.name.clone(),
                         result: Err(ToolExecError::Cancelled),
                     });
                 }
-                Err(ToolExecError::Cancelled)
+                &cancelled_result
             });
-            let mut part = tool_result(&call, &result);
+            let mut part = tool_result(call, result);
             context::fit_result(config, registry, &mut part).await;
-            self.deferral.note_called(&call.name);
-            parts.push(ContentPart::ToolResult(part));
-            step.tool_calls.push(ToolCallOutcome { call, result });
+            self.cache.deferral.note_called(&call.name);
+            parts.push(part);
         }
-        self.request.messages.push(Message::new(Role::Tool, parts));
-        Ok(if cancelled {
-            ToolPhase::Cancelled
-        } else {
-            ToolPhase::Done
-        })
+        self.state.finish_tools(parts, cancelled);
     }
 }
 
 /// The run's error when `result` stops a [`ToolErrorPolicy::FailFast`] run.
-fn fail_fast(
+pub(super) fn fail_fast(
     config: &AgentConfig,
     call: &ToolCall,
     result: &Result<ToolOutput, ToolExecError>,
@@ -517,33 +605,12 @@ fn fail_fast(
     }
 }
 
-/// What the model is told about a call its answer was cut off in (the output token limit).
-const CUT_OFF_CALL: &str = "the answer was cut off by the output token limit while writing \
-    this call, so it was not run; call the tool again with complete arguments";
-
 /// Errors that stop a [`ToolErrorPolicy::FailFast`] run; a denial is a decision, not a failure.
 fn is_failure(error: &ToolExecError) -> bool {
     !matches!(error, ToolExecError::Denied(_) | ToolExecError::Cancelled)
 }
 
-fn tool_result(call: &ToolCall, result: &Result<ToolOutput, ToolExecError>) -> ToolResult {
-    let (output, is_error) = match result {
-        Ok(value) => (value.clone(), false),
-        Err(ToolExecError::Denied(reason)) => (
-            ToolOutput::Text(format!("The tool call was rejected: {reason}")),
-            false,
-        ),
-        Err(error) => (ToolOutput::Text(error.to_string()), true),
-    };
-    ToolResult {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        output,
-        is_error,
-    }
-}
-
-async fn run_tool(
+pub(super) async fn run_tool(
     config: &AgentConfig,
     registry: &ToolRegistry,
     call: &ToolCall,
@@ -624,7 +691,7 @@ fn progress_reporter(sender: UnboundedSender<AgentEvent>, id: String) -> Progres
 
 /// Calls the model in a `chat` span: streamed when events are wanted, so text arrives as it
 /// is generated.
-async fn call_model(
+pub(super) async fn call_model(
     config: &AgentConfig,
     request: &ModelRequest,
     events: Events<'_>,
@@ -670,16 +737,6 @@ async fn model_call(
         message: "the model stream ended without a final response".into(),
         body: String::new(),
     })
-}
-
-fn reasoning_text(message: &Message) -> String {
-    let mut out = String::new();
-    for part in &message.content {
-        if let ContentPart::Reasoning(reasoning) = part {
-            out.push_str(&reasoning.text);
-        }
-    }
-    out
 }
 
 /// What the model is told about a registry's tools.

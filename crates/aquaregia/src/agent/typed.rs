@@ -51,7 +51,7 @@ impl Agent {
         let schema = OutputSchema::of::<T>();
         let mut config = (*self.inner).clone();
         config.output_schema = Some(schema.clone());
-        let first = run::drive(&config, input.into().into_messages(), None).await?;
+        let first = run::drive(&config, config.start(input.into()), None).await?;
         if first.stop_reason == StopReason::Cancelled {
             return Err(Error::Cancelled);
         }
@@ -67,7 +67,8 @@ impl Agent {
         tracing::debug!(%problem, "structured answer rejected; asking once more");
         let mut messages = first.messages.clone();
         messages.push(repair_message(&problem));
-        let second = run::drive(&config, messages, None).await?;
+        let second =
+            run::drive(&config, config.start(AgentInput::Messages(messages)), None).await?;
         if second.stop_reason == StopReason::Cancelled {
             return Err(Error::Cancelled);
         }

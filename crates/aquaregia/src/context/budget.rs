@@ -33,7 +33,10 @@ pub(crate) fn fit_output(
         }
         ToolOutput::Json(value) => (json_len(value) > max_bytes)
             .then(|| fit_text(value.to_string(), Vec::new(), call_id, max_bytes)),
-        ToolOutput::Content(blocks) => {
+        ToolOutput::Content(blocks)
+        | ToolOutput::Structured {
+            content: blocks, ..
+        } => {
             let image_cost = |block: &ContentBlock| match block {
                 ContentBlock::Image { data, .. } => estimate_image_tokens(provider, Some(data)),
                 _ => 0,

@@ -260,6 +260,22 @@ impl Deferral {
         Ok((self.advertised.clone(), self.exec.clone()))
     }
 
+    /// Takes the loaded tools of a saved run (what [`loaded`](Self::loaded) gave), in place
+    /// of those read from its history; an empty list keeps those.
+    pub(crate) fn restore_loaded(&self, names: &[String]) {
+        if names.is_empty() {
+            return;
+        }
+        let mut shared = lock(&self.shared);
+        shared.loaded = names.to_vec();
+        shared.version += 1;
+    }
+
+    /// The tools found or called so far, in the order found, while deferral applies.
+    pub(crate) fn loaded(&self) -> Option<Vec<String>> {
+        self.active.then(|| lock(&self.shared).loaded.clone())
+    }
+
     /// Marks a tool the model called as loaded (it may have called it without searching).
     pub(crate) fn note_called(&self, name: &str) {
         if !self.active || self.advertised.get(name).is_some() || self.exec.get(name).is_none() {

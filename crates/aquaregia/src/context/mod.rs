@@ -7,7 +7,7 @@ mod deferral;
 mod store;
 mod tokens;
 
-pub use crate::model::{DEFAULT_CONTEXT_WINDOW, context_window_for};
+pub use crate::model::{DEFAULT_CONTEXT_WINDOW, context_window_for, known_context_window};
 pub use crate::tool::OutputBudget;
 pub(crate) use budget::{MIN_BUDGET_TOKENS, fit_output};
 pub(crate) use compact::Compaction;

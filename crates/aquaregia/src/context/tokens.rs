@@ -132,7 +132,10 @@ pub(crate) fn estimate_output_tokens(output: &ToolOutput, provider: ProviderKind
     match output {
         ToolOutput::Text(text) => estimate_tokens(text),
         ToolOutput::Json(value) => bytes_to_tokens(json_len(value)),
-        ToolOutput::Content(blocks) => blocks
+        ToolOutput::Content(blocks)
+        | ToolOutput::Structured {
+            content: blocks, ..
+        } => blocks
             .iter()
             .map(|block| match block {
                 ContentBlock::Image { data, .. } => estimate_image_tokens(provider, Some(data)),

@@ -25,7 +25,7 @@ pub use generate::{GeneratedObject, generate_object};
 #[cfg(feature = "test-utils")]
 pub(crate) use language_model::response_events;
 pub use language_model::{LanguageModel, ModelState};
-pub use window::{DEFAULT_CONTEXT_WINDOW, context_window_for};
+pub use window::{DEFAULT_CONTEXT_WINDOW, context_window_for, known_context_window};
 
 /// Which wire API a [`Client`](crate::Client) speaks.
 #[non_exhaustive]

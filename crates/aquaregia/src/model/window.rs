@@ -53,6 +53,20 @@ const WINDOWS: &[(&str, u64)] = &[
 /// assert_eq!(context_window_for("my-finetune"), aquaregia::DEFAULT_CONTEXT_WINDOW);
 /// ```
 pub fn context_window_for(model: &str) -> u64 {
+    known_context_window(model).unwrap_or(DEFAULT_CONTEXT_WINDOW)
+}
+
+/// The context window of `model` in tokens when the table of [`context_window_for`] knows
+/// it; `None` for a model it does not know (where [`context_window_for`] assumes
+/// [`DEFAULT_CONTEXT_WINDOW`]).
+///
+/// ```
+/// use aquaregia::known_context_window;
+///
+/// assert_eq!(known_context_window("openai/gpt-4o-mini"), Some(128_000));
+/// assert_eq!(known_context_window("my-finetune"), None);
+/// ```
+pub fn known_context_window(model: &str) -> Option<u64> {
     let name = model.rsplit('/').next().unwrap_or(model);
     let name = name.split(':').next().unwrap_or(name);
     WINDOWS
@@ -61,5 +75,5 @@ pub fn context_window_for(model: &str) -> u64 {
             name.get(..prefix.len())
                 .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
         })
-        .map_or(DEFAULT_CONTEXT_WINDOW, |&(_, window)| window)
+        .map(|&(_, window)| window)
 }

@@ -444,7 +444,10 @@ pub(crate) fn tool_output_parts(output: &ToolOutput) -> Vec<OutputPart<'_>> {
     match output {
         ToolOutput::Text(text) => vec![OutputPart::Text(Cow::Borrowed(text))],
         ToolOutput::Json(value) => vec![OutputPart::Text(Cow::Owned(value.to_string()))],
-        ToolOutput::Content(blocks) => blocks
+        ToolOutput::Content(blocks)
+        | ToolOutput::Structured {
+            content: blocks, ..
+        } => blocks
             .iter()
             .map(|block| match block {
                 ContentBlock::Image { mime_type, data } => OutputPart::Image { mime_type, data },
@@ -460,7 +463,7 @@ pub(crate) fn plain_output_text(output: &ToolOutput) -> Option<Cow<'_, str>> {
     match output {
         ToolOutput::Text(text) => Some(Cow::Borrowed(text)),
         ToolOutput::Json(value) => Some(Cow::Owned(value.to_string())),
-        ToolOutput::Content(_) => None,
+        ToolOutput::Content(_) | ToolOutput::Structured { .. } => None,
     }
 }
 

@@ -164,6 +164,53 @@ impl PartialEq for ToolExecError {
 
 impl Eq for ToolExecError {}
 
+/// How a [`ToolExecError`] is saved (in an [`AgentRun`](crate::AgentRun)): its variant and text.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", content = "message", rename_all = "snake_case")]
+enum SavedToolExecError {
+    Execution(String),
+    Failed(String),
+    InvalidArguments(String),
+    Timeout,
+    UnknownTool(String),
+    Denied(String),
+    Cancelled,
+}
+
+/// Saved as `{"kind": "execution", "message": "..."}`; a [`ToolExecError::Failed`] keeps only
+/// its error's text, so a loaded one is a `Failed` whose error is that text (equal to the
+/// original, since `Failed` errors compare by text) and no longer downcasts.
+impl serde::Serialize for ToolExecError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let saved = match self {
+            Self::Execution(message) => SavedToolExecError::Execution(message.clone()),
+            Self::Failed(error) => SavedToolExecError::Failed(error.to_string()),
+            Self::InvalidArguments(message) => {
+                SavedToolExecError::InvalidArguments(message.clone())
+            }
+            Self::Timeout => SavedToolExecError::Timeout,
+            Self::UnknownTool(name) => SavedToolExecError::UnknownTool(name.clone()),
+            Self::Denied(reason) => SavedToolExecError::Denied(reason.clone()),
+            Self::Cancelled => SavedToolExecError::Cancelled,
+        };
+        saved.serialize(serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolExecError {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match SavedToolExecError::deserialize(deserializer)? {
+            SavedToolExecError::Execution(message) => Self::Execution(message),
+            SavedToolExecError::Failed(message) => Self::failed(message),
+            SavedToolExecError::InvalidArguments(message) => Self::InvalidArguments(message),
+            SavedToolExecError::Timeout => Self::Timeout,
+            SavedToolExecError::UnknownTool(name) => Self::UnknownTool(name),
+            SavedToolExecError::Denied(reason) => Self::Denied(reason),
+            SavedToolExecError::Cancelled => Self::Cancelled,
+        })
+    }
+}
+
 impl From<String> for ToolExecError {
     fn from(message: String) -> Self {
         Self::Execution(message)

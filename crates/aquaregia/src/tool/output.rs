@@ -35,6 +35,15 @@ pub enum ToolOutput {
     Json(Value),
     /// Content blocks: text, images, audio, resources (what MCP tools return).
     Content(Vec<ContentBlock>),
+    /// Content blocks with a structured value beside them (an MCP result with both
+    /// `structuredContent` and image or audio blocks): the model sees the blocks, as
+    /// [`ToolOutput::Content`]; [`to_call_tool_result`](Self::to_call_tool_result) keeps both.
+    Structured {
+        /// The blocks, what the model sees.
+        content: Vec<ContentBlock>,
+        /// The structured value (a JSON object for MCP tools).
+        structured: Value,
+    },
 }
 
 impl Default for ToolOutput {
@@ -62,7 +71,10 @@ impl ToolOutput {
         match self {
             Self::Text(text) => text.clone(),
             Self::Json(value) => value.to_string(),
-            Self::Content(blocks) => {
+            Self::Content(blocks)
+            | Self::Structured {
+                content: blocks, ..
+            } => {
                 let mut out = String::new();
                 for block in blocks {
                     if !out.is_empty() {
@@ -76,13 +88,57 @@ impl ToolOutput {
     }
 
     /// The output as plain JSON, for clients that show it raw: text as a JSON string, JSON as
-    /// is, content as the array of its blocks (camelCase fields, as MCP writes them).
+    /// is, content as the array of its blocks (camelCase fields, as MCP writes them), a
+    /// structured output as its structured value.
     pub fn to_value(&self) -> Value {
         match self {
             Self::Text(text) => Value::String(text.clone()),
-            Self::Json(value) => value.clone(),
+            Self::Json(value)
+            | Self::Structured {
+                structured: value, ..
+            } => value.clone(),
             Self::Content(blocks) => serde_json::to_value(blocks).unwrap_or_default(),
         }
+    }
+
+    /// The output as a successful MCP `CallToolResult`: `content` as MCP content blocks (an
+    /// embedded resource's contents under `resource`; text as one text block, none when
+    /// empty; JSON as its compact text), `structuredContent` when the output is a JSON object
+    /// or has a structured value, and `isError: false`.
+    ///
+    /// ```
+    /// use aquaregia::ToolOutput;
+    /// use serde_json::json;
+    ///
+    /// assert_eq!(
+    ///     ToolOutput::from(json!({"n": 1})).to_call_tool_result(),
+    ///     json!({"content": [{"type": "text", "text": "{\"n\":1}"}],
+    ///            "structuredContent": {"n": 1}, "isError": false})
+    /// );
+    /// ```
+    pub fn to_call_tool_result(&self) -> Value {
+        let mut result = serde_json::Map::new();
+        let content: Vec<Value> = match self {
+            Self::Text(text) if text.is_empty() => Vec::new(),
+            Self::Text(text) => vec![serde_json::json!({"type": "text", "text": text})],
+            Self::Json(value) => {
+                if value.is_object() {
+                    result.insert("structuredContent".into(), value.clone());
+                }
+                vec![serde_json::json!({"type": "text", "text": value.to_string()})]
+            }
+            Self::Content(blocks) => blocks.iter().map(ContentBlock::to_mcp).collect(),
+            Self::Structured {
+                content,
+                structured,
+            } => {
+                result.insert("structuredContent".into(), structured.clone());
+                content.iter().map(ContentBlock::to_mcp).collect()
+            }
+        };
+        result.insert("content".into(), Value::Array(content));
+        result.insert("isError".into(), Value::Bool(false));
+        Value::Object(result)
     }
 
     /// The text of a [`ToolOutput::Text`].
@@ -95,7 +151,8 @@ impl ToolOutput {
 
     /// Whether any block is an image.
     pub fn has_images(&self) -> bool {
-        matches!(self, Self::Content(blocks) if blocks.iter().any(|b| matches!(b, ContentBlock::Image { .. })))
+        matches!(self, Self::Content(blocks) | Self::Structured { content: blocks, .. }
+            if blocks.iter().any(|b| matches!(b, ContentBlock::Image { .. })))
     }
 }
 
@@ -167,6 +224,33 @@ pub enum ContentBlock {
 }
 
 impl ContentBlock {
+    /// The block as MCP writes it: an embedded resource's contents under `resource` (a
+    /// resource with neither text nor blob as empty text), every other block as it
+    /// serializes.
+    pub fn to_mcp(&self) -> Value {
+        match self {
+            Self::Resource {
+                uri,
+                mime_type,
+                text,
+                blob,
+            } => {
+                let mut resource = serde_json::json!({"uri": uri});
+                if let Some(mime_type) = mime_type {
+                    resource["mimeType"] = Value::String(mime_type.clone());
+                }
+                match (text, blob) {
+                    (None, Some(blob)) => resource["blob"] = Value::String(blob.clone()),
+                    (text, _) => {
+                        resource["text"] = Value::String(text.clone().unwrap_or_default());
+                    }
+                }
+                serde_json::json!({"type": "resource", "resource": resource})
+            }
+            other => serde_json::to_value(other).unwrap_or_default(),
+        }
+    }
+
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }

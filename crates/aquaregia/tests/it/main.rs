@@ -19,6 +19,7 @@ mod agent_cancel;
 mod agent_compact;
 mod agent_hooks;
 mod agent_loop;
+mod agent_run;
 mod anthropic;
 mod azure;
 #[cfg(feature = "bedrock")]
@@ -37,6 +38,7 @@ mod prompt_caching_anthropic;
 mod prompt_caching_openai;
 mod proxy_env;
 mod redirects;
+mod run_approvals;
 mod session_store;
 mod stream_framing;
 mod structured_output_providers;

@@ -19,6 +19,7 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+    ServerResult,
 };
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, HttpStatusError, InsufficientScopeError, SseError, StreamableHttpClient,
@@ -27,7 +28,7 @@ use rmcp::transport::streamable_http_client::{
 use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
-use super::execution::keeping_execution;
+use super::execution::{keeping_execution, keeping_tasks_capability};
 use super::fault::LocalFault;
 use crate::transport::http::{Reconnects, SessionIdSlot, parse_challenge};
 
@@ -233,10 +234,12 @@ impl StreamableHttpClient for RepairingClient {
                 limits.max_sse_event_size,
             ))
             .boxed();
-            let list_id = list_tools.then(|| id.clone());
+            let answer_id = id.clone();
             let mut events = answer_oversized_events(events, id, limits.max_sse_event_size);
-            if let Some(id) = list_id {
-                events = keep_tools_execution(events, &id);
+            if list_tools {
+                events = keep_raw(events, &answer_id, |result| Some(keeping_execution(result)));
+            } else if initialize {
+                events = keep_raw(events, &answer_id, keeping_tasks_capability);
             }
             return Ok(StreamableHttpPostResponse::Sse(events, session));
         }
@@ -258,6 +261,17 @@ impl StreamableHttpClient for RepairingClient {
             Ok(JsonRpcMessage::Error(mut error)) if error.id.is_none() => {
                 error.id = Some(id);
                 JsonRpcMessage::Error(error)
+            }
+            // `initialize` answers keep what rmcp's types drop (`capabilities.tasks`), as over
+            // stdio.
+            Ok(JsonRpcMessage::Response(mut response)) if initialize => {
+                if let Ok(Value::Object(mut raw)) = serde_json::from_slice::<Value>(&body.bytes)
+                    && let Some(result) = raw.remove("result")
+                    && let Some(kept) = keeping_tasks_capability(result)
+                {
+                    response.result = kept;
+                }
+                JsonRpcMessage::Response(response)
             }
             // `tools/list` answers keep what rmcp's types drop (`execution`), as over stdio.
             Ok(JsonRpcMessage::Response(mut response)) if list_tools => {
@@ -492,11 +506,13 @@ fn answer_oversized_events(
         .boxed()
 }
 
-/// An event stream answering `tools/list` in which the answer keeps what rmcp's types drop
-/// (see [`keeping_execution`]), as JSON answers and stdio lines do.
-fn keep_tools_execution(
+/// An event stream whose answer to `id` keeps what rmcp's types drop, as JSON answers and
+/// stdio lines do: `keep` makes the raw result into the one rmcp gets (`None`: as it came);
+/// see [`keeping_execution`] and [`keeping_tasks_capability`].
+fn keep_raw(
     stream: BoxStream<'static, Result<Sse, SseError>>,
     id: &RequestId,
+    keep: fn(Value) -> Option<ServerResult>,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     let id = serde_json::to_value(id).unwrap_or_default();
     stream
@@ -508,8 +524,9 @@ fn keep_tools_execution(
                 .and_then(|data| serde_json::from_str::<Value>(data).ok());
             if let Some(Value::Object(mut message)) = raw
                 && message.get("id") == Some(&id)
-                && let Some(result) = message.remove("result")
-                && let Ok(kept) = serde_json::to_value(keeping_execution(result))
+                && let Some(result) = message.get("result").cloned()
+                && let Some(kept) = keep(result)
+                && let Ok(kept) = serde_json::to_value(kept)
             {
                 message.insert("result".to_owned(), kept);
                 event.data = serde_json::to_string(&message).ok();

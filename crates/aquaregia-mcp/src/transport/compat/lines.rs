@@ -26,7 +26,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::Mutex;
 
-use super::execution::keeping_execution;
+use super::execution::{keeping_execution, keeping_tasks_capability};
 use super::fault::LocalFault;
 
 /// The longest line accepted (rmcp's limit too).
@@ -40,6 +40,7 @@ const MAX_DEPTH: usize = 128;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pending {
     ListTools,
+    Initialize,
     Other,
 }
 
@@ -153,6 +154,18 @@ impl StdioTransport {
                 }
                 other => other,
             },
+            Some(Pending::Initialize) => match message {
+                JsonRpcMessage::Response(mut response) => {
+                    if let Ok(Value::Object(mut raw)) = serde_json::from_slice::<Value>(line)
+                        && let Some(result) = raw.remove("result")
+                        && let Some(kept) = keeping_tasks_capability(result)
+                    {
+                        response.result = kept;
+                    }
+                    JsonRpcMessage::Response(response)
+                }
+                other => other,
+            },
             _ => message,
         }
     }
@@ -199,6 +212,7 @@ impl Transport<RoleClient> for StdioTransport {
             ClientJsonRpcMessage::Request(request) => {
                 let kind = match request.request {
                     ClientRequest::ListToolsRequest(_) => Pending::ListTools,
+                    ClientRequest::InitializeRequest(_) => Pending::Initialize,
                     _ => Pending::Other,
                 };
                 self.pending.insert(request.id.clone(), kind);
