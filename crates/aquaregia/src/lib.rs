@@ -119,6 +119,9 @@
 //!
 //! [`SessionStore`] keeps conversations across processes; [`FileSessionStore`] (always
 //! compiled) appends one JSON line per turn to a file per session in the user's data dir.
+//! [`Conversation`] is what a chat front end keeps between prompts: the history the model
+//! continues from, saved turn by turn in a store (the CLI's `chat` and the ACP agent both use
+//! it), with compaction stored beside the turns and another process's turns merged.
 
 mod agent;
 mod client;
