@@ -319,7 +319,7 @@ impl Conversation {
             });
         };
         let created = self.meta.is_none();
-        let meta = match self.meta.take() {
+        let meta = match self.meta.clone() {
             Some(meta) => match model {
                 Some(model) if meta.model.as_deref() != Some(model) => {
                     store

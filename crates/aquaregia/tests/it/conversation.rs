@@ -244,3 +244,70 @@ async fn without_a_store_the_history_still_grows() {
     assert_eq!(texts(conversation.history()), ["hello", "hi"]);
     assert!(conversation.meta().is_none());
 }
+
+/// A store whose first metadata update fails.
+#[derive(Debug)]
+struct FirstUpdateFails(Arc<dyn SessionStore>, std::sync::atomic::AtomicBool);
+
+#[async_trait]
+impl SessionStore for FirstUpdateFails {
+    async fn create(&self, new: NewSession) -> Result<SessionMeta, SessionError> {
+        self.0.create(new).await
+    }
+    async fn append_turn(
+        &self,
+        id: &SessionId,
+        turn: SessionTurn,
+    ) -> Result<SessionMeta, SessionError> {
+        self.0.append_turn(id, turn).await
+    }
+    async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError> {
+        self.0.load(id).await
+    }
+    async fn list(&self, query: SessionQuery) -> Result<SessionPage, SessionError> {
+        self.0.list(query).await
+    }
+    async fn update(
+        &self,
+        id: &SessionId,
+        update: SessionUpdate,
+    ) -> Result<SessionMeta, SessionError> {
+        if !self.1.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(SessionError::Backend("the database is away".into()));
+        }
+        self.0.update(id, update).await
+    }
+    async fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
+        self.0.delete(id).await
+    }
+}
+
+#[tokio::test]
+async fn a_failed_save_keeps_the_session_for_the_next_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn SessionStore> = Arc::new(FirstUpdateFails(
+        store(dir.path()),
+        std::sync::atomic::AtomicBool::new(false),
+    ));
+    let mut conversation = Conversation::new("/p").store(store.clone());
+    turn(&mut conversation, "one", "1").await;
+    let id = conversation.session_id().clone();
+    // The model changes, so the save updates the metadata first: that fails, the turn is not
+    // saved, and the conversation still knows its session.
+    let model = ScriptedModel::new().text("2");
+    let agent = AgentBuilder::new(Arc::new(model)).build().unwrap();
+    let prompt = [Message::user("two")];
+    let mut messages = conversation.history().to_vec();
+    messages.extend(prompt.iter().cloned());
+    let output = agent.run(messages).await.unwrap();
+    assert!(
+        conversation
+            .record(&prompt, &output, Some("other:model"))
+            .await
+            .is_err()
+    );
+    assert_eq!(conversation.meta().map(|meta| &meta.id), Some(&id));
+    turn(&mut conversation, "three", "3").await;
+    let (_, stored) = Conversation::load(store, &id).await.unwrap();
+    assert_eq!(stored.turns.len(), 2);
+}
