@@ -11,7 +11,7 @@ use agent_client_protocol::v1::schema::{
     UnstructuredCommandInput,
 };
 use aquaregia::{Message, SlashCommand};
-use aquaregia_mcp::{McpToolset, ServerPrompt};
+use aquaregia_mcp::ServerPrompt;
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::Connection;
@@ -32,12 +32,6 @@ pub(crate) fn parse(text: &str) -> Option<SlashCommand<'_>> {
                 | SlashCommand::Prompt { .. }
         )
     })
-}
-
-/// Every MCP prompt of the session's servers; a server whose listing fails is logged and
-/// skipped.
-pub(crate) async fn prompts(toolset: &McpToolset) -> Vec<ServerPrompt> {
-    toolset.prompts().await
 }
 
 /// The `available_commands_update` for these prompts and the built-ins.

@@ -335,7 +335,7 @@ async fn open(
 
 /// Once the client knows the session: the commands.
 async fn opened(connection: &Connection, session: &Session, cx: &ConnectionTo<Client>) {
-    let prompts = commands::prompts(&session.toolset).await;
+    let prompts = session.toolset.prompts().await;
     updates::send(
         cx,
         &session.id,

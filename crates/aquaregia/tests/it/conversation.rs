@@ -18,14 +18,24 @@ fn store(dir: &Path) -> Arc<dyn SessionStore> {
     Arc::new(FileSessionStore::new(dir.join("sessions")))
 }
 
-/// Runs one turn of `prompt` on a model answering `answer`, and records it.
-async fn turn(conversation: &mut Conversation, prompt: &str, answer: &str) {
+/// Runs `prompt` after the conversation's history on a model answering `answer`: the prompt
+/// and the run's output, to record.
+async fn run(
+    conversation: &Conversation,
+    prompt: &str,
+    answer: &str,
+) -> ([Message; 1], aquaregia::AgentOutput) {
     let model = ScriptedModel::new().text(answer);
     let agent = AgentBuilder::new(Arc::new(model)).build().unwrap();
     let prompt = [Message::user(prompt)];
     let mut messages = conversation.history().to_vec();
     messages.extend(prompt.iter().cloned());
-    let output = agent.run(messages).await.unwrap();
+    (prompt, agent.run(messages).await.unwrap())
+}
+
+/// Runs one turn of `prompt` on a model answering `answer`, and records it.
+async fn turn(conversation: &mut Conversation, prompt: &str, answer: &str) {
+    let (prompt, output) = run(conversation, prompt, answer).await;
     conversation
         .record(&prompt, &output, Some("scripted:model"))
         .await
@@ -140,40 +150,65 @@ async fn the_acp_agents_earlier_base_is_honoured() {
     );
 }
 
-/// A store that cannot read back a session's first turn but still counts it (as a database
-/// row that no longer decodes).
+/// A file store with a fault: it cannot read back a session's first turn but still counts it
+/// (as a database row that no longer decodes), or its first metadata update fails.
 #[derive(Debug)]
-struct FirstTurnUnreadable(Arc<dyn SessionStore>);
+struct Faulty {
+    inner: Arc<dyn SessionStore>,
+    first_turn_unreadable: bool,
+    update_failed: std::sync::atomic::AtomicBool,
+    fail_first_update: bool,
+}
+
+impl Faulty {
+    fn new(inner: Arc<dyn SessionStore>) -> Self {
+        Self {
+            inner,
+            first_turn_unreadable: false,
+            update_failed: std::sync::atomic::AtomicBool::new(false),
+            fail_first_update: false,
+        }
+    }
+}
 
 #[async_trait]
-impl SessionStore for FirstTurnUnreadable {
+impl SessionStore for Faulty {
     async fn create(&self, new: NewSession) -> Result<SessionMeta, SessionError> {
-        self.0.create(new).await
+        self.inner.create(new).await
     }
     async fn append_turn(
         &self,
         id: &SessionId,
         turn: SessionTurn,
     ) -> Result<SessionMeta, SessionError> {
-        self.0.append_turn(id, turn).await
+        self.inner.append_turn(id, turn).await
     }
     async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError> {
-        let stored = self.0.load(id).await?;
+        let stored = self.inner.load(id).await?;
+        if !self.first_turn_unreadable {
+            return Ok(stored);
+        }
         let turns = stored.turns.into_iter().skip(1).collect();
         Ok(StoredSession::new(stored.meta, turns, 1))
     }
     async fn list(&self, query: SessionQuery) -> Result<SessionPage, SessionError> {
-        self.0.list(query).await
+        self.inner.list(query).await
     }
     async fn update(
         &self,
         id: &SessionId,
         update: SessionUpdate,
     ) -> Result<SessionMeta, SessionError> {
-        self.0.update(id, update).await
+        let already = self
+            .update_failed
+            .swap(true, std::sync::atomic::Ordering::SeqCst);
+        if self.fail_first_update && !already {
+            return Err(SessionError::Backend("the database is away".into()));
+        }
+        self.inner.update(id, update).await
     }
     async fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
-        self.0.delete(id).await
+        self.inner.delete(id).await
     }
 }
 
@@ -192,7 +227,10 @@ async fn the_base_is_found_when_an_earlier_turn_no_longer_reads_back() {
     turn(&mut conversation, "four", "4").await;
     let id = conversation.session_id().clone();
 
-    let damaged: Arc<dyn SessionStore> = Arc::new(FirstTurnUnreadable(files));
+    let damaged: Arc<dyn SessionStore> = Arc::new(Faulty {
+        first_turn_unreadable: true,
+        ..Faulty::new(files)
+    });
     let (loaded, stored) = Conversation::load(damaged, &id).await.unwrap();
     assert_eq!((stored.turns.len(), stored.meta.turns), (3, 4));
     // Counting turns would skip "three": the base covers two stored turns, one of which is
@@ -213,12 +251,7 @@ async fn another_writers_turns_are_merged_not_overwritten() {
     let (mut second, _) = Conversation::load(store.clone(), &id).await.unwrap();
 
     turn(&mut first, "from the first", "first answer").await;
-    let model = ScriptedModel::new().text("second answer");
-    let agent = AgentBuilder::new(Arc::new(model)).build().unwrap();
-    let prompt = [Message::user("from the second")];
-    let mut messages = second.history().to_vec();
-    messages.extend(prompt.iter().cloned());
-    let output = agent.run(messages).await.unwrap();
+    let (prompt, output) = run(&second, "from the second", "second answer").await;
     let recorded = second.record(&prompt, &output, None).await.unwrap();
     assert_eq!(recorded.merged_turns, 1);
     assert!(!recorded.created);
@@ -245,61 +278,19 @@ async fn without_a_store_the_history_still_grows() {
     assert!(conversation.meta().is_none());
 }
 
-/// A store whose first metadata update fails.
-#[derive(Debug)]
-struct FirstUpdateFails(Arc<dyn SessionStore>, std::sync::atomic::AtomicBool);
-
-#[async_trait]
-impl SessionStore for FirstUpdateFails {
-    async fn create(&self, new: NewSession) -> Result<SessionMeta, SessionError> {
-        self.0.create(new).await
-    }
-    async fn append_turn(
-        &self,
-        id: &SessionId,
-        turn: SessionTurn,
-    ) -> Result<SessionMeta, SessionError> {
-        self.0.append_turn(id, turn).await
-    }
-    async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError> {
-        self.0.load(id).await
-    }
-    async fn list(&self, query: SessionQuery) -> Result<SessionPage, SessionError> {
-        self.0.list(query).await
-    }
-    async fn update(
-        &self,
-        id: &SessionId,
-        update: SessionUpdate,
-    ) -> Result<SessionMeta, SessionError> {
-        if !self.1.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            return Err(SessionError::Backend("the database is away".into()));
-        }
-        self.0.update(id, update).await
-    }
-    async fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
-        self.0.delete(id).await
-    }
-}
-
 #[tokio::test]
 async fn a_failed_save_keeps_the_session_for_the_next_turn() {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn SessionStore> = Arc::new(FirstUpdateFails(
-        store(dir.path()),
-        std::sync::atomic::AtomicBool::new(false),
-    ));
+    let store: Arc<dyn SessionStore> = Arc::new(Faulty {
+        fail_first_update: true,
+        ..Faulty::new(store(dir.path()))
+    });
     let mut conversation = Conversation::new("/p").store(store.clone());
     turn(&mut conversation, "one", "1").await;
     let id = conversation.session_id().clone();
     // The model changes, so the save updates the metadata first: that fails, the turn is not
     // saved, and the conversation still knows its session.
-    let model = ScriptedModel::new().text("2");
-    let agent = AgentBuilder::new(Arc::new(model)).build().unwrap();
-    let prompt = [Message::user("two")];
-    let mut messages = conversation.history().to_vec();
-    messages.extend(prompt.iter().cloned());
-    let output = agent.run(messages).await.unwrap();
+    let (prompt, output) = run(&conversation, "two", "2").await;
     assert!(
         conversation
             .record(&prompt, &output, Some("other:model"))
