@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{AgentOutput, StepContext, StepResult};
+use super::{AgentOutput, StepContext, StepResult, SubAgentSetup};
 use crate::message::ToolCall;
 use crate::tool::{Tool, ToolExecError, ToolOutput};
 
@@ -63,6 +63,15 @@ pub trait AgentHooks: Send + Sync {
 
     /// Once, when the run ends with an output (also when cancelled).
     async fn on_finish(&self, _output: &AgentOutput) {}
+
+    /// When `call`, a tool call of this run, starts a subagent (an agent made a tool with
+    /// [`Agent::into_tool`](crate::Agent::into_tool)), before the subagent's first step: which
+    /// hooks decide the subagent's tool calls and whether it has a token of its own (see
+    /// [`SubAgentSetup`]). The default: these hooks decide them (`on_tool_call_start` and
+    /// `on_tool_call_finish` are called with the subagent's calls), no token of its own.
+    async fn on_subagent_start(&self, _call: &ToolCall) -> SubAgentSetup {
+        SubAgentSetup::default()
+    }
 }
 
 /// Several hooks run in the order they were added. The first denial wins; a rewrite is what
@@ -117,6 +126,22 @@ impl AgentHooks for HookChain {
     async fn on_finish(&self, output: &AgentOutput) {
         for hooks in &self.0 {
             hooks.on_finish(output).await;
+        }
+    }
+
+    /// Each hook's choice of hooks for the subagent (its own when it has none), chained in
+    /// the same order; the first token given.
+    async fn on_subagent_start(&self, call: &ToolCall) -> SubAgentSetup {
+        let mut chain = Vec::with_capacity(self.0.len());
+        let mut cancellation = None;
+        for hooks in &self.0 {
+            let setup = hooks.on_subagent_start(call).await;
+            chain.push(setup.hooks.unwrap_or_else(|| hooks.clone()));
+            cancellation = cancellation.or(setup.cancellation);
+        }
+        SubAgentSetup {
+            hooks: Some(std::sync::Arc::new(HookChain(chain))),
+            cancellation,
         }
     }
 }

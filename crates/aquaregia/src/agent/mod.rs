@@ -8,6 +8,7 @@ mod machine;
 mod run;
 mod step;
 mod stepper;
+mod subagent;
 mod typed;
 
 use std::fmt;
@@ -41,6 +42,7 @@ pub use hooks::{AgentHooks, ToolCallDecision};
 pub use machine::{AGENT_RUN_FORMAT_VERSION, AgentRun, NextAction};
 pub use step::{StepContext, StepOverrides};
 pub use stepper::RunStepper;
+pub use subagent::SubAgentSetup;
 pub use typed::TypedOutput;
 
 /// What a failing tool call does to the run.
@@ -463,6 +465,18 @@ pub enum AgentEvent {
     },
     /// A step finished.
     StepFinish(StepResult),
+    /// An event of a subagent's run (an agent made a tool with [`Agent::into_tool`]), sent
+    /// as it happens, nested under the parent's tool call that runs the subagent (between
+    /// that call's [`ToolCallStart`](Self::ToolCallStart) and
+    /// [`ToolCallFinish`](Self::ToolCallFinish)). A subagent's subagent nests one level more.
+    SubAgent {
+        /// The parent's tool call id.
+        id: String,
+        /// The subagent tool's name.
+        name: String,
+        /// The subagent's event (never [`Finish`](Self::Finish): its result is the call's).
+        event: Box<AgentEvent>,
+    },
     /// The run finished; always the last event of a successful stream.
     Finish(AgentOutput),
 }

@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use super::context::{self, Estimates, ReaderOffer};
 use super::machine::{AgentRun, Phase, tool_result};
+use super::subagent::{CallScope, NestedUsage};
 use super::{
     AgentConfig, AgentEvent, AgentOutput, StepContext, StopReason, ToolCallDecision,
     ToolErrorPolicy,
@@ -111,6 +112,8 @@ pub(super) struct StepCache {
     exec_tools: Option<Arc<ToolRegistry>>,
     /// Whether the current step's request carries messages of its own (from `prepare_step`).
     step_local: bool,
+    /// What the current step's tool calls spent in subagents.
+    pub(super) nested: NestedUsage,
 }
 
 impl StepCache {
@@ -137,6 +140,7 @@ impl StepCache {
             reader: ReaderOffer::default(),
             exec_tools: None,
             step_local: false,
+            nested: NestedUsage::default(),
         }
     }
 }
@@ -456,6 +460,8 @@ impl Driver<'_> {
     async fn run_tools(&mut self) -> Result<(), Error> {
         let config = self.config;
         let events = self.events;
+        let cancel = self.cancel;
+        let nested = &self.cache.nested.clone();
         let registry = self.exec_tools()?;
         let Some(tools) = self.state.tool_phase() else {
             return Ok(());
@@ -474,7 +480,7 @@ impl Driver<'_> {
             let result = tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => None,
-                result = run_tool(config, &registry, call, events) => Some(result),
+                result = run_tool(config, &registry, call, events, cancel, nested) => Some(result),
             };
             match result {
                 Some(result) => {
@@ -491,7 +497,10 @@ impl Driver<'_> {
                 .map(|&position| {
                     let call = &tools.calls[position].call;
                     let registry = &registry;
-                    async move { (position, run_tool(config, registry, call, events).await) }
+                    async move {
+                        let result = run_tool(config, registry, call, events, cancel, nested).await;
+                        (position, result)
+                    }
                 })
                 .collect();
             let mut pending =
@@ -537,6 +546,11 @@ impl Driver<'_> {
     pub(super) async fn complete_tools(&mut self, registry: &ToolRegistry, cancelled: bool) {
         let config = self.config;
         let events = self.events;
+        // What subagents spent counts in the run's totals (their calls are not steps).
+        if let Some((usage, cost)) = self.cache.nested.take() {
+            self.state.usage += usage;
+            self.state.cost = self.state.cost.zip(cost).map(|(total, cost)| total + cost);
+        }
         let Some(tools) = self.state.tool_phase() else {
             return;
         };
@@ -615,6 +629,8 @@ pub(super) async fn run_tool(
     registry: &ToolRegistry,
     call: &ToolCall,
     events: Events<'_>,
+    cancel: &CancellationToken,
+    nested: &NestedUsage,
 ) -> Result<ToolOutput, ToolExecError> {
     emit(events, || AgentEvent::ToolCallStart {
         id: call.id.clone(),
@@ -638,7 +654,9 @@ pub(super) async fn run_tool(
         let Some(tool) = tool else {
             return Err(ToolExecError::UnknownTool(call.name.clone()));
         };
-        let execution = tool.execute(arguments.unwrap_or_else(|| call.arguments.clone()));
+        let scope = CallScope::new(call, events, config.hooks.as_ref(), cancel, nested);
+        let execution =
+            scope.scope(tool.execute(arguments.unwrap_or_else(|| call.arguments.clone())));
         match events {
             Some(sender) => {
                 progress_reporter(sender.clone(), call.id.clone())

@@ -207,7 +207,16 @@ impl RunStepper {
             Ok(registry) => registry,
             Err(error) => return Err(ToolExecError::Execution(error.to_string())),
         };
-        run::run_tool(&self.agent.inner, &registry, call, None).await
+        let nested = self.cache.nested.clone();
+        run::run_tool(
+            &self.agent.inner,
+            &registry,
+            call,
+            None,
+            &self.cancel,
+            &nested,
+        )
+        .await
     }
 
     /// Records the result of the call `id`; after the step's last call, appends all results

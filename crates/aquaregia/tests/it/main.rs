@@ -43,6 +43,7 @@ mod session_store;
 mod stream_framing;
 mod structured_output_providers;
 mod structured_output_repair;
+mod subagents;
 mod tool_call_ids;
 mod tool_deferral_limits;
 mod tool_output_budget;
