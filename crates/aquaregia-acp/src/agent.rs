@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
-use aquaregia::{Agent, CompactionReport, Tool};
+use aquaregia::{Agent, CompactionReport, Tool, ToolAnnotations};
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::{Connection, SessionContext};
 use crate::permissions::AcpHooks;
 use crate::session::Session;
 use crate::state::Mode;
+use crate::{builtins, subagents};
 
 /// The session's agent for one turn.
 pub(crate) async fn for_turn(
@@ -26,13 +27,33 @@ pub(crate) async fn for_turn(
         cwd: session.cwd.clone(),
         model: session.state.with(|state| state.model.clone()),
     };
-    let tools = tools(connection, session).await;
-    let mut agent = (settings.factory)(&context).map_err(|error| error.to_string())?;
-    if let Some(budget) = settings.output_budget {
-        agent = agent
-            .tool_output_budget(budget)
-            .tool_output_store(session.output_store.clone());
+    let mut tools = tools(connection, session).await;
+    let budgeted = |mut agent: aquaregia::AgentBuilder| {
+        if let Some(budget) = settings.output_budget {
+            agent = agent
+                .tool_output_budget(budget)
+                .tool_output_store(session.output_store.clone());
+        }
+        agent
+    };
+    if let Some(max_steps) = settings.task_subagent {
+        // A fresh agent with the same tools (in `plan` mode, the read-only ones); its calls
+        // are decided by this turn's hooks.
+        let task = budgeted((settings.factory)(&context).map_err(|error| error.to_string())?)
+            .tools(tools.clone())
+            .max_steps(max_steps)
+            .prepare_step(session.toolset.prepare_step())
+            .build()
+            .map_err(|error| error.to_string())?;
+        // Read-only as far as asking goes: handing over a task changes nothing, and each of
+        // the subagent's calls is asked about as the session's own are.
+        let annotations = ToolAnnotations::new().title(builtins::TASK).read_only(true);
+        tools.push(
+            task.into_tool(builtins::TASK, subagents::TASK_DESCRIPTION)
+                .with_annotations(annotations),
+        );
     }
+    let agent = budgeted((settings.factory)(&context).map_err(|error| error.to_string())?);
     agent
         .tools(tools)
         .hooks(AcpHooks {
@@ -40,6 +61,9 @@ pub(crate) async fn for_turn(
             session: session.clone(),
             policy: settings.policy.clone(),
             trust: settings.trust.clone(),
+            children: connection.children.clone(),
+            subagents_exposed: connection.client_capabilities().subagents.is_some(),
+            child: None,
         })
         .cancellation_token(token.clone())
         .prepare_step(session.toolset.prepare_step())

@@ -10,6 +10,8 @@ pub(crate) const EDIT: &str = "edit_file";
 pub(crate) const RUN: &str = "run_command";
 /// The plan tool ([`crate::plan`]).
 pub(crate) const UPDATE_PLAN: &str = "update_plan";
+/// The built-in general subagent (see [`crate::AcpServer::task_subagent`]).
+pub(crate) const TASK: &str = "task";
 
 /// A `run_command` call's command line exactly as it runs: the command, then each argument
 /// shell-quoted when it needs it. Multi-line text stays multi-line.

@@ -20,6 +20,7 @@ use crate::mcp_over_acp::McpOverAcp;
 use crate::rpc::{invalid_params, spawn};
 use crate::servers::ConnectPlan;
 use crate::session::Session;
+use crate::subagents::Children;
 use crate::trust::Trust;
 
 /// What an agent factory is told about the session it builds an agent for.
@@ -48,6 +49,8 @@ pub(crate) struct Settings {
     pub(crate) auth: Option<ApiKeyAuth>,
     pub(crate) models: Option<Arc<Models>>,
     pub(crate) editor_tools: bool,
+    /// The step limit of the built-in `task` subagent (`None`: not offered).
+    pub(crate) task_subagent: Option<usize>,
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// What one tool result may put into the context (`None`: no limit).
     pub(crate) output_budget: Option<OutputBudget>,
@@ -104,6 +107,8 @@ pub(crate) struct Connection {
     /// The client's capabilities, once it sent `initialize`.
     client: Mutex<Option<ClientCapabilities>>,
     pub(crate) sessions: Sessions,
+    /// The subagent runs, by child session id.
+    pub(crate) children: Arc<Children>,
     /// The live MCP-over-ACP transports and the binding the client speaks.
     pub(crate) acp: Arc<McpOverAcp>,
 }
@@ -114,6 +119,7 @@ impl Connection {
             settings,
             client: Mutex::default(),
             sessions: Sessions::default(),
+            children: Arc::default(),
             acp: Arc::default(),
         }
     }

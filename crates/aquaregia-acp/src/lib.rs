@@ -77,6 +77,7 @@ mod session;
 mod state;
 mod stdio;
 mod store;
+mod subagents;
 mod terminal;
 mod trust;
 mod turn;

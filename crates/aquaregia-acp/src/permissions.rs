@@ -14,16 +14,19 @@ use agent_client_protocol::v1::schema::{
 };
 use aquaregia::permission_rules::{PermissionRule, RuleEffect};
 use aquaregia::policy::{Decision, PermissionPolicy, PolicyRequest};
-use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision};
+use aquaregia::{AgentHooks, SubAgentSetup, Tool, ToolCall, ToolCallDecision};
 
 use crate::builtins;
 use crate::rpc::CancelOnDrop;
 use crate::session::Session;
+use crate::subagents::{self, Children};
 use crate::trust::Trust;
 use crate::updates;
 
 /// Turns the agent's tool calls into ACP: the `tool_call` update, the permission request when
-/// the policy asks for one, and `in_progress` once it runs.
+/// the policy asks for one, and `in_progress` once it runs. A subagent's calls get hooks of
+/// their own that say all that on its child session (see [`subagents`]).
+#[derive(Clone)]
 pub(crate) struct AcpHooks {
     pub(crate) cx: ConnectionTo<Client>,
     pub(crate) session: Arc<Session>,
@@ -31,6 +34,12 @@ pub(crate) struct AcpHooks {
     pub(crate) policy: Arc<PermissionPolicy>,
     /// Which servers' hints are believed.
     pub(crate) trust: Arc<Trust>,
+    /// The connection's subagent runs.
+    pub(crate) children: Arc<Children>,
+    /// Whether the client sees subagents as child sessions.
+    pub(crate) subagents_exposed: bool,
+    /// The child session these hooks speak for (`None`: the session's own calls).
+    pub(crate) child: Option<String>,
 }
 
 const REJECTED: &str = "the user rejected this tool call";
@@ -45,8 +54,25 @@ struct Offer {
 
 #[aquaregia::async_trait]
 impl AgentHooks for AcpHooks {
+    async fn on_subagent_start(&self, call: &ToolCall) -> SubAgentSetup {
+        let parent = self.session_id();
+        let exposed = self.subagents_exposed;
+        let (id, token) = self.children.start(parent, &call.id, exposed);
+        if exposed {
+            subagents::announce(&self.cx, parent, &id, call);
+        }
+        let hooks = Self {
+            child: exposed.then_some(id).or_else(|| self.child.clone()),
+            ..self.clone()
+        };
+        SubAgentSetup::new()
+            .hooks(Arc::new(hooks))
+            .cancellation(token)
+    }
+
     async fn on_tool_call_start(&self, call: &ToolCall, tool: Option<&Tool>) -> ToolCallDecision {
         let session = &self.session;
+        let session_id = self.session_id();
         let builtin = matches!(
             call.name.as_str(),
             builtins::READ | builtins::WRITE | builtins::EDIT | builtins::RUN
@@ -72,7 +98,7 @@ impl AgentHooks for AcpHooks {
         };
         updates::send(
             &self.cx,
-            &session.id,
+            session_id,
             updates::tool_call(&call.id, &title, kind, &call.arguments, presented.clone()),
         );
         let server = session.toolset.server_of(&call.name);
@@ -123,7 +149,7 @@ impl AgentHooks for AcpHooks {
         if let Some(path) = outside {
             session.editor.approve_outside(path.into_path());
         }
-        updates::send(&self.cx, &session.id, updates::in_progress(&call.id));
+        updates::send(&self.cx, session_id, updates::in_progress(&call.id));
         session
             .state
             .with(|state| state.call_started(&call.name, &call.id));
@@ -132,6 +158,11 @@ impl AgentHooks for AcpHooks {
 }
 
 impl AcpHooks {
+    /// The session the updates and questions of these hooks' calls go to.
+    fn session_id(&self) -> &str {
+        self.child.as_deref().unwrap_or(&self.session.id)
+    }
+
     /// What the project's remembered rules say about this call (`None`: nothing).
     fn remembered(&self, call: &ToolCall) -> Option<RuleEffect> {
         self.session
@@ -223,7 +254,7 @@ impl AcpHooks {
             ))));
         }
         let request = RequestPermissionRequest::new(
-            self.session.id.clone(),
+            self.session_id().to_owned(),
             ToolCallUpdate::new(
                 call.id.clone(),
                 ToolCallUpdateFields::new()

@@ -47,6 +47,7 @@ pub struct AcpServer {
     auth: Option<ApiKeyAuth>,
     models: Option<Arc<Models>>,
     editor_tools: bool,
+    task_subagent: Option<usize>,
     store: Option<Arc<dyn SessionStore>>,
     output_budget: Option<OutputBudget>,
     on_process: Option<ProcessHook>,
@@ -104,6 +105,7 @@ impl AcpServer {
             auth: None,
             models: None,
             editor_tools: false,
+            task_subagent: None,
             store: None,
             output_budget: Some(DEFAULT_OUTPUT_BUDGET),
             on_process: None,
@@ -277,6 +279,20 @@ impl AcpServer {
         self
     }
 
+    /// Offers the built-in general subagent, the `task` tool (`Some(max_steps)`; `None`, the
+    /// default: not offered): the model hands it a self-contained task, and a fresh agent
+    /// from the same factory (same model and instructions) with the session's tools, at most
+    /// `max_steps` steps, works on it and answers. Its tool calls go through the session's
+    /// permission path; a client that advertises `clientCapabilities.subagents` sees each run
+    /// as a child session linked to the `task` call (announced with `subagent_update`, its
+    /// updates and permission questions on the child session) and may cancel it alone with
+    /// `session/cancel` of the child session. In `plan` mode it gets the read-only tools.
+    #[must_use]
+    pub fn task_subagent(mut self, max_steps: Option<usize>) -> Self {
+        self.task_subagent = max_steps;
+        self
+    }
+
     /// Offers a `model` config option: `default` (the model the factory uses when the session
     /// picked none) and what `list` returns (fetched once, bounded, cached). The factory sees
     /// the pick in [`SessionContext::model`].
@@ -351,6 +367,7 @@ impl AcpServer {
             auth: self.auth,
             models: self.models,
             editor_tools: self.editor_tools,
+            task_subagent: self.task_subagent,
             store: self.store,
             output_budget: self.output_budget,
             policy: Arc::new(self.policy.unwrap_or_default().with_session_modes()),

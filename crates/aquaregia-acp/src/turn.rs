@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::connection::Connection;
 use crate::rpc::{invalid_params, spawn};
 use crate::session::Session;
-use crate::{agent, builtins, commands, prompt, store, updates};
+use crate::{agent, builtins, commands, prompt, store, subagents, updates};
 
 /// `session/prompt`: the prompt is registered at once, so a `session/cancel` read right behind
 /// it finds it, and runs in a task of its own.
@@ -55,11 +55,14 @@ pub(crate) fn start(
     });
 }
 
-/// `session/cancel`: stops the session's running prompt, if any.
+/// `session/cancel`: stops the session's running prompt, if any; of a subagent's child
+/// session, that subagent alone.
 pub(crate) fn cancel(connection: &Connection, cancel: &CancelNotification) {
     if let Ok(session) = connection.sessions.get(&cancel.session_id.0) {
         tracing::info!(session = %session.id, "session/cancel");
         session.cancel();
+    } else {
+        connection.children.cancel(&cancel.session_id.0);
     }
 }
 
@@ -89,6 +92,7 @@ async fn prompt(
             Err(Failure::Internal(format!("the agent panicked: {what}")))
         });
     drop(running);
+    connection.children.end_turn(&session.id);
     let _ = match outcome {
         Ok(stop) => responder.respond(PromptResponse::new(stop)),
         Err(Failure::Internal(message)) => responder.respond_with_error(
@@ -174,6 +178,18 @@ async fn run_prompt(
                     cx,
                     &session.id,
                     updates::finished(&id, &result, keep_content),
+                );
+                subagents::call_finished(&connection.children, cx, &session.id, &id, &result);
+            }
+            Ok(AgentEvent::SubAgent { id, event, .. }) => {
+                let finished = |call: &str| session.state.with(|state| state.call_finished(call));
+                subagents::forward(
+                    &connection.children,
+                    cx,
+                    &session.id,
+                    &id,
+                    *event,
+                    &finished,
                 );
             }
             Ok(AgentEvent::StepFinish(step)) => {

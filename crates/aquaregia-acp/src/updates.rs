@@ -158,7 +158,7 @@ fn main_argument(arguments: &Value) -> Option<String> {
 }
 
 /// The first line of `text`, followed by how many lines were left out, if any.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     let mut lines = text.lines();
     let first = lines.next().unwrap_or_default().to_owned();
     match lines.count() {
@@ -170,6 +170,10 @@ fn one_line(text: &str) -> String {
 
 /// The ACP tool kind: read-only and destructive hints first, then what the tool's name says.
 pub(crate) fn kind(name: &str, tool: Option<&Tool>) -> ToolKind {
+    if name == builtins::TASK {
+        // Marked read-only (it asks nothing itself), it reads nothing itself either.
+        return ToolKind::Other;
+    }
     let annotations = tool.map(Tool::annotations);
     if annotations.and_then(|a| a.read_only) == Some(true) {
         return ToolKind::Read;

@@ -51,6 +51,17 @@ pub(crate) struct AcpArgs {
     #[arg(long, value_name = "TEXT")]
     pub(crate) system: Option<String>,
 
+    /// The most model calls of one run of the `task` subagent (the built-in general
+    /// subagent: the model hands it a self-contained task, a fresh agent with the session's
+    /// tools works on it; a client that supports subagents shows it as a child session).
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) subagent_max_steps: u32,
+
+    /// Don't offer the `task` subagent.
+    #[arg(long)]
+    pub(crate) no_subagents: bool,
+
     /// Read the model's API key from the terminal, store it in the data dir and exit (ACP
     /// terminal auth runs this).
     #[arg(long)]
@@ -184,6 +195,7 @@ pub(crate) async fn run(args: AcpArgs, config: Option<&std::path::Path>) -> anyh
     })
     .auth(auth)
     .editor_tools(true)
+    .task_subagent((!args.no_subagents).then_some(args.subagent_max_steps as usize))
     // Secrets are redacted from each turn before it is written.
     .session_store(sessions.store)
     .models(default_model, move || {

@@ -32,6 +32,17 @@ pub(crate) struct AgentArgs {
     #[arg(long, value_name = "TEXT")]
     pub(crate) system: Option<String>,
 
+    /// Offer the `task` subagent: the model hands it a self-contained task, and a fresh agent
+    /// with the same model and tools works on it and answers; its tool calls are shown
+    /// indented under the `task` call and asked about as the turn's own are.
+    #[arg(long)]
+    pub(crate) subagents: bool,
+
+    /// The most model calls of one run of the `task` subagent.
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) subagent_max_steps: u32,
+
     /// Allow every tool call without asking (--deny still applies).
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,

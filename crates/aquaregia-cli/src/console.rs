@@ -3,12 +3,14 @@
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use aquaregia::permission_rules::{PermissionRule, PermissionRules, RuleEffect};
 use aquaregia::redact::StreamRedactor;
-use aquaregia::{AgentHooks, Tool, ToolCall, ToolCallDecision, ToolExecError, ToolOutput};
+use aquaregia::{
+    AgentHooks, SubAgentSetup, Tool, ToolCall, ToolCallDecision, ToolExecError, ToolOutput,
+};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio::sync::mpsc;
 
@@ -199,25 +201,25 @@ impl Console {
         format!("{choices} ")
     }
 
-    fn start(&self, call: &ToolCall, label: String) {
+    fn start(&self, depth: usize, call: &ToolCall, label: String) {
         let bar = self.progress.add(ProgressBar::new_spinner());
         bar.set_style(
             ProgressStyle::with_template("{spinner} {msg} {elapsed}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
-        bar.set_message(label.clone());
+        bar.set_message(format!("{}{label}", indent(depth)));
         bar.enable_steady_tick(Duration::from_millis(100));
         let running = Running {
             bar,
             label,
             started: Instant::now(),
         };
-        lock(&self.running).insert(call.id.clone(), running);
+        lock(&self.running).insert(running_key(depth, &call.id), running);
     }
 
     /// Removes the call's spinner, if it has one.
-    fn stop(&self, id: &str) -> Option<Running> {
-        let running = lock(&self.running).remove(id)?;
+    fn stop(&self, depth: usize, id: &str) -> Option<Running> {
+        let running = lock(&self.running).remove(&running_key(depth, id))?;
         running.bar.finish_and_clear();
         self.progress.remove(&running.bar);
         Some(running)
@@ -226,6 +228,7 @@ impl Console {
     /// One line saying how the call ended.
     fn report(
         &self,
+        depth: usize,
         label: &str,
         running: Option<&Running>,
         result: &Result<ToolOutput, ToolExecError>,
@@ -237,12 +240,18 @@ impl Console {
             })
             .unwrap_or_default();
         let (good, bad) = (self.styles.green("✓"), self.styles.red("✗"));
+        let indent = indent(depth);
         let line = match result {
-            Ok(value) => format!("{good} {label} ok{took}: {}", output::result_summary(value)),
-            Err(ToolExecError::Denied(reason)) => format!("{bad} {label} denied: {reason}"),
-            Err(ToolExecError::Cancelled) => format!("{bad} {label} cancelled{took}"),
+            Ok(value) => format!(
+                "{indent}{good} {label} ok{took}: {}",
+                output::result_summary(value)
+            ),
+            Err(ToolExecError::Denied(reason)) => {
+                format!("{indent}{bad} {label} denied: {reason}")
+            }
+            Err(ToolExecError::Cancelled) => format!("{indent}{bad} {label} cancelled{took}"),
             Err(error) => format!(
-                "{bad} {label} failed{took}: {}",
+                "{indent}{bad} {label} failed{took}: {}",
                 output::first_line(&error.to_string(), 160)
             ),
         };
@@ -254,16 +263,22 @@ impl Console {
     /// `label 3/10 copying files`.
     pub(crate) fn tool_progress(
         &self,
+        depth: usize,
         id: &str,
         progress: f64,
         total: Option<f64>,
         message: Option<&str>,
     ) {
         let running = lock(&self.running);
-        let Some(running) = running.get(id) else {
+        let Some(running) = running.get(&running_key(depth, id)) else {
             return;
         };
-        let mut line = format!("{} {}", running.label, progress_amount(progress, total));
+        let mut line = format!(
+            "{}{} {}",
+            indent(depth),
+            running.label,
+            progress_amount(progress, total)
+        );
         if let Some(message) = message.map(|message| output::first_line(message, 80))
             && !message.is_empty()
         {
@@ -273,17 +288,77 @@ impl Console {
         running.bar.set_message(line);
     }
 
-    /// A call the agent gave up on when cancelled: its finish hook never ran.
-    pub(crate) fn abandoned(&self, id: &str, result: &Result<ToolOutput, ToolExecError>) {
-        if let Some(running) = self.stop(id) {
-            self.report(&running.label, Some(&running), result);
+    /// A call the agent gave up on when cancelled (`depth` subagents in): its finish hook
+    /// never ran.
+    pub(crate) fn abandoned(
+        &self,
+        depth: usize,
+        id: &str,
+        result: &Result<ToolOutput, ToolExecError>,
+    ) {
+        if let Some(running) = self.stop(depth, id) {
+            self.report(depth, &running.label, Some(&running), result);
         }
     }
 }
 
+/// The key of a running call `depth` subagents in (a subagent's call ids are its model's,
+/// and may be the parent's too).
+fn running_key(depth: usize, id: &str) -> String {
+    if depth == 0 {
+        id.to_owned()
+    } else {
+        format!("{depth}/{id}")
+    }
+}
+
+/// What a call `depth` subagents in is shown with, before its line.
+fn indent(depth: usize) -> String {
+    "    ".repeat(depth)
+}
+
+/// The console as the hooks of a run (`depth` 0) or of a subagent's run (`depth` levels in,
+/// its calls shown indented under the call that runs it).
+pub(crate) struct ConsoleHooks {
+    console: Arc<Console>,
+    depth: usize,
+}
+
+impl ConsoleHooks {
+    pub(crate) fn new(console: Arc<Console>) -> Self {
+        Self { console, depth: 0 }
+    }
+}
+
 #[aquaregia::async_trait]
-impl AgentHooks for Console {
+impl AgentHooks for ConsoleHooks {
     async fn on_tool_call_start(&self, call: &ToolCall, tool: Option<&Tool>) -> ToolCallDecision {
+        self.console.tool_call_start(self.depth, call, tool).await
+    }
+
+    async fn on_tool_call_finish(
+        &self,
+        call: &ToolCall,
+        result: &Result<ToolOutput, ToolExecError>,
+    ) {
+        self.console.tool_call_finish(self.depth, call, result);
+    }
+
+    async fn on_subagent_start(&self, _call: &ToolCall) -> SubAgentSetup {
+        SubAgentSetup::new().hooks(Arc::new(Self {
+            console: self.console.clone(),
+            depth: self.depth + 1,
+        }))
+    }
+}
+
+impl Console {
+    async fn tool_call_start(
+        &self,
+        depth: usize,
+        call: &ToolCall,
+        tool: Option<&Tool>,
+    ) -> ToolCallDecision {
         let Some(tool) = tool else {
             // Nothing to ask about: the agent tells the model the tool does not exist.
             return ToolCallDecision::Allow;
@@ -295,7 +370,12 @@ impl AgentHooks for Console {
             Verdict::Allow => {}
             Verdict::Deny(reason) => return ToolCallDecision::Deny(reason),
             Verdict::Ask => {
-                let full = format!("{}({})", call.name, output::arguments_full(&call.arguments));
+                let full = format!(
+                    "{}{}({})",
+                    indent(depth),
+                    call.name,
+                    output::arguments_full(&call.arguments)
+                );
                 let decision = self.permission(call, &full).await;
                 if decision != ToolCallDecision::Allow {
                     return decision;
@@ -307,21 +387,22 @@ impl AgentHooks for Console {
             call.name,
             output::arguments_summary(&call.arguments)
         );
-        self.start(call, label);
+        self.start(depth, call, label);
         ToolCallDecision::Allow
     }
 
-    async fn on_tool_call_finish(
+    fn tool_call_finish(
         &self,
+        depth: usize,
         call: &ToolCall,
         result: &Result<ToolOutput, ToolExecError>,
     ) {
         // Denied and unknown calls have no spinner, and are labelled by name only.
-        let running = self.stop(&call.id);
+        let running = self.stop(depth, &call.id);
         let label = running
             .as_ref()
             .map_or(call.name.as_str(), |r| r.label.as_str());
-        self.report(label, running.as_ref(), result);
+        self.report(depth, label, running.as_ref(), result);
     }
 }
 

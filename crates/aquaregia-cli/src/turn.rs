@@ -14,13 +14,22 @@ use std::sync::Arc;
 use anyhow::bail;
 
 use crate::agent_args::{AgentArgs, OutputFormat};
-use crate::console::Console;
+use crate::console::{Console, ConsoleHooks};
 use crate::output::{self, Styles};
 use crate::{prices, prompt_cache, telemetry};
 use aquaregia::redact::StreamRedactor;
 
 /// What one tool result may put into the model's context.
 const TOOL_OUTPUT_BUDGET_TOKENS: u64 = 25_000;
+
+/// The `task` subagent's tool (`--subagents`).
+const TASK: &str = "task";
+
+/// What the `task` subagent's tool tells the model.
+const TASK_DESCRIPTION: &str = "Hands a self-contained task to a subagent: a fresh agent with \
+     the same tools and no view of this conversation, which works on it step by step and \
+     answers with its result. Use it for work that needs many tool calls whose details the \
+     conversation does not need. Say in `task` everything the subagent needs to know.";
 
 /// The model in use (`chat` switches it with `/model`).
 pub(crate) struct Model {
@@ -54,30 +63,44 @@ pub(crate) fn agent(
     cancel: CancellationToken,
 ) -> anyhow::Result<Agent> {
     let client = &model.client;
-    let mut agent = client
-        .agent(&model.id)
+    let base = || {
+        let mut agent = client
+            .agent(&model.id)
+            .price_table(prices.clone())
+            // Tools added or removed mid-run (`tools/list_changed`) reach the next step.
+            .prepare_step(toolset.prepare_step())
+            .prompt_caching(prompt_cache::for_session(
+                client,
+                prompt_cache::process_key(),
+            ))
+            // Long tool results reach the model cut to head and tail; `read_tool_output`
+            // reads on.
+            .tool_output_budget(OutputBudget::tokens(TOOL_OUTPUT_BUDGET_TOKENS))
+            .telemetry(telemetry::agent_telemetry());
+        if let Some(system) = &args.system {
+            agent = agent.instructions(system);
+        }
+        if !args.yes {
+            // One question at a time, and no spinner redrawing over a question.
+            agent = agent.max_tool_concurrency(1);
+        }
+        agent
+    };
+    let mut tools = tools;
+    if args.subagents {
+        // Its calls are asked about and shown by the turn's console (one level in).
+        let task = base()
+            .tools(tools.clone())
+            .max_steps(args.subagent_max_steps as usize)
+            .build()?;
+        tools.push(task.into_tool(TASK, TASK_DESCRIPTION));
+    }
+    Ok(base()
         .tools(tools)
-        .price_table(prices.clone())
-        // Tools added or removed mid-run (`tools/list_changed`) reach the next step.
-        .prepare_step(toolset.prepare_step())
         .max_steps(args.max_steps as usize)
-        .prompt_caching(prompt_cache::for_session(
-            client,
-            prompt_cache::process_key(),
-        ))
-        // Long tool results reach the model cut to head and tail; `read_tool_output` reads on.
-        .tool_output_budget(OutputBudget::tokens(TOOL_OUTPUT_BUDGET_TOKENS))
         .cancellation_token(cancel)
-        .telemetry(telemetry::agent_telemetry())
-        .shared_hooks(console.clone());
-    if let Some(system) = &args.system {
-        agent = agent.instructions(system);
-    }
-    if !args.yes {
-        // One question at a time, and no spinner redrawing over a question.
-        agent = agent.max_tool_concurrency(1);
-    }
-    Ok(agent.build()?)
+        .hooks(ConsoleHooks::new(console.clone()))
+        .build()?)
 }
 
 /// Runs one turn on `messages` (the history plus the new prompt), printing as `format` says;
@@ -162,8 +185,9 @@ pub(crate) async fn run(
                 progress,
                 total,
                 message,
-            } => console.tool_progress(&id, progress, total, message.as_deref()),
-            AgentEvent::ToolCallFinish { id, result, .. } => console.abandoned(&id, &result),
+            } => console.tool_progress(0, &id, progress, total, message.as_deref()),
+            AgentEvent::ToolCallFinish { id, result, .. } => console.abandoned(0, &id, &result),
+            AgentEvent::SubAgent { event, .. } => subagent_event(console, 1, *event),
             AgentEvent::Finish(output) => {
                 if format == OutputFormat::Text {
                     console.answer.end()?;
@@ -175,6 +199,21 @@ pub(crate) async fn run(
     }
     console.stop_thinking();
     bail!("the agent stopped without an answer")
+}
+
+/// A subagent's event, `depth` levels in: its calls' progress and the calls it gave up on.
+fn subagent_event(console: &Console, depth: usize, event: AgentEvent) {
+    match event {
+        AgentEvent::ToolProgress {
+            id,
+            progress,
+            total,
+            message,
+        } => console.tool_progress(depth, &id, progress, total, message.as_deref()),
+        AgentEvent::ToolCallFinish { id, result, .. } => console.abandoned(depth, &id, &result),
+        AgentEvent::SubAgent { event, .. } => subagent_event(console, depth + 1, *event),
+        _ => {}
+    }
 }
 
 /// One `stream-json` line for an event (`None` for the final one, printed by the caller with
@@ -203,6 +242,9 @@ fn event_json(event: &AgentEvent) -> Option<Value> {
         } => json!({"type": "tool_progress", "id": id, "progress": progress, "total": total,
                     "message": message}),
         AgentEvent::StepFinish(step) => step_json(step),
+        AgentEvent::SubAgent { id, name, event } => {
+            json!({"type": "subagent", "id": id, "name": name, "event": event_json(event)?})
+        }
         _ => return None,
     })
 }
