@@ -24,7 +24,8 @@
 //!
 //! Optional parts: [`AcpServer::auth`] (API keys through ACP `authenticate`),
 //! [`AcpServer::models`] (a `model` config option next to the `mode` one),
-//! [`AcpServer::editor_tools`] (the editor's files and terminal as tools) and
+//! [`AcpServer::editor_tools`] (the editor's files and terminal as tools),
+//! [`AcpServer::task_subagent`] (a built-in subagent whose runs are child sessions) and
 //! [`AcpServer::session_store`] (persistent sessions: load, list, resume, delete). Slash
 //! commands (`/clear`, `/compact`, `/tools`, `/model`, MCP prompts) and `usage_update`s are
 //! always on (a `usage_update` only when the model's context window is known, see

@@ -67,6 +67,13 @@
 //! durable execution engine records; [`Agent::run`] and [`Agent::stream`] drive the same
 //! machine.
 //!
+//! ## Subagents
+//!
+//! [`Agent::into_tool`] makes an agent a tool another agent calls with a task: it runs with
+//! its own model, tools and limits, its events nested under the parent's call
+//! ([`AgentEvent::SubAgent`]), its tool calls decided by the parent run's hooks
+//! ([`AgentHooks::on_subagent_start`]), its tokens counted in the parent's totals.
+//!
 //! ## Observability
 //!
 //! Runs emit `tracing` spans that follow the OpenTelemetry GenAI semantic conventions, with

@@ -382,10 +382,11 @@ pub struct AgentOutput {
     pub text: String,
     /// Every step, in order.
     pub steps: Vec<StepResult>,
-    /// Tokens used by all model calls: every step's, and compaction summaries'.
+    /// Tokens used by all model calls: every step's, compaction summaries', and those of the
+    /// subagents its tool calls ran ([`Agent::into_tool`]).
     pub usage: Usage,
-    /// What all model calls cost (compaction summaries included), when the agent has a
-    /// [`PriceTable`] pricing every call's model.
+    /// What all model calls cost (compaction summaries and subagents included), when the
+    /// agent has a [`PriceTable`] pricing every call's model.
     pub cost: Option<Cost>,
     /// The whole conversation, input included; pass it (plus a new message) to continue.
     pub messages: Vec<Message>,
