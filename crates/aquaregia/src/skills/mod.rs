@@ -264,6 +264,14 @@ impl Skill {
         Ok(text)
     }
 
+    /// The instructions in a `SKILL.md`'s text: what follows its frontmatter (all of it when
+    /// it has none).
+    pub fn instructions_in(text: &str) -> &str {
+        frontmatter::split(text)
+            .map_or(text, |(_, body)| body)
+            .trim()
+    }
+
     /// The user message for `/name text`: the skill's instructions, then the text (the task).
     pub async fn prompt(&self, text: &str) -> Result<Message, SkillError> {
         let loaded = self.load().await?;
@@ -287,6 +295,14 @@ pub enum SkillIssue {
         /// What is wrong.
         reason: String,
     },
+    /// A source of skills (an MCP server) could not list them, or listed one that breaks the
+    /// rules.
+    Source {
+        /// Where they come from (`MCP server `name``, with the skill's URI when it is one).
+        source: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Two skills have the same name: the one found later (more local) is used.
     Shadowed {
         /// The name.
@@ -304,6 +320,7 @@ impl fmt::Display for SkillIssue {
             Self::Invalid { path, reason } => {
                 write!(f, "skill {} is ignored: {reason}", path.display())
             }
+            Self::Source { source, reason } => write!(f, "skills of {source}: {reason}"),
             Self::Shadowed { name, kept, hidden } => {
                 write!(f, "skill `{name}` from {kept} hides the one from {hidden}")
             }
@@ -375,6 +392,11 @@ impl Skills {
             }
             None => self.skills.push(skill),
         }
+    }
+
+    /// Records an issue found by whoever adds skills from elsewhere (an MCP server).
+    pub fn report(&mut self, issue: SkillIssue) {
+        self.issues.push(issue);
     }
 
     /// Adds `other`'s skills after these (they win on a clash) and its issues.
