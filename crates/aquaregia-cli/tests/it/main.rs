@@ -29,6 +29,7 @@ mod acp_model_option;
 mod acp_oauth;
 mod acp_persistent_sessions;
 mod acp_signals;
+mod acp_skills;
 mod acp_stdin_bad_lines;
 mod acp_trace_logs;
 mod acp_typescript_sdk;
