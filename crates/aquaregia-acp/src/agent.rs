@@ -97,11 +97,13 @@ pub(crate) async fn tools(connection: &Connection, session: &Session) -> Vec<Too
     tools
 }
 
-/// Every tool of the session, whatever the mode: the MCP servers' and the built-ins.
+/// Every tool of the session, whatever the mode: the MCP servers', the built-ins and the skill tool.
 pub(crate) async fn all_tools(connection: &Connection, session: &Session) -> Vec<Tool> {
     let mut tools = session.mcp_tools().await;
     if connection.settings.editor_tools {
         tools.extend(session.editor.tools(&connection.settings.plan.disabled));
     }
+    let skills = session.state.with(|state| state.skills.tool());
+    tools.extend(skills);
     tools
 }

@@ -1,6 +1,7 @@
-//! Slash commands: the built-ins (`/clear`, `/compact`, `/model`, `/tools`, `/permissions`)
-//! and the MCP servers' prompts (`/<server>:<prompt> arguments`, run with `prompts/get`),
-//! announced with `available_commands_update` and run at the start of a turn.
+//! Slash commands: the built-ins (`/clear`, `/compact`, `/model`, `/tools`, `/permissions`),
+//! the MCP servers' prompts (`/<server>:<prompt> arguments`, run with `prompts/get`) and the
+//! skills (`/<skill> task`: the turn starts with the skill's instructions), announced with
+//! `available_commands_update` and run at the start of a turn.
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionUpdate,
     UnstructuredCommandInput,
 };
-use aquaregia::{Message, SlashCommand};
+use aquaregia::{Message, Skill, SkillError, Skills, SlashCommand};
 use aquaregia_mcp::ServerPrompt;
 use tokio_util::sync::CancellationToken;
 
@@ -34,8 +35,26 @@ pub(crate) fn parse(text: &str) -> Option<SlashCommand<'_>> {
     })
 }
 
-/// The `available_commands_update` for these prompts and the built-ins.
-pub(crate) fn update(prompts: &[ServerPrompt], has_models: bool) -> SessionUpdate {
+/// The built-in commands' names: a skill of one of these names is not offered as a command.
+const BUILT_INS: &[&str] = &["clear", "compact", "tools", "permissions", "model"];
+
+/// The skill `/name` runs, when `text` starts with one (and the name is not a built-in).
+pub(crate) fn skill<'a>(text: &'a str, skills: &Skills) -> Option<(Skill, &'a str)> {
+    match SlashCommand::parse(text)? {
+        SlashCommand::Unknown { name, input } if !BUILT_INS.contains(&name) => {
+            skills.get(name).map(|skill| (skill.clone(), input))
+        }
+        _ => None,
+    }
+}
+
+/// The messages `/skill task` sends: the skill's instructions, then the task.
+pub(crate) async fn run_skill(skill: &Skill, input: &str) -> Result<Vec<Message>, SkillError> {
+    Ok(vec![skill.prompt(input).await?])
+}
+
+/// The `available_commands_update` for these prompts, skills and the built-ins.
+pub(crate) fn update(prompts: &[ServerPrompt], skills: &Skills, has_models: bool) -> SessionUpdate {
     let mut commands = vec![
         AvailableCommand::new("clear", "Forget this session's conversation"),
         AvailableCommand::new(
@@ -67,6 +86,17 @@ pub(crate) fn update(prompts: &[ServerPrompt], has_models: bool) -> SessionUpdat
             ));
         }
         commands.push(available);
+    }
+    for skill in skills
+        .iter()
+        .filter(|skill| !BUILT_INS.contains(&skill.name()))
+    {
+        let hint = skill.argument_hint().unwrap_or("task for the skill");
+        commands.push(
+            AvailableCommand::new(skill.name(), skill.description()).input(
+                AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(hint)),
+            ),
+        );
     }
     SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands))
 }

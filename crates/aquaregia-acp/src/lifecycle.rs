@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use aquaregia::workspace::Workspace;
-use aquaregia::{NewSession, ToolOutputStore};
+use aquaregia::{NewSession, SkillIssue, Skills, ToolOutputStore};
 use serde_json::Value;
 
 use crate::connection::Connection;
@@ -308,9 +308,16 @@ async fn open(
         on_process: settings.plan.on_process.clone(),
         sandbox: settings.plan.sandbox.clone(),
     });
+    // The project's and the user's skills, known before the first prompt can name one.
+    let local_cwd = cwd.clone();
+    let skills = tokio::task::spawn_blocking(move || Skills::discover(local_cwd))
+        .await
+        .unwrap_or_default();
     state.with(|state| {
         // Told at the start of the first turn, where the client shows them (kept before the
         // client knows the session, so its first prompt finds them).
+        tell_skill_issues(state, &id, skills.issues());
+        state.skills = skills;
         for failure in &failures {
             state.add_notice(format!(
                 "MCP server `{}` is unavailable: {}\n",
@@ -333,13 +340,48 @@ async fn open(
     (session, options)
 }
 
-/// Once the client knows the session: the commands.
+/// Once the client knows the session: the commands (the built-ins, the servers' prompts and
+/// the skills).
 async fn opened(connection: &Connection, session: &Session, cx: &ConnectionTo<Client>) {
     let prompts = session.toolset.prompts().await;
+    let skills = skills(session).await;
     updates::send(
         cx,
         &session.id,
-        commands::update(&prompts, connection.settings.models.is_some()),
+        commands::update(&prompts, &skills, connection.settings.models.is_some()),
     );
-    session.state.with(|state| state.commands = prompts);
+    session.state.with(|state| {
+        state.commands = prompts;
+        state.skills = skills;
+    });
+}
+
+/// The session's skills: its servers', then the user's and the project's found when it
+/// opened (more local ones win). What is wrong with the servers' is logged and told at the
+/// start of the next turn.
+async fn skills(session: &Session) -> Skills {
+    let mut skills = session.toolset.skills().await;
+    session.state.with(|state| {
+        let local = state.skills.clone();
+        let servers = skills.issues().len();
+        let known = servers + local.issues().len();
+        skills.merge(local);
+        // The servers' issues, then the clashes the merge found (the local ones were told).
+        let issues = skills.issues();
+        let new = issues.iter().take(servers).chain(issues.iter().skip(known));
+        tell_skill_issues(state, &session.id, new);
+    });
+    skills
+}
+
+/// Logs these issues with skills, and keeps them for the start of the next turn.
+fn tell_skill_issues<'a>(
+    state: &mut SessionState,
+    session: &str,
+    issues: impl IntoIterator<Item = &'a SkillIssue>,
+) {
+    for issue in issues {
+        tracing::warn!(session, %issue, "skill");
+        state.add_notice(format!("Skills: {issue}\n"));
+    }
 }

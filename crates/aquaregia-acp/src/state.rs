@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::SessionMode;
+use aquaregia::Skills;
 use aquaregia::permission_rules::PermissionRules;
 use aquaregia::sync::lock;
 use aquaregia_mcp::ServerPrompt;
@@ -50,6 +51,9 @@ pub(crate) struct SessionState {
     pub(crate) models: Vec<String>,
     /// Its servers' prompts, offered as slash commands.
     pub(crate) commands: Vec<ServerPrompt>,
+    /// Its skills (the project's, the user's and the servers'), offered as slash commands
+    /// and through the skill tool.
+    pub(crate) skills: Skills,
     /// The project's remembered "always" answers (`<cwd>/.aquaregia/permissions.json`).
     pub(crate) always: PermissionRules,
     /// The running prompt's cancellation token.
@@ -76,6 +80,7 @@ impl SessionState {
             model: None,
             models: Vec::new(),
             commands: Vec::new(),
+            skills: Skills::new(),
             always,
             prompt: None,
             running: Vec::new(),

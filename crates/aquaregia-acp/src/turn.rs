@@ -133,7 +133,17 @@ async fn run_prompt(
         updates::send(cx, &session.id, updates::message(&notice));
     }
     let mut new = vec![Message::new(Role::User, prompt::parts(&request.prompt))];
-    if let Some(command) = commands::parse(&prompt::text(&request.prompt)) {
+    let text = prompt::text(&request.prompt);
+    let skills = session.state.with(|state| state.skills.clone());
+    if let Some((skill, input)) = commands::skill(&text, &skills) {
+        match commands::run_skill(&skill, input).await {
+            Ok(messages) => new = messages,
+            Err(error) => {
+                updates::send(cx, &session.id, updates::message(&format!("{error}\n")));
+                return Ok(AcpStopReason::EndTurn);
+            }
+        }
+    } else if let Some(command) = commands::parse(&text) {
         match commands::run(connection, session, command, token, cx).await? {
             None => return Ok(AcpStopReason::EndTurn),
             // An unknown `/server:prompt` goes to the model as it is.

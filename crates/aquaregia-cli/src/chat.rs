@@ -6,7 +6,7 @@ use std::pin::pin;
 use std::sync::Arc;
 
 use aquaregia::{
-    CancellationToken, Client, Cost, Message, PriceTable, SlashCommand, StopReason, Usage,
+    CancellationToken, Client, Cost, Message, PriceTable, Skills, SlashCommand, StopReason, Usage,
 };
 use aquaregia_mcp::McpToolset;
 use clap::Args;
@@ -22,6 +22,7 @@ use crate::prices;
 use crate::run::{connect_options, explain_unreachable_default, permissions};
 use crate::servers;
 use crate::signals::StopSignals;
+use crate::skills;
 use crate::turn::{self, Model};
 
 const HELP: &str = "\
@@ -35,6 +36,7 @@ const HELP: &str = "\
 /usage           tokens used in this chat
 /permissions     the project's remembered 'always' answers; /permissions revoke <n>, clear
 /prompts         the MCP servers' prompts
+/<skill> [task]  run a turn with a skill's instructions (the skills are listed below)
 /<server>:<prompt> [key=value...]   send an MCP prompt
 /exit            leave (as does Ctrl-D)
 A line ending with \\ continues on the next line.";
@@ -71,6 +73,7 @@ pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result
         toolset = servers::toolset(selection.targets, &options) => toolset?,
         () = signals.recv() => return Err(Interrupted.into()),
     };
+    let skills = skills::load(&toolset).await;
     let input = LineInput::open(history_file());
     let console = Arc::new(Console::new(
         permissions,
@@ -80,6 +83,7 @@ pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result
     let mut chat = Chat {
         args: &args.agent,
         toolset: &toolset,
+        skills,
         console,
         interactive: input.is_terminal(),
         input,
@@ -108,6 +112,9 @@ enum Next {
 struct Chat<'a> {
     args: &'a AgentArgs,
     toolset: &'a McpToolset,
+    /// The skills: `/<name> task` runs a turn with one, and the model loads them with the
+    /// skill tool.
+    skills: Skills,
     console: Arc<Console>,
     input: LineInput,
     signals: &'a mut StopSignals,
@@ -224,7 +231,16 @@ impl Chat<'_> {
                     Err(error) => Err(error.into()),
                 };
             }
-            SlashCommand::Help => eprintln!("{HELP}"),
+            SlashCommand::Help => {
+                eprintln!("{HELP}");
+                let skills = skills::help_lines(&self.skills);
+                if !skills.is_empty() {
+                    eprintln!("Skills:");
+                }
+                for line in skills {
+                    eprintln!("{line}");
+                }
+            }
             SlashCommand::Exit => return Ok(Next::Exit),
             SlashCommand::Prompts => {
                 let prompts = chat_prompts::list(self.toolset).await;
@@ -277,8 +293,19 @@ impl Chat<'_> {
                 let answer = self.console.rules().command(input);
                 eprintln!("{}", output::clean(&answer));
             }
-            SlashCommand::Unknown { name, .. } => {
-                eprintln!("unknown command /{}; /help lists them", output::clean(name));
+            SlashCommand::Unknown { name, input } => {
+                let Some(skill) = self.skills.get(name).cloned() else {
+                    eprintln!("unknown command /{}; /help lists them", output::clean(name));
+                    return Ok(Next::Read);
+                };
+                return match skill.prompt(input).await {
+                    Ok(message) => Ok(Next::Send(vec![message])),
+                    Err(error) if self.interactive => {
+                        output::print_error(&anyhow::Error::new(error));
+                        Ok(Next::Read)
+                    }
+                    Err(error) => Err(error.into()),
+                };
             }
             _ => eprintln!("this command is not available in chat; /help lists them"),
         }
@@ -346,7 +373,8 @@ impl Chat<'_> {
 
     /// Sends `new` (a prompt, or an MCP prompt's messages) after the history.
     async fn turn(&mut self, model: &Model, new: Vec<Message>) -> anyhow::Result<()> {
-        let tools = self.toolset.tools().await?;
+        let mut tools = self.toolset.tools().await?;
+        tools.extend(self.skills.tool());
         let cancel = CancellationToken::new();
         let agent = turn::agent(
             self.args,

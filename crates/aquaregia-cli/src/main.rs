@@ -28,6 +28,7 @@ mod servers;
 mod session_store;
 mod sessions_cmd;
 mod signals;
+mod skills;
 mod telemetry;
 mod turn;
 

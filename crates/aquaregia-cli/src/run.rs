@@ -20,6 +20,7 @@ use crate::output::{self, Styles};
 use crate::permissions::Permissions;
 use crate::prices;
 use crate::servers::{self, ConnectOptions, Selection};
+use crate::skills;
 use crate::turn::{self, Model};
 
 #[derive(Debug, Args)]
@@ -142,6 +143,8 @@ async fn run_turn(
         tools = toolset.tools() => tools?,
         () = cancel.cancelled() => return Err(Interrupted.into()),
     };
+    let mut tools = tools;
+    tools.extend(skills::load(toolset).await.tool());
     tracing::info!(model = %model.id, tools = tools.len(), servers = toolset.connections().len(), "starting the agent");
     let agent = turn::agent(&args.agent, model, prices, tools, toolset, console, cancel)?;
     let prompt = [Message::user(prompt)];

@@ -130,6 +130,7 @@ pub use toolset::pins::{
     PinChange, PinError, PinFile, PinReview, Pins, ServerPins, ToolPin, WithheldTool,
 };
 pub use toolset::prompts::{PROMPT_TIMEOUT, PromptError, ServerPrompt};
+pub use toolset::skills::SKILL_TIMEOUT;
 pub use toolset::{McpToolset, McpToolsetBuilder};
 pub use transport::http_options::HttpOptions;
 pub use transport::process;

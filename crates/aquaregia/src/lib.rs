@@ -122,6 +122,13 @@
 //! MCP servers' tools come from the [`aquaregia-mcp`](https://docs.rs/aquaregia-mcp) crate, so
 //! this one does not depend on rmcp.
 //!
+//! ## Skills
+//!
+//! [`Skills::discover`] reads Agent Skills (`SKILL.md` folders) from the user's and the
+//! project's skill folders; [`Skills::tool`] offers them to the model by name and description
+//! only, and loads one's instructions when the model calls it (progressive disclosure).
+//! `aquaregia-mcp` adds MCP servers' skills (the skills extension, SEP-2640).
+//!
 //! ## Sessions
 //!
 //! [`SessionStore`] keeps conversations across processes; [`FileSessionStore`] (always
@@ -147,6 +154,7 @@ mod provider;
 pub mod redact;
 mod schema_check;
 mod session;
+mod skills;
 mod structured;
 pub mod sync;
 mod telemetry;
@@ -181,6 +189,10 @@ pub use prompt_cache::PromptCaching;
 pub use session::{
     FileSessionStore, NewSession, SessionError, SessionId, SessionMeta, SessionPage, SessionQuery,
     SessionStore, SessionTurn, SessionUpdate, StoredSession, Timestamp, TimestampParseError,
+};
+pub use skills::{
+    MAX_SKILL_FILE_BYTES, SKILL_TOOL, Skill, SkillError, SkillIssue, SkillOrigin, SkillSource,
+    Skills,
 };
 pub use structured::OutputSchema;
 pub use telemetry::{TELEMETRY_TARGET, Telemetry};

@@ -8,5 +8,6 @@ pub(crate) mod executor;
 pub(crate) mod input;
 pub(crate) mod naming;
 pub(crate) mod prompts;
+pub(crate) mod skills;
 pub(crate) mod task;
 pub(crate) mod tools;

@@ -3,6 +3,7 @@
 
 pub(crate) mod pins;
 pub(crate) mod prompts;
+pub(crate) mod skills;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;

@@ -39,6 +39,7 @@ mod real_servers;
 mod robustness;
 mod sampling;
 mod server_timeouts;
+mod skills;
 mod stdio_env;
 mod stdio_faults;
 mod stdio_restart;

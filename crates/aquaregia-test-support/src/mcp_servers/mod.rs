@@ -7,11 +7,13 @@
 //! - [`input_required_server`]: 2026-07-28 `input_required` rounds;
 //! - [`progress_server`]: progress notifications, and a silent tool;
 //! - [`sampling_server`]: a tool that samples the client's model;
+//! - [`skills_server`]: skills (the skills extension, SEP-2640), or skill resources only;
 //! - [`task_server`]: tools that run as tasks.
 
 pub mod elicitation_server;
 pub mod input_required_server;
 pub mod progress_server;
 pub mod sampling_server;
+pub mod skills_server;
 pub mod task_server;
 pub mod test_server;
