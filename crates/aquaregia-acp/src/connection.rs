@@ -48,6 +48,8 @@ pub(crate) struct Settings {
     pub(crate) auth: Option<ApiKeyAuth>,
     pub(crate) models: Option<Arc<Models>>,
     pub(crate) editor_tools: bool,
+    /// Whether built-in tools the client cannot serve run on this machine.
+    pub(crate) local_tools: bool,
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// What one tool result may put into the context (`None`: no limit).
     pub(crate) output_budget: Option<OutputBudget>,

@@ -307,6 +307,7 @@ async fn open(
         state: state.clone(),
         on_process: settings.plan.on_process.clone(),
         sandbox: settings.plan.sandbox.clone(),
+        local: settings.local_tools,
     });
     state.with(|state| {
         // Told at the start of the first turn, where the client shows them (kept before the
