@@ -118,6 +118,30 @@ async function perform(command) {
       const state = connections.get(command.conn);
       return { updates: state.updates, calls: state.calls, permissions: state.permissions };
     }
+    case "raw": {
+      // A WebSocket of its own: sends `frames` (text, or `{ binary }`), then a valid
+      // `initialize`, and reports what came back until that is answered or the socket closes.
+      const socket = new WebSocket(command.url, { headers: { Authorization: `Bearer ${command.token}` } });
+      const received = [];
+      return await new Promise((resolve, reject) => {
+        socket.onerror = () => {};
+        socket.onclose = (event) => resolve({ received, closed: { code: event.code, reason: event.reason } });
+        socket.onmessage = (event) => {
+          const message = JSON.parse(event.data);
+          received.push(message);
+          if (message.id === "last") { socket.close(); }
+        };
+        socket.onopen = () => {
+          for (const frame of command.frames) {
+            if (typeof frame === "string") socket.send(frame);
+            else if (frame.binary !== undefined) socket.send(new TextEncoder().encode(frame.binary));
+            else if (frame.repeat !== undefined) socket.send("x".repeat(frame.repeat));
+          }
+          socket.send(JSON.stringify({ jsonrpc: "2.0", id: "last", method: "initialize",
+            params: { protocolVersion: 1, clientCapabilities: {} } }));
+        };
+      });
+    }
     case "close": {
       connections.get(command.conn).connection.close();
       return null;
@@ -578,11 +602,20 @@ async fn remote_stdio_servers_and_local_tools_need_the_operator() {
 }
 
 /// The status line and headers of a WebSocket upgrade of `/acp` at `address`, sent with
-/// `authorization` (if any).
+/// `authorization` (if any), lowercased.
 async fn upgrade(address: &str, authorization: Option<&str>) -> String {
     let mut stream = tokio::net::TcpStream::connect(address)
         .await
         .expect("connect to serve");
+    upgrade_on(&mut stream, address, authorization).await
+}
+
+/// [`upgrade`] on `stream`, which is left at the first byte after the response's head.
+async fn upgrade_on(
+    stream: &mut tokio::net::TcpStream,
+    address: &str,
+    authorization: Option<&str>,
+) -> String {
     let mut request = format!(
         "GET /acp HTTP/1.1\r\nHost: {address}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
@@ -670,6 +703,93 @@ async fn upgrades_need_the_bearer_token_and_serve_needs_one() {
     )
     .await;
     assert!(head.starts_with("http/1.1 101 "), "{head}");
+    server.stop().await;
+}
+
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs the npm/PyPI peers: --features real-peers"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn frames_that_are_not_one_message_get_a_parse_error_and_big_ones_close_the_socket() {
+    let scratch = Scratch::new();
+    let model = MockServer::start().await;
+    let server = Served::start(&scratch, &model, &[]).await;
+    let mut client = Client::start();
+    let raw =
+        |frames: Value| json!({"op": "raw", "url": server.url, "token": TOKEN, "frames": frames});
+    let two = r#"{"jsonrpc":"2.0","id":1,"method":"session/list","params":{}}
+{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}"#;
+    let long = format!("{{\"not json\": {}", "é".repeat(1 << 20));
+    let outcome = client
+        .ok(raw(json!(["not json", two, {"binary": "{}"}, long])))
+        .await;
+    let received = outcome["received"].as_array().unwrap();
+    let errors: Vec<&Value> = received
+        .iter()
+        .filter(|message| message["error"]["code"] == -32700)
+        .collect();
+    assert_eq!(errors.len(), 4, "{outcome:#}");
+    // The long one is quoted short.
+    assert!(
+        errors.iter().all(|error| error.to_string().len() < 1024),
+        "{outcome:#}"
+    );
+    // And the connection goes on.
+    let last = received.last().unwrap();
+    assert_eq!(last["id"], "last", "{outcome:#}");
+    assert_eq!(
+        last["result"]["agentInfo"]["name"], "aquaregia",
+        "{outcome:#}"
+    );
+
+    // A message over the bound (64 MiB) ends its connection, and only that one.
+    client.connect("a", &server).await;
+    let outcome = client.ok(raw(json!([{"repeat": (64 << 20) + 1}]))).await;
+    assert!(
+        outcome["received"].as_array().unwrap().is_empty(),
+        "{outcome}"
+    );
+    assert_ne!(outcome["closed"]["code"], 1000, "{outcome}");
+    let listed = client
+        .ok(Client::request("a", "session/list", json!({})))
+        .await;
+    assert!(listed["sessions"].is_array(), "{listed}");
+    client.stop().await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_does_not_answer_pings_is_disconnected() {
+    let scratch = Scratch::new();
+    let model = MockServer::start().await;
+    let server = Served::start(&scratch, &model, &["--ping-interval", "1"]).await;
+    let mut stream = tokio::net::TcpStream::connect(&server.address)
+        .await
+        .unwrap();
+    let head = upgrade_on(
+        &mut stream,
+        &server.address,
+        Some(&format!("Bearer {TOKEN}")),
+    )
+    .await;
+    assert!(head.starts_with("http/1.1 101 "), "{head}");
+    // Nothing is read or answered: a ping comes, then, a ping interval later, a close frame
+    // (policy violation, 1008), then the end of the stream.
+    let mut frames = Vec::new();
+    tokio::time::timeout(BOUND, stream.read_to_end(&mut frames))
+        .await
+        .expect("the server closed the socket")
+        .unwrap();
+    assert_eq!(frames.get(..2), Some(&[0x89, 0x00][..]), "{frames:x?}");
+    let close = &frames[2..];
+    assert_eq!(close.first(), Some(&0x88), "{frames:x?}");
+    assert_eq!(close.get(2..4), Some(&[0x03, 0xf0][..]), "{frames:x?}");
+    assert!(
+        server.stderr().contains("did not answer a ping"),
+        "{}",
+        server.stderr()
+    );
     server.stop().await;
 }
 
