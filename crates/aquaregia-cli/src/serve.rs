@@ -226,14 +226,10 @@ async fn upgrade(
     }
     let id = format!("conn-{}", endpoint.next_id.fetch_add(1, Ordering::Relaxed));
     let span = tracing::info_span!("connection", id = %id, %peer);
-    let connection = {
-        let endpoint = endpoint.clone();
-        move |socket| {
-            let serving = serve_socket(socket, endpoint.clone());
-            endpoint
-                .connections
-                .track_future(tracing::Instrument::instrument(serving, span))
-        }
+    let connections = endpoint.connections.clone();
+    let connection = move |socket| {
+        let serving = serve_socket(socket, endpoint);
+        connections.track_future(tracing::Instrument::instrument(serving, span))
     };
     let mut response = upgrade
         .max_message_size(MAX_MESSAGE_BYTES)

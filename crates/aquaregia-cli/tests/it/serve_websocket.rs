@@ -243,7 +243,9 @@ impl Client {
     }
 
     fn request(conn: &str, method: &str, params: Value) -> Value {
-        json!({"op": "request", "conn": conn, "method": method, "params": params})
+        let mut request = json!({"op": "request", "conn": conn, "method": method});
+        request["params"] = params;
+        request
     }
 
     fn prompt(conn: &str, session: &str, text: &str) -> Value {
