@@ -182,11 +182,13 @@ impl ModelSetup {
     }
 
     /// The model's key variable when its key is neither set nor stored.
+    #[cfg(feature = "serve")]
     pub(crate) fn missing_key(&self) -> Option<&'static str> {
         self.required.filter(|var| self.auth.api_key(var).is_none())
     }
 
     /// The `provider:model` spec.
+    #[cfg(feature = "serve")]
     pub(crate) fn spec(&self) -> &str {
         &self.spec
     }

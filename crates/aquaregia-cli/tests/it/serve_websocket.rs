@@ -20,7 +20,7 @@ use aquaregia_test_support::mock_model::{MockServer, Reply, tool_names, tool_res
 use aquaregia_test_support::processes::{
     KillMarked, assert_no_process_left, marker, processes_with_marker,
 };
-use common::{BOUND, Scratch, cli, run, test_server_script, transcript, use_mock};
+use common::{BOUND, Scratch, cli, run, test_server_script, use_mock};
 
 /// The token every test server is started with.
 const TOKEN: &str = "test-token-of-serve";
@@ -803,6 +803,7 @@ async fn a_client_that_does_not_answer_pings_is_disconnected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_session_moves_to_another_replica_when_the_first_is_killed() {
     use aquaregia_test_support::postgres::{PgCluster, database_name};
+    use common::transcript;
     let Some(cluster) = PgCluster::shared() else {
         return;
     };
