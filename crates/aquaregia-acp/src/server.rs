@@ -41,8 +41,9 @@ const DEFAULT_OUTPUT_BUDGET: OutputBudget = OutputBudget::tokens(25_000);
 /// # Ok(()) }
 /// ```
 ///
-/// A clone serves another connection on the same settings (the same factory, store and
-/// hooks), each connection with its own sessions: what a network server does per client.
+/// A clone serves another connection on the same settings (the same factory, store, pin file
+/// and hooks), each connection with its own sessions and its own memory of servers the user
+/// trusted by an answer: what a network server does per client.
 #[derive(Clone)]
 pub struct AcpServer {
     factory: Arc<Factory>,
