@@ -51,6 +51,8 @@ pub(crate) struct Settings {
     pub(crate) editor_tools: bool,
     /// The step limit of the built-in `task` subagent (`None`: not offered).
     pub(crate) task_subagent: Option<usize>,
+    /// Whether built-in tools the client cannot serve run on this machine.
+    pub(crate) local_tools: bool,
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// What one tool result may put into the context (`None`: no limit).
     pub(crate) output_budget: Option<OutputBudget>,

@@ -41,6 +41,9 @@ pub(crate) struct Editor {
     pub(crate) on_process: Option<ProcessHook>,
     /// How local commands are confined (`None`: not at all).
     pub(crate) sandbox: Option<Arc<crate::Sandbox>>,
+    /// Whether the tools the client cannot serve may run here, on this machine (see
+    /// [`AcpServer::local_tools`](crate::AcpServer::local_tools)).
+    pub(crate) local: bool,
 }
 
 fn string(args: &Value, name: &str) -> Result<String, ToolExecError> {
@@ -55,7 +58,8 @@ fn schema(properties: &Value, required: &[&str]) -> Value {
 }
 
 impl Editor {
-    /// The built-in tools (`update_plan` included), minus those `disabled` matches.
+    /// The built-in tools (`update_plan` included), minus those `disabled` matches, and
+    /// minus those that would run on this machine when local tools are not allowed.
     pub(crate) fn tools(self: &Arc<Self>, disabled: &[String]) -> Vec<Tool> {
         let read_only = {
             let mut annotations = ToolAnnotations::new();
@@ -134,12 +138,27 @@ impl Editor {
             crate::plan::tool_for(self.cx.clone(), self.session_id.clone()),
         ]
         .into_iter()
+        .filter(|tool| self.local || self.served_by_client(tool.name()))
         .filter(|tool| {
             !disabled
                 .iter()
                 .any(|pattern| glob_match(pattern, tool.name()))
         })
         .collect()
+    }
+
+    /// Whether the built-in `name` goes through the client (not this machine) in every
+    /// call: the file tools when it reads (and writes) files, `run_command` when it has a
+    /// terminal, `update_plan` always.
+    fn served_by_client(&self, name: &str) -> bool {
+        let fs = &self.capabilities.fs;
+        match name {
+            READ => fs.read_text_file,
+            WRITE => fs.write_text_file,
+            EDIT => fs.read_text_file && fs.write_text_file,
+            RUN => self.capabilities.terminal,
+            _ => true,
+        }
     }
 
     /// `path` resolved against the workspace (the session's cwd), symlinks and `..` followed.

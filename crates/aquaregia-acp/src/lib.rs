@@ -1,7 +1,11 @@
 //! # aquaregia-acp
 //!
 //! Serve an aquaregia agent to editors over ACP (Agent Client Protocol): newline-delimited
-//! JSON-RPC on stdin/stdout, built on the official `agent-client-protocol` SDK.
+//! JSON-RPC on stdin/stdout, built on the official `agent-client-protocol` SDK, or over any
+//! transport of whole messages ([`AcpServer::serve_messages`]: WebSocket text frames, as
+//! `aquaregia serve` does, one clone of the server per connection). For remote clients,
+//! [`AcpServer::allow_stdio_servers`] and [`AcpServer::local_tools`] keep them from running
+//! commands on the agent's machine.
 //!
 //! Each session connects the MCP servers the editor declares, of every transport, through
 //! [`aquaregia_mcp::McpConnection`]: stdio (run in the session's `cwd`, the entry's `env`

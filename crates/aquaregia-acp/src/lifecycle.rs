@@ -307,6 +307,7 @@ async fn open(
         state: state.clone(),
         on_process: settings.plan.on_process.clone(),
         sandbox: settings.plan.sandbox.clone(),
+        local: settings.local_tools,
     });
     // The project's and the user's skills, known before the first prompt can name one.
     let local_cwd = cwd.clone();

@@ -40,6 +40,11 @@ const DEFAULT_OUTPUT_BUDGET: OutputBudget = OutputBudget::tokens(25_000);
 ///     .await?;
 /// # Ok(()) }
 /// ```
+///
+/// A clone serves another connection on the same settings (the same factory, store, pin file
+/// and hooks), each connection with its own sessions and its own memory of servers the user
+/// trusted by an answer: what a network server does per client.
+#[derive(Clone)]
 pub struct AcpServer {
     factory: Arc<Factory>,
     connector: Connector,
@@ -56,6 +61,8 @@ pub struct AcpServer {
     policy: Option<aquaregia::policy::PermissionPolicy>,
     pins: Option<PinFile>,
     trusted: Vec<String>,
+    stdio_servers: bool,
+    local_tools: bool,
 }
 
 impl fmt::Debug for AcpServer {
@@ -68,6 +75,8 @@ impl fmt::Debug for AcpServer {
             .field("sandbox", &self.sandbox)
             .field("pins", &self.pins)
             .field("trusted", &self.trusted)
+            .field("stdio_servers", &self.stdio_servers)
+            .field("local_tools", &self.local_tools)
             .finish_non_exhaustive()
     }
 }
@@ -114,6 +123,8 @@ impl AcpServer {
             policy: None,
             pins: None,
             trusted: Vec::new(),
+            stdio_servers: true,
+            local_tools: true,
         }
     }
 
@@ -250,6 +261,28 @@ impl AcpServer {
         self
     }
 
+    /// Whether the stdio MCP servers a client names in `session/new` (or `load`/`resume`) are
+    /// started, on this machine (default: yes, as for an editor that started the agent
+    /// itself). An agent served to remote clients should say no: a stdio entry is a command
+    /// line the client asks this machine to run. Refused entries are reported to the client
+    /// as unavailable servers (at the start of the session's first turn) and the session
+    /// opens with its other servers.
+    #[must_use]
+    pub fn allow_stdio_servers(mut self, allowed: bool) -> Self {
+        self.stdio_servers = allowed;
+        self
+    }
+
+    /// Whether the [`editor_tools`](Self::editor_tools) the client cannot serve run on this
+    /// machine instead (default: yes): the file tools without the client's `fs`
+    /// capabilities, `run_command` without its `terminal`. An agent served to remote clients
+    /// should say no: those tools then exist only where the client serves them.
+    #[must_use]
+    pub fn local_tools(mut self, allowed: bool) -> Self {
+        self.local_tools = allowed;
+        self
+    }
+
     /// What one tool result may put into the model's context (default 25k tokens; `None`
     /// for no limit). Longer results are cut to head and tail; the full output stays readable
     /// for the whole session through `read_tool_output`. This wins over a budget the factory
@@ -349,6 +382,25 @@ impl AcpServer {
         self.serve_until(transport, std::future::pending()).await
     }
 
+    /// Serves ACP over a transport of whole messages, such as a WebSocket's text frames:
+    /// each item of `incoming` should be one JSON-RPC message, and each `String` sent to
+    /// `outgoing` is one. An item that is not one message (not JSON, two messages, a batch)
+    /// is answered with a parse error, as a bad line on stdio is, quoting at most its start,
+    /// and serving goes on. Serving ends, and every session of the connection is closed (its
+    /// turn cancelled, its servers stopped), when `incoming` ends or fails, or `stop`
+    /// completes.
+    pub async fn serve_messages(
+        self,
+        outgoing: impl futures::Sink<String, Error = std::io::Error> + Send + 'static,
+        incoming: impl futures::Stream<Item = std::io::Result<String>> + Send + 'static,
+        stop: impl Future<Output = ()>,
+    ) -> Result<(), AcpError> {
+        use futures::StreamExt as _;
+        let incoming = incoming.map(|message| message.map(stdio::bounded));
+        self.serve_until(agent_client_protocol::Lines::new(outgoing, incoming), stop)
+            .await
+    }
+
     /// Serves until the transport ends or `stop` completes, then closes every session.
     async fn serve_until(
         self,
@@ -363,11 +415,13 @@ impl AcpServer {
                 on_process: self.on_process,
                 sandbox: self.sandbox,
                 login_hint: self.login_hint,
+                stdio_servers: self.stdio_servers,
             },
             auth: self.auth,
             models: self.models,
             editor_tools: self.editor_tools,
             task_subagent: self.task_subagent,
+            local_tools: self.local_tools,
             store: self.store,
             output_budget: self.output_budget,
             policy: Arc::new(self.policy.unwrap_or_default().with_session_modes()),

@@ -150,6 +150,8 @@ pub(crate) struct ConnectPlan {
     /// How local `run_command`s are confined (`None`: not at all).
     pub(crate) sandbox: Option<Arc<crate::Sandbox>>,
     pub(crate) login_hint: Option<LoginHint>,
+    /// Whether stdio servers the client names are started (on this machine).
+    pub(crate) stdio_servers: bool,
 }
 
 /// Connects every entry in parallel through an [`McpToolset`] (tools named
@@ -225,6 +227,18 @@ pub(crate) async fn connect_all(
             continue;
         }
         if let McpServer::Stdio(stdio) = server {
+            if !plan.stdio_servers {
+                failures.push(Failure {
+                    name,
+                    reason: format!(
+                        "this agent does not start stdio servers: `{}` would run on the \
+                         agent's machine. Declare an HTTP server instead, or have the agent's \
+                         operator allow stdio servers",
+                        stdio.command.display()
+                    ),
+                });
+                continue;
+            }
             builder =
                 builder.pinned_command(name.clone(), &stdio.command.to_string_lossy(), &stdio.args);
         }

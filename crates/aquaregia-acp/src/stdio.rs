@@ -74,7 +74,7 @@ const QUOTED_BYTES: usize = 256;
 /// A longer line that is not JSON goes to the SDK as a short stand-in naming its size and
 /// quoting its start, so the parse error does not send the whole line back (20 MiB in,
 /// 20 MiB out).
-fn bounded(line: String) -> String {
+pub(crate) fn bounded(line: String) -> String {
     if line.len() <= QUOTED_BYTES || serde_json::from_str::<serde::de::IgnoredAny>(&line).is_ok() {
         return line;
     }
@@ -84,7 +84,7 @@ fn bounded(line: String) -> String {
     }
     let start = line.get(..end).unwrap_or_default();
     format!(
-        "<a line that is not JSON, {} bytes, beginning {start:?}>",
+        "<a message that is not JSON, {} bytes, beginning {start:?}>",
         line.len()
     )
 }

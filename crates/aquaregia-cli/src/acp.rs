@@ -28,6 +28,18 @@ pub(crate) const LOG_CAP: &str = "agent_client_protocol=debug";
 
 #[derive(Debug, Args)]
 pub(crate) struct AcpArgs {
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
+
+    /// Read the model's API key from the terminal, store it in the data dir and exit (ACP
+    /// terminal auth runs this).
+    #[arg(long)]
+    pub(crate) login: bool,
+}
+
+/// The agent `acp` and `serve` run.
+#[derive(Debug, Args)]
+pub(crate) struct AgentArgs {
     // The model; its help lists every provider the SDK knows.
     #[arg(long, env = "AQUAREGIA_MODEL", value_name = "PROVIDER:MODEL",
           help = crate::models_cmd::model_help(
@@ -61,11 +73,6 @@ pub(crate) struct AcpArgs {
     /// Don't offer the `task` subagent.
     #[arg(long)]
     pub(crate) no_subagents: bool,
-
-    /// Read the model's API key from the terminal, store it in the data dir and exit (ACP
-    /// terminal auth runs this).
-    #[arg(long)]
-    pub(crate) login: bool,
 
     /// Local commands (`run_command` when the editor has no terminal) may not open TCP
     /// connections or listen (Landlock, Linux 6.7 or later).
@@ -146,34 +153,95 @@ impl Clients {
     }
 }
 
-pub(crate) async fn run(args: AcpArgs, config: Option<&std::path::Path>) -> anyhow::Result<()> {
-    let spec = args.model.unwrap_or_else(Client::default_model_spec);
-    let (builder, model) = Client::builder_from_model_spec(&spec)
-        .with_context(|| format!("cannot use model `{spec}`"))?;
-    let data_dir = data_dir()?;
-    let mut auth = auth(data_dir.clone());
-    // A missing key is not fatal: the client is asked for it through ACP. The HTTP client
-    // (TLS roots and all) is built on first use, not before the `initialize` answer.
-    let required = match builder.check() {
-        Ok(()) => None,
-        Err(aquaregia::Error::MissingApiKey { env_var }) => {
-            auth = auth.require(env_var);
-            Some(env_var)
-        }
-        Err(error) => return Err(error).with_context(|| format!("cannot use model `{spec}`")),
-    };
-    if args.login {
-        return login(&auth, required);
+/// The model the agent runs and where its key comes from.
+pub(crate) struct ModelSetup {
+    spec: String,
+    model: String,
+    data_dir: PathBuf,
+    /// The key variables, offered as ACP auth methods.
+    auth: ApiKeyAuth,
+    /// The model's key variable when it is not set (the key may still be stored).
+    required: Option<&'static str>,
+}
+
+impl ModelSetup {
+    /// The model of `spec` (default: [`Client::default_model_spec`]). A missing key is not
+    /// an error here: the editor's agent asks for it through ACP.
+    pub(crate) fn new(spec: Option<String>) -> anyhow::Result<Self> {
+        let spec = spec.unwrap_or_else(Client::default_model_spec);
+        let (builder, model) = Client::builder_from_model_spec(&spec)
+            .with_context(|| format!("cannot use model `{spec}`"))?;
+        let data_dir = data_dir()?;
+        let mut auth = auth(data_dir.clone());
+        // The HTTP client (TLS roots and all) is built on first use, not before the
+        // `initialize` answer.
+        let required = match builder.check() {
+            Ok(()) => None,
+            Err(aquaregia::Error::MissingApiKey { env_var }) => {
+                auth = auth.require(env_var);
+                Some(env_var)
+            }
+            Err(error) => return Err(error).with_context(|| format!("cannot use model `{spec}`")),
+        };
+        Ok(Self {
+            spec,
+            model,
+            data_dir,
+            auth,
+            required,
+        })
     }
+
+    /// The model's key variable when its key is neither set nor stored.
+    #[cfg(feature = "serve")]
+    pub(crate) fn missing_key(&self) -> Option<&'static str> {
+        self.required.filter(|var| self.auth.api_key(var).is_none())
+    }
+
+    /// The `provider:model` spec.
+    #[cfg(feature = "serve")]
+    pub(crate) fn spec(&self) -> &str {
+        &self.spec
+    }
+}
+
+pub(crate) async fn run(args: AcpArgs, config: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let setup = ModelSetup::new(args.agent.model.clone())?;
+    if args.login {
+        return login(&setup.auth, setup.required);
+    }
+    let auth = setup.auth.clone();
+    let server = agent_server(args.agent, config, setup).await?;
+    tracing::info!("aquaregia acp: serving ACP on stdio");
+    // Without a usable key, the client is asked for one through ACP.
+    server.auth(auth).serve_stdio().await?;
+    Ok(())
+}
+
+/// The ACP agent of `args` on `setup`'s model, with the session store of `config`, the data
+/// dir's pins and OAuth tokens, the reaper, and the sandbox: what `acp` serves on stdio and
+/// `serve` to each WebSocket client.
+pub(crate) async fn agent_server(
+    args: AgentArgs,
+    config: Option<&std::path::Path>,
+    setup: ModelSetup,
+) -> anyhow::Result<AcpServer> {
+    let ModelSetup {
+        spec,
+        model,
+        data_dir,
+        auth,
+        required,
+    } = setup;
     let policy =
         crate::permissions::acp_policy(args.policy.as_deref(), args.policy_shadow.as_deref())?;
     // Before `initialize` is answered: a store that cannot be opened is a start-up error.
     let sessions = crate::session_store::open(config, || Ok(data_dir.join("sessions"))).await?;
     tracing::info!(store = %sessions.place, "sessions");
-    tracing::info!(model = %spec, key_needed = ?required.filter(|var| auth.api_key(var).is_none()), "aquaregia acp: serving ACP on stdio");
+    tracing::info!(model = %spec, key_needed = ?required.filter(|var| auth.api_key(var).is_none()), "the agent's model");
     let clients = Arc::new(Clients {
         spec,
-        auth: auth.clone(),
+        auth,
         built: Mutex::new(None),
     });
     let (max_steps, system) = (args.max_steps as usize, args.system);
@@ -193,7 +261,6 @@ pub(crate) async fn run(args: AcpArgs, config: Option<&std::path::Path>) -> anyh
             None => agent,
         })
     })
-    .auth(auth)
     .editor_tools(true)
     .task_subagent((!args.no_subagents).then_some(args.subagent_max_steps as usize))
     // Secrets are redacted from each turn before it is written.
@@ -240,16 +307,9 @@ pub(crate) async fn run(args: AcpArgs, config: Option<&std::path::Path>) -> anyh
             server
         }
     };
-    server
-        .permission_policy(policy)
-        .login_hint(|url| {
-            format!(
-                "run `aquaregia mcp login --http {url}` in a terminal, then start a new session"
-            )
-        })
-        .serve_stdio()
-        .await?;
-    Ok(())
+    Ok(server.permission_policy(policy).login_hint(|url| {
+        format!("run `aquaregia mcp login --http {url}` in a terminal, then start a new session")
+    }))
 }
 
 /// `--login`: one line from stdin becomes the stored key for the model's variable.

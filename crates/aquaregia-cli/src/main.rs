@@ -24,6 +24,8 @@ mod prices;
 mod prompt_cache;
 mod reaper;
 mod run;
+#[cfg(feature = "serve")]
+mod serve;
 mod servers;
 mod session_store;
 mod sessions_cmd;
@@ -79,6 +81,10 @@ enum Command {
     Mcp(mcp_cmd::McpCommand),
     /// Serve an agent over ACP (Agent Client Protocol) on stdio, for editors.
     Acp(acp::AcpArgs),
+    /// Serve the `acp` agent to remote ACP clients over WebSocket (`ws://ADDRESS/acp`), behind
+    /// a bearer token ($AQUAREGIA_SERVE_TOKEN or --token-file).
+    #[cfg(feature = "serve")]
+    Serve(serve::ServeArgs),
     /// Ends the stdio servers' process groups when the CLI that started it dies (internal).
     #[command(name = reaper::SUBCOMMAND, hide = true)]
     Reaper,
@@ -135,12 +141,17 @@ fn main() -> ExitCode {
 /// Runs the command. The first Ctrl-C (or SIGTERM, SIGHUP) cancels `run` cleanly (servers
 /// closed); other commands, and a second signal, stop at once: dropping the command kills its
 /// stdio servers' process groups, so nothing is left behind. `chat` handles signals itself
-/// (one cancels the turn in flight), and so does `acp` (every session's servers are closed,
-/// then it exits with 0).
+/// (one cancels the turn in flight), and so do `acp` and `serve` (every session's servers are
+/// closed, then it exits with 0).
 async fn run_until_interrupted(cli: Cli) -> ExitCode {
     let cancel = CancellationToken::new();
     let graceful = matches!(cli.command, Command::Run(_));
-    let own_signals = matches!(cli.command, Command::Chat(_) | Command::Acp(_));
+    let own_signals = match cli.command {
+        Command::Chat(_) | Command::Acp(_) => true,
+        #[cfg(feature = "serve")]
+        Command::Serve(_) => true,
+        _ => false,
+    };
     let mut signals = (!own_signals).then(signals::StopSignals::new);
     let mut work = Box::pin(dispatch(cli, cancel.clone()));
     let result = loop {
@@ -192,6 +203,8 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<()> {
         Command::Models(args) => models_cmd::run(args).await,
         Command::Mcp(command) => mcp_cmd::run(command, config.as_deref()).await,
         Command::Acp(args) => acp::run(args, config.as_deref()).await,
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => serve::run(args, config.as_deref()).await,
         Command::Reaper => Ok(()),
     }
 }
@@ -204,6 +217,9 @@ fn init_logging(command: &Command) -> Option<telemetry::Exporter> {
     // as an error), so `acp` logs nothing below warn unless RUST_LOG asks.
     let default = match command {
         Command::Acp(_) => "warn,rmcp=off",
+        // Connections coming and going are worth a line.
+        #[cfg(feature = "serve")]
+        Command::Serve(_) => "warn,rmcp=off,aquaregia::serve=info",
         // A server that fails to start is reported once, by the command.
         _ => "warn,rmcp=off,aquaregia_mcp::toolset=error",
     };
@@ -211,7 +227,13 @@ fn init_logging(command: &Command) -> Option<telemetry::Exporter> {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Only when something logs at TRACE: the directive would otherwise raise the SDK's logs to
     // DEBUG (lines for every message, slowing a session/load replay down by half).
-    if let Command::Acp(_) = command
+    let serves_acp = match command {
+        Command::Acp(_) => true,
+        #[cfg(feature = "serve")]
+        Command::Serve(_) => true,
+        _ => false,
+    };
+    if serves_acp
         && filter
             .max_level_hint()
             .is_none_or(|level| level == tracing_subscriber::filter::LevelFilter::TRACE)

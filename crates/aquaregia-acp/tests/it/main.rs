@@ -37,6 +37,7 @@ mod prompt_content;
 mod prompt_panic;
 mod protocol_surface;
 mod reload_open_session;
+mod remote_clients;
 mod replay_matches_live;
 mod resume_and_delete;
 mod sdk_client_mcp_over_acp;

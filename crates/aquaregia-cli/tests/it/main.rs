@@ -65,6 +65,8 @@ mod run_subagents;
 mod run_tool_flags;
 mod run_usage;
 mod secrets;
+#[cfg(feature = "serve")]
+mod serve_websocket;
 mod session_continue;
 mod terminal_markdown;
 mod terminal_permission;
