@@ -40,6 +40,7 @@ mod proxy_env;
 mod redirects;
 mod run_approvals;
 mod session_store;
+mod steering;
 mod stream_framing;
 mod structured_output_providers;
 mod structured_output_repair;
