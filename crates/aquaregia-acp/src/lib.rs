@@ -76,6 +76,7 @@ mod servers;
 mod session;
 mod state;
 mod stdio;
+mod steering;
 mod store;
 mod terminal;
 mod trust;

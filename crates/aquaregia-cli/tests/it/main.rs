@@ -30,6 +30,7 @@ mod acp_oauth;
 mod acp_persistent_sessions;
 mod acp_signals;
 mod acp_stdin_bad_lines;
+mod acp_steering;
 mod acp_trace_logs;
 mod acp_typescript_sdk;
 mod chat_cancel;
