@@ -37,6 +37,7 @@ mod chat_cancel;
 mod chat_compact;
 mod chat_mcp_prompt;
 mod chat_piped;
+mod chat_steering;
 mod cli_basics;
 mod config_file;
 mod config_jsonc;
