@@ -223,7 +223,7 @@ async fn a_message_steered_during_a_tool_call_reaches_the_next_model_request_and
     let position = |wanted: &dyn Fn(&Value) -> bool| {
         replay
             .iter()
-            .position(|u| wanted(u))
+            .position(wanted)
             .unwrap_or_else(|| panic!("not replayed: {replay:#?}"))
     };
     let prompt = position(&|u| {

@@ -214,7 +214,6 @@ impl AgentBuilder {
 
     /// Messages to inject into the agent's runs while they work (see [`Steering`]): each
     /// queued message joins the conversation at the next tool boundary.
-    #[must_use]
     pub fn steering(mut self, steering: Steering) -> Self {
         self.steering = Some(steering);
         self
