@@ -66,6 +66,7 @@ pub(crate) async fn for_turn(
             child: None,
         })
         .cancellation_token(token.clone())
+        .steering(session.steering.clone())
         .prepare_step(session.toolset.prepare_step())
         .build()
         .map_err(|error| error.to_string())

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::connection::Connection;
 use crate::rpc::{bounded, invalid_params, spawn};
-use crate::{initialize, lifecycle, modes, turn};
+use crate::{initialize, lifecycle, modes, steering, turn};
 
 /// Hands one incoming message to its handler.
 pub(crate) fn dispatch(connection: &Arc<Connection>, message: Dispatch, cx: &ConnectionTo<Client>) {
@@ -47,6 +47,19 @@ fn request(
 ) {
     if method == "mcp/message" {
         connection.acp.request(&params, responder);
+        return;
+    }
+    if matches!(method, steering::STEER | steering::REVOKE) {
+        if !connection.initialized() {
+            let _ = responder.respond_with_error(
+                agent_client_protocol::Error::invalid_request()
+                    .data(json!({"reason": "`initialize` must come first"})),
+            );
+        } else if initialize::needs_key(connection) {
+            let _ = responder.respond_with_error(agent_client_protocol::Error::auth_required());
+        } else {
+            steering::request(connection, method, params, responder, cx);
+        }
         return;
     }
     // Read one by one by the lifecycle; the typed request sees an empty list.
@@ -133,7 +146,7 @@ fn request(
             lifecycle::close(connection, &request, responder.cast(), cx);
         }
         ClientRequest::PromptRequest(request) => {
-            turn::start(connection, request, responder.cast(), cx);
+            turn::start(connection, request, Some(responder.cast()), cx);
         }
         ClientRequest::SetSessionModeRequest(request) => {
             let _ = responder

@@ -52,7 +52,11 @@ pub(crate) fn initialize(
         response =
             response.auth_methods(auth.acp_methods(request.client_capabilities.auth.terminal));
     }
+    // Where claude-agent-acp and codex-acp advertise `_session/steering`.
+    let mut meta = serde_json::Map::new();
+    meta.insert("steering".into(), crate::steering::capability());
     response
+        .meta(meta)
         .agent_capabilities(capabilities)
         .agent_info(Implementation::new("aquaregia", env!("CARGO_PKG_VERSION")))
 }

@@ -81,6 +81,7 @@ mod servers;
 mod session;
 mod state;
 mod stdio;
+mod steering;
 mod store;
 mod subagents;
 mod terminal;

@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use aquaregia::workspace::Workspace;
-use aquaregia::{NewSession, SkillIssue, Skills, ToolOutputStore};
+use aquaregia::{NewSession, SkillIssue, Skills, Steering, ToolOutputStore};
 use serde_json::Value;
 
 use crate::connection::Connection;
@@ -335,6 +335,8 @@ async fn open(
         output_store: ToolOutputStore::in_memory(),
         state,
         conversation: tokio::sync::Mutex::new(conversation),
+        steering: Steering::new(),
+        turn: tokio::sync::Mutex::new(()),
     });
     let options = connection.config_options(&session);
     connection.sessions.insert(session.clone());

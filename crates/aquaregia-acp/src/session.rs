@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use aquaregia::{Conversation, Tool, ToolOutputStore};
+use aquaregia::{Conversation, Steering, Tool, ToolOutputStore};
 use aquaregia_mcp::McpToolset;
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +25,11 @@ pub(crate) struct Session {
     /// The conversation and where it is saved: held across the store's I/O (a turn's save,
     /// `/compact`, `/clear`), which the state's lock must never be.
     pub(crate) conversation: tokio::sync::Mutex<Conversation>,
+    /// Messages for the running turn (`_session/steering`), injected at its next tool
+    /// boundary.
+    pub(crate) steering: Steering,
+    /// Held by the prompt that runs: prompts arriving meanwhile wait for it in order.
+    pub(crate) turn: tokio::sync::Mutex<()>,
 }
 
 impl Session {
@@ -36,11 +41,13 @@ impl Session {
         }
     }
 
-    /// `session/cancel`: stops the running prompt, if any.
+    /// `session/cancel`: stops the running prompt, if any, the prompts queued behind it, and
+    /// drops the steering messages not yet injected.
     pub(crate) fn cancel(&self) {
-        if let Some(token) = self.state.prompt_token() {
+        for token in self.state.with(|state| state.prompt_tokens()) {
             token.cancel();
         }
+        self.steering.take_pending();
     }
 
     /// Every MCP tool the session has now (in `plan` mode, the read-only ones). A server that

@@ -58,6 +58,8 @@ pub(crate) struct SessionState {
     pub(crate) always: PermissionRules,
     /// The running prompt's cancellation token.
     prompt: Option<CancellationToken>,
+    /// Prompts that arrived while another ran, waiting for their turn, oldest first.
+    queued: Vec<CancellationToken>,
     /// Tool calls running now: (tool name, call id), oldest first.
     running: Vec<(String, String)>,
     /// What to tell the user at the start of the next turn (servers that failed...).
@@ -83,6 +85,7 @@ impl SessionState {
             skills: Skills::new(),
             always,
             prompt: None,
+            queued: Vec::new(),
             running: Vec::new(),
             notices: Vec::new(),
             outside_approved: Vec::new(),
@@ -117,6 +120,44 @@ impl SessionState {
         let token = CancellationToken::new();
         self.prompt = Some(token.clone());
         Some(token)
+    }
+
+    /// Registers a prompt that waits for the session's running one (see `turn::start`).
+    pub(crate) fn queue_prompt(&mut self, token: CancellationToken) {
+        self.queued.push(token);
+    }
+
+    /// Starts the queued prompt `token` now that it has the session's turn: `false` (and it
+    /// is no longer queued) when another prompt holds the session, or it was cancelled.
+    pub(crate) fn start_queued(&mut self, token: &CancellationToken) -> bool {
+        self.queued.retain(|queued| queued != token);
+        if token.is_cancelled()
+            || self
+                .prompt
+                .as_ref()
+                .is_some_and(|running| !running.is_cancelled())
+        {
+            return false;
+        }
+        self.prompt = Some(token.clone());
+        true
+    }
+
+    /// Forgets the queued prompt `token` (cancelled before its turn came).
+    pub(crate) fn unqueue(&mut self, token: &CancellationToken) {
+        self.queued.retain(|queued| queued != token);
+    }
+
+    /// The running prompt's and every queued prompt's tokens: what `session/cancel` stops.
+    pub(crate) fn prompt_tokens(&self) -> Vec<CancellationToken> {
+        self.prompt.iter().chain(&self.queued).cloned().collect()
+    }
+
+    /// Whether a prompt runs now (not cancelled).
+    pub(crate) fn prompt_running(&self) -> bool {
+        self.prompt
+            .as_ref()
+            .is_some_and(|token| !token.is_cancelled())
     }
 
     /// Ends the prompt `token` started (a later prompt's is left alone).

@@ -28,30 +28,60 @@ use crate::session::Session;
 use crate::{agent, builtins, commands, prompt, store, subagents, updates};
 
 /// `session/prompt`: the prompt is registered at once, so a `session/cancel` read right behind
-/// it finds it, and runs in a task of its own.
+/// it finds it, and runs in a task of its own. A prompt that arrives while another runs waits
+/// for it (queued, in order, as claude-agent-acp's `promptQueueing` does) and then runs as
+/// the next turn; `session/cancel` stops the running prompt and the queued ones.
 pub(crate) fn start(
     connection: &Arc<Connection>,
     request: PromptRequest,
-    responder: Responder<PromptResponse>,
+    responder: Option<Responder<PromptResponse>>,
     cx: &ConnectionTo<Client>,
 ) {
     let session = match connection.sessions.get(&request.session_id.0) {
         Ok(session) => session,
         Err(error) => {
-            let _ = responder.respond_with_error(error);
+            if let Some(responder) = responder {
+                let _ = responder.respond_with_error(error);
+            }
             return;
         }
     };
-    let Some(token) = session.state.with(|state| state.begin_prompt()) else {
-        let _ = responder.respond_with_error(invalid_params(
-            "a prompt is already running in this session",
-        ));
-        return;
-    };
+    let token = CancellationToken::new();
+    session
+        .state
+        .with(|state| state.queue_prompt(token.clone()));
     let connection = connection.clone();
     let task_cx = cx.clone();
     spawn(cx, async move {
-        prompt(connection, session, request, token, responder, task_cx).await;
+        let turn = tokio::select! {
+            biased;
+            () = token.cancelled() => None,
+            turn = session.turn.lock() => Some(turn),
+        };
+        let Some(_turn) = turn else {
+            session.state.with(|state| state.unqueue(&token));
+            if let Some(responder) = responder {
+                let _ = responder.respond(PromptResponse::new(AcpStopReason::Cancelled));
+            }
+            return;
+        };
+        if !session.state.with(|state| state.start_queued(&token)) {
+            if let Some(responder) = responder {
+                let _ = responder.respond_with_error(invalid_params(
+                    "the session is being loaded again; send the prompt once it is open",
+                ));
+            }
+            return;
+        }
+        prompt(
+            connection,
+            session.clone(),
+            request,
+            token,
+            responder,
+            task_cx,
+        )
+        .await;
     });
 }
 
@@ -72,7 +102,7 @@ async fn prompt(
     session: Arc<Session>,
     request: PromptRequest,
     token: CancellationToken,
-    responder: Responder<PromptResponse>,
+    responder: Option<Responder<PromptResponse>>,
     cx: ConnectionTo<Client>,
 ) {
     // Releases the session however this ends, a panic included.
@@ -93,6 +123,13 @@ async fn prompt(
         });
     drop(running);
     connection.children.end_turn(&session.id);
+    let Some(responder) = responder else {
+        // A turn `_session/steering` started on an idle session: nobody waits for its answer.
+        if let Err(Failure::Internal(message) | Failure::TooLarge(message)) = &outcome {
+            tracing::warn!(session = %session.id, error = %redact_known(message), "a steered turn failed");
+        }
+        return;
+    };
     let _ = match outcome {
         Ok(stop) => responder.respond(PromptResponse::new(stop)),
         Err(Failure::Internal(message)) => responder.respond_with_error(
@@ -151,6 +188,31 @@ async fn run_prompt(
             Some(messages) => new = messages,
         }
     }
+    loop {
+        let stop = run_turn(connection, session, &new, token, cx).await?;
+        if token.is_cancelled() {
+            session.steering.take_pending();
+            return Ok(AcpStopReason::Cancelled);
+        }
+        // Steering messages that came after the turn's last tool boundary: the next turn,
+        // answered by this prompt (the client's prompt still runs, so nothing is lost).
+        let leftover = session.steering.take_pending();
+        if leftover.is_empty() || stop != AcpStopReason::EndTurn {
+            return Ok(stop);
+        }
+        tracing::info!(session = %session.id, messages = leftover.len(), "steering messages after the last tool call run as the next turn");
+        new = leftover.into_iter().map(|queued| queued.message).collect();
+    }
+}
+
+/// One agent run of `new` after the session's history, streamed as updates and stored.
+async fn run_turn(
+    connection: &Connection,
+    session: &Arc<Session>,
+    new: &[Message],
+    token: &CancellationToken,
+    cx: &ConnectionTo<Client>,
+) -> Result<AcpStopReason, Failure> {
     let mut messages = session.conversation.lock().await.history().to_vec();
     messages.extend(new.iter().cloned());
     let agent = agent::for_turn(connection, session, token, cx).await?;
@@ -245,7 +307,7 @@ async fn run_prompt(
         .conversation
         .lock()
         .await
-        .record(&new, &output, model.as_deref())
+        .record(new, &output, model.as_deref())
         .await;
     match recorded {
         Ok(recorded) => store::told(cx, &session.id, &recorded),

@@ -1,15 +1,18 @@
 //! `aquaregia chat`: a multi-turn conversation on the same servers and flags as `run`. Each
 //! line of input is one turn; lines starting with `/` are commands.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::pin::pin;
 use std::sync::Arc;
 
 use aquaregia::{
-    CancellationToken, Client, Cost, Message, PriceTable, Skills, SlashCommand, StopReason, Usage,
+    CancellationToken, Client, Cost, Message, PriceTable, Skills, SlashCommand, Steering,
+    StopReason, Usage,
 };
 use aquaregia_mcp::McpToolset;
 use clap::Args;
+use futures::future::BoxFuture;
 
 use crate::Interrupted;
 use crate::agent_args::{AgentArgs, OutputFormat};
@@ -39,7 +42,11 @@ const HELP: &str = "\
 /<skill> [task]  run a turn with a skill's instructions (the skills are listed below)
 /<server>:<prompt> [key=value...]   send an MCP prompt
 /exit            leave (as does Ctrl-D)
-A line ending with \\ continues on the next line.";
+A line ending with \\ continues on the next line.
+While the agent works:
+<line>           queued: sent as the next turn once this one ends
+/steer <text>    sent into the running turn: the model reads it after the running tool calls
+/unqueue         drop the queued lines";
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -47,6 +54,12 @@ Each line is one turn (end a line with \\ to continue it on the next). When stdi
 terminal each line is read as one turn too, so a chat can be scripted; permission questions
 then take the next line as their answer. Ctrl-C cancels the turn in flight; Ctrl-D (end of
 input) exits. Type /help for the commands.
+
+On a terminal you can type while the agent works: a line is queued and sent as the next turn
+once this one ends (each queued line its own turn, in order); `/steer <text>` sends the text
+into the running turn instead (the model reads it after the tool calls running now, before
+its next request; text steered after its last tool call becomes the next turn); `/unqueue`
+drops the queued lines. A permission question asked meanwhile takes the next line typed.
 
 Servers, tools, permissions and sessions work as for `aquaregia run` (see its --help).")]
 pub(crate) struct ChatArgs {
@@ -93,6 +106,10 @@ pub(crate) async fn run(args: ChatArgs, config: Option<&Path>) -> anyhow::Result
         cost: Some(Cost::default()),
         prices,
         styles: Styles::stderr(),
+        steering: Steering::new(),
+        queued: VecDeque::new(),
+        pending_read: None,
+        input_closed: false,
     };
     let result = chat
         .run(&mut model)
@@ -125,6 +142,30 @@ struct Chat<'a> {
     prices: PriceTable,
     interactive: bool,
     styles: Styles,
+    /// `/steer` lines typed during a turn, for the running agent.
+    steering: Steering,
+    /// Lines typed during a turn: the next turns, in order.
+    queued: VecDeque<String>,
+    /// A read of the terminal started during a turn and not answered yet: the next line typed
+    /// goes to it, whenever it comes.
+    pending_read: Option<BoxFuture<'static, Read>>,
+    /// The end of input was read during a turn: the chat ends after it.
+    input_closed: bool,
+}
+
+/// What happened while a turn ran.
+enum During {
+    Done(anyhow::Result<aquaregia::AgentOutput>),
+    Signal,
+    Typed(Read),
+}
+
+/// Waits for the pending read, if there is one.
+async fn typed(pending: &mut Option<BoxFuture<'static, Read>>) -> Read {
+    match pending {
+        Some(read) => read.await,
+        None => std::future::pending().await,
+    }
 }
 
 impl Chat<'_> {
@@ -153,6 +194,15 @@ impl Chat<'_> {
             if input.is_empty() {
                 continue;
             }
+            // Nothing runs to steer or queue behind: the text is the turn.
+            let input = match input.strip_prefix("/steer ") {
+                Some(text) if !text.trim().is_empty() => text.trim(),
+                _ => input,
+            };
+            if input == "/unqueue" {
+                eprintln!("{}", self.styles.dim("(nothing is queued)"));
+                continue;
+            }
             let messages = match input.starts_with('/') {
                 true => match self.command(SlashCommand::parse(input), model).await? {
                     Next::Read => continue,
@@ -174,6 +224,13 @@ impl Chat<'_> {
     /// The next input, continuation lines (ending with `\`) joined; `None` at the end of
     /// input. A stop signal here ends the chat; Ctrl-C in the line editor clears the line.
     async fn read_input(&mut self) -> anyhow::Result<Option<String>> {
+        if let Some(line) = self.queued.pop_front() {
+            eprintln!("{}", self.styles.dim(&format!("> {line}  (queued)")));
+            return Ok(Some(line));
+        }
+        if self.input_closed {
+            return Ok(None);
+        }
         let mut input = String::new();
         loop {
             let prompt = match (self.interactive, input.is_empty()) {
@@ -181,9 +238,19 @@ impl Chat<'_> {
                 (true, true) => "> ",
                 (true, false) => ". ",
             };
-            let read = tokio::select! {
-                read = self.input.read(prompt) => read,
-                () = self.signals.recv() => return Err(Interrupted.into()),
+            // A read started during the last turn gets the next line typed.
+            let read = match self.pending_read.take() {
+                Some(mut pending) => {
+                    eprint!("{prompt}");
+                    tokio::select! {
+                        read = &mut pending => read,
+                        () = self.signals.recv() => return Err(Interrupted.into()),
+                    }
+                }
+                None => tokio::select! {
+                    read = self.input.read(prompt) => read,
+                    () = self.signals.recv() => return Err(Interrupted.into()),
+                },
             };
             let line = match read {
                 Read::Line(line) => line,
@@ -384,7 +451,8 @@ impl Chat<'_> {
             self.toolset,
             &self.console,
             cancel.clone(),
-        )?;
+        )?
+        .with_steering(self.steering.clone());
         let mut messages = self.conversation.history().to_vec();
         messages.extend(new.iter().cloned());
         let mut work = pin!(turn::run(
@@ -394,19 +462,69 @@ impl Chat<'_> {
             OutputFormat::Text,
             !self.args.no_reasoning,
         ));
+        // On a terminal, lines typed meanwhile are read: queued, steered, or a question's
+        // answer.
+        let reading = self.interactive && !self.input_closed;
+        if reading {
+            self.console.route_answers(true);
+        }
         let output = loop {
-            tokio::select! {
-                output = &mut work => break output?,
-                () = self.signals.recv() => {
-                    if cancel.is_cancelled() {
-                        return Err(Interrupted.into());
+            if reading && !self.input_closed && self.pending_read.is_none() {
+                let input = self.input.clone();
+                self.pending_read = Some(Box::pin(async move { input.read("").await }));
+            }
+            let during = tokio::select! {
+                output = &mut work => During::Done(output),
+                () = self.signals.recv() => During::Signal,
+                read = typed(&mut self.pending_read) => During::Typed(read),
+            };
+            let interrupted = match during {
+                During::Done(output) => break output,
+                During::Signal => true,
+                During::Typed(read) => {
+                    self.pending_read = None;
+                    match self.console.take_question() {
+                        Some(question) => {
+                            let _ = question.send(read);
+                            false
+                        }
+                        None => match read {
+                            Read::Line(line) => {
+                                typed_during_turn(
+                                    &self.console,
+                                    &self.styles,
+                                    &self.steering,
+                                    &mut self.queued,
+                                    line.trim(),
+                                );
+                                false
+                            }
+                            // Ctrl-C reaches the line editor as a key.
+                            Read::Interrupted => true,
+                            Read::Eof => {
+                                self.input_closed = true;
+                                false
+                            }
+                        },
                     }
-                    cancel.cancel();
-                    self.console.answer.break_line();
-                    eprintln!("stopping the turn... (again to quit)");
                 }
+            };
+            if interrupted {
+                if cancel.is_cancelled() {
+                    self.console.route_answers(false);
+                    return Err(Interrupted.into());
+                }
+                cancel.cancel();
+                self.console.answer.break_line();
+                eprintln!("stopping the turn... (again to quit)");
             }
         };
+        self.console.route_answers(false);
+        // Steered after the turn's last tool call: the next turns, before the queued lines.
+        for (position, message) in self.steering.take_pending().into_iter().enumerate() {
+            self.queued.insert(position, message.message.text());
+        }
+        let output = output?;
         self.usage += output.usage;
         self.cost = self.cost.zip(output.cost).map(|(sum, cost)| sum + cost);
         match output.stop_reason {
@@ -426,4 +544,47 @@ impl Chat<'_> {
 fn history_file() -> Option<std::path::PathBuf> {
     aquaregia::FileSessionStore::default_dir()
         .and_then(|sessions| sessions.parent().map(|dir| dir.join("chat_history")))
+}
+
+/// A line typed while a turn runs: `/steer <text>` goes into the running turn,
+/// `/unqueue` drops the queued lines, anything else is queued as a next turn.
+fn typed_during_turn(
+    console: &Console,
+    styles: &Styles,
+    steering: &Steering,
+    queued: &mut VecDeque<String>,
+    line: &str,
+) {
+    if line.is_empty() {
+        return;
+    }
+    console.answer.break_line();
+    if line == "/unqueue" {
+        let dropped = queued.len();
+        queued.clear();
+        eprintln!(
+            "{}",
+            styles.dim(&format!("(dropped {dropped} queued line(s))"))
+        );
+    } else if let Some(text) = line
+        .strip_prefix("/steer ")
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
+    {
+        steering.send(text);
+        eprintln!(
+            "{}",
+            styles.dim(&format!(
+                "(steering: {text} — read after the running tool calls)"
+            ))
+        );
+    } else {
+        queued.push_back(line.to_owned());
+        eprintln!(
+            "{}",
+            styles.dim(&format!(
+                "(queued for the next turn: {line}; /unqueue drops it)"
+            ))
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! The terminal side of an agent turn: permission questions, a spinner per running tool call,
 //! one outcome line per finished call (all on stderr), and the answer text on stdout.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -12,7 +12,7 @@ use aquaregia::{
     AgentHooks, SubAgentSetup, Tool, ToolCall, ToolCallDecision, ToolExecError, ToolOutput,
 };
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::line_input::{LineInput, Read};
 use crate::markdown::MarkdownStream;
@@ -37,6 +37,9 @@ pub(crate) struct Console {
     pub(crate) answer: AnswerText,
     /// The "thinking" spinner while the model has not answered yet.
     thinking: Mutex<Option<ProgressBar>>,
+    /// Set while chat reads lines during a turn: questions then wait here for the next line
+    /// it reads instead of reading one themselves.
+    routed: Mutex<Option<VecDeque<oneshot::Sender<Read>>>>,
 }
 
 /// The rules kept in the current directory's project settings; a damaged file is reported and
@@ -75,6 +78,41 @@ impl Console {
             rules: Mutex::new(project_rules()),
             answer,
             thinking: Mutex::new(None),
+            routed: Mutex::new(None),
+        }
+    }
+
+    /// Whether questions take their answer from the lines chat reads during a turn (see
+    /// [`take_question`](Self::take_question)) rather than reading one themselves. Questions
+    /// still waiting when it is turned off are answered with the end of input (denied).
+    pub(crate) fn route_answers(&self, on: bool) {
+        let mut routed = lock(&self.routed);
+        if on {
+            routed.get_or_insert_with(VecDeque::new);
+        } else {
+            *routed = None;
+        }
+    }
+
+    /// The oldest question waiting for a line, if any: chat gives it the line it read.
+    pub(crate) fn take_question(&self) -> Option<oneshot::Sender<Read>> {
+        lock(&self.routed).as_mut().and_then(VecDeque::pop_front)
+    }
+
+    /// One answer: read as `input` does, or, while answers are routed, the next line chat
+    /// reads (the question printed on a line of its own).
+    async fn read_answer(&self, input: &LineInput, question: &str) -> Read {
+        let waiting = lock(&self.routed).as_mut().map(|questions| {
+            let (answer, waiting) = oneshot::channel();
+            questions.push_back(answer);
+            waiting
+        });
+        match waiting {
+            Some(waiting) => {
+                eprintln!("{question}");
+                waiting.await.unwrap_or(Read::Eof)
+            }
+            None => input.read(question).await,
         }
     }
 
@@ -127,7 +165,7 @@ impl Console {
         let person = input.is_terminal();
         let question = self.question(label, person);
         loop {
-            let answer = match input.read(&question).await {
+            let answer = match self.read_answer(input, &question).await {
                 Read::Line(answer) => answer,
                 Read::Interrupted => String::new(),
                 Read::Eof => {

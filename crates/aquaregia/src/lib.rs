@@ -167,8 +167,9 @@ pub mod workspace;
 pub use agent::{
     AGENT_RUN_FORMAT_VERSION, Agent, AgentBuilder, AgentEvent, AgentHooks, AgentInput, AgentOutput,
     AgentRun, AgentStream, Approval, ApprovalDecision, ApprovalKey, MIN_APPROVAL_KEY_BYTES,
-    NextAction, PAUSED_RUN_METADATA_KEY, RunStepper, StepContext, StepOverrides, StepResult,
-    StopReason, SubAgentSetup, ToolCallDecision, ToolCallOutcome, ToolErrorPolicy, TypedOutput,
+    NextAction, PAUSED_RUN_METADATA_KEY, RunStepper, Steering, SteeringId, SteeringMessage,
+    StepContext, StepOverrides, StepResult, StopReason, SubAgentSetup, ToolCallDecision,
+    ToolCallOutcome, ToolErrorPolicy, TypedOutput,
 };
 pub use client::{Client, ClientBuilder, ClientModel};
 pub use context::{

@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::Steering;
 use super::hooks::HookChain;
 use super::{Agent, AgentConfig, AgentHooks, StepContext, StepOverrides, ToolErrorPolicy};
 use crate::context::{MIN_BUDGET_TOKENS, OutputBudget, ToolDeferral, ToolOutputStore};
@@ -49,6 +50,7 @@ pub struct AgentBuilder {
     prepare_step: Option<Arc<PrepareStepFn>>,
     hooks: Vec<Arc<dyn AgentHooks>>,
     cancellation: Option<CancellationToken>,
+    steering: Option<Steering>,
     temperature: Option<f32>,
     max_output_tokens: Option<u32>,
     tool_choice: ToolChoice,
@@ -97,6 +99,7 @@ impl AgentBuilder {
             prepare_step: None,
             hooks: Vec::new(),
             cancellation: None,
+            steering: None,
             temperature: None,
             max_output_tokens: None,
             tool_choice: ToolChoice::Auto,
@@ -206,6 +209,13 @@ impl AgentBuilder {
     /// Like [`hooks`](Self::hooks), for hooks already behind an `Arc`.
     pub fn shared_hooks(mut self, hooks: Arc<dyn AgentHooks>) -> Self {
         self.hooks.push(hooks);
+        self
+    }
+
+    /// Messages to inject into the agent's runs while they work (see [`Steering`]): each
+    /// queued message joins the conversation at the next tool boundary.
+    pub fn steering(mut self, steering: Steering) -> Self {
+        self.steering = Some(steering);
         self
     }
 
@@ -393,6 +403,7 @@ impl AgentBuilder {
                     _ => Some(Arc::new(HookChain(self.hooks))),
                 },
                 cancellation: self.cancellation,
+                steering: self.steering,
                 temperature: self.temperature,
                 max_output_tokens: self.max_output_tokens,
                 tool_choice: self.tool_choice,

@@ -293,6 +293,19 @@ impl AgentRun {
             .unwrap_or_default()
     }
 
+    /// Whether a steering message may join the conversation now: between steps (or before
+    /// the first), never inside a step's tool calls or after the run ended.
+    pub(super) fn at_boundary(&self) -> bool {
+        matches!(self.phase, Phase::Model)
+    }
+
+    /// Appends a steering message; only [`at_boundary`](Self::at_boundary).
+    pub(super) fn inject(&mut self, message: Message) {
+        if self.at_boundary() {
+            self.messages.push(message);
+        }
+    }
+
     /// Ends the run.
     pub(super) fn stop(&mut self, stop_reason: StopReason) {
         self.phase = Phase::Done { stop_reason };

@@ -6,6 +6,7 @@ mod context;
 mod hooks;
 mod machine;
 mod run;
+mod steering;
 mod step;
 mod stepper;
 mod subagent;
@@ -40,6 +41,7 @@ pub use builder::AgentBuilder;
 pub(crate) use builder::PrepareStepFn;
 pub use hooks::{AgentHooks, ToolCallDecision};
 pub use machine::{AGENT_RUN_FORMAT_VERSION, AgentRun, NextAction};
+pub use steering::{Steering, SteeringId, SteeringMessage};
 pub use step::{StepContext, StepOverrides};
 pub use stepper::RunStepper;
 pub use subagent::SubAgentSetup;
@@ -82,6 +84,8 @@ pub(crate) struct AgentConfig {
     pub(crate) prepare_step: Option<Arc<PrepareStepFn>>,
     pub(crate) hooks: Option<Arc<dyn AgentHooks>>,
     pub(crate) cancellation: Option<CancellationToken>,
+    /// Messages injected at tool boundaries.
+    pub(crate) steering: Option<Steering>,
     pub(crate) temperature: Option<f32>,
     pub(crate) max_output_tokens: Option<u32>,
     pub(crate) tool_choice: ToolChoice,
@@ -142,6 +146,22 @@ impl Agent {
                     .flatten()
             })
             .or_else(|| crate::known_context_window(model))
+    }
+
+    /// This agent with `steering` as its queue of messages to inject into its runs (see
+    /// [`Steering`]); the agent it was made from keeps its own.
+    #[must_use]
+    pub fn with_steering(&self, steering: Steering) -> Self {
+        let mut config = (*self.inner).clone();
+        config.steering = Some(steering);
+        Self {
+            inner: Arc::new(config),
+        }
+    }
+
+    /// The queue of messages this agent injects into its runs, if it has one.
+    pub fn steering(&self) -> Option<&Steering> {
+        self.inner.steering.as_ref()
     }
 
     /// The agent's tools.
@@ -463,6 +483,16 @@ pub enum AgentEvent {
         total: Option<f64>,
         /// What is happening.
         message: Option<String>,
+    },
+    /// A message sent with [`Steering`] joined the conversation at a tool boundary, before
+    /// step `step`'s model call: the model sees it in that request.
+    Steered {
+        /// The id [`Steering::send`] gave it.
+        id: SteeringId,
+        /// The step whose request carries it first, from 0.
+        step: usize,
+        /// The user message.
+        message: Message,
     },
     /// A step finished.
     StepFinish(StepResult),

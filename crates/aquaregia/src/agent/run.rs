@@ -263,6 +263,7 @@ impl Driver<'_> {
     /// run's conversation moved in, or the step's own); `false` when cancelled.
     pub(super) async fn prepare(&mut self, index: usize) -> Result<bool, Error> {
         let config = self.config;
+        self.take_steering(index);
         let base_tools = &config.tools;
 
         let overrides = match &config.prepare_step {
@@ -378,6 +379,32 @@ impl Driver<'_> {
             hooks.on_step_start(&ctx).await;
         }
         Ok(true)
+    }
+
+    /// The tool boundary: appends every message queued in the agent's [`Steering`] to the
+    /// conversation, so step `index`'s request carries them.
+    ///
+    /// [`Steering`]: super::Steering
+    fn take_steering(&mut self, index: usize) {
+        let Some(steering) = &self.config.steering else {
+            return;
+        };
+        if !self.state.at_boundary() {
+            return;
+        }
+        for queued in steering.take_pending() {
+            tracing::debug!(
+                step = index,
+                steering_id = queued.id.0,
+                "steering message injected"
+            );
+            self.state.inject(queued.message.clone());
+            emit(self.events, || AgentEvent::Steered {
+                id: queued.id,
+                step: index,
+                message: queued.message,
+            });
+        }
     }
 
     /// The request [`prepare`](Self::prepare) left in the cache (its messages moved back out).

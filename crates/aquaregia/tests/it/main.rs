@@ -41,6 +41,7 @@ mod redirects;
 mod run_approvals;
 mod session_store;
 mod skills;
+mod steering;
 mod stream_framing;
 mod structured_output_providers;
 mod structured_output_repair;
