@@ -131,6 +131,7 @@ mod error;
 pub mod files;
 pub mod http;
 mod message;
+mod middleware;
 mod model;
 pub mod permission_rules;
 pub mod policy;
@@ -165,6 +166,10 @@ pub use context::{
 pub use conversation::{Conversation, Recorded, SlashCommand, continued_history};
 pub use error::{ConfigError, Error};
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
+pub use middleware::{
+    Cassette, CassetteBuilder, CassetteMode, LanguageModelExt, RateLimited, RateLimiter,
+    RateLimiterBuilder, Retry, RetryBudget, RetryPolicy,
+};
 pub use model::{
     Fallback, FinishReason, GeneratedObject, LanguageModel, ModelRequest, ModelResponse,
     ModelState, ModelStream, ProviderKind, StreamEvent, ToolChoice, generate_object,
