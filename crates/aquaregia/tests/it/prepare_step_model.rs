@@ -102,3 +102,47 @@ async fn a_saved_run_stays_data_and_asks_prepare_step_again() {
     assert_eq!(cheap.call_count(), 1);
     assert_eq!(output.cost.unwrap().total(), 11.5);
 }
+
+#[derive(Clone, Default)]
+struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_chat_span_names_the_model_that_ran() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let _logging = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::INFO)
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .with_ansi(false)
+            .finish(),
+    );
+    let (big, cheap) = models();
+    agent(&big, &cheap).run("add").await.unwrap();
+    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let chats: Vec<&str> = logs.lines().filter(|line| line.contains("chat{")).collect();
+    assert_eq!(chats.len(), 2, "{logs}");
+    assert!(
+        chats[0].contains("gen_ai.request.model=big-model")
+            && chats[0].contains("gen_ai.provider.name=\"scripted\""),
+        "{}",
+        chats[0]
+    );
+    assert!(
+        chats[1].contains("gen_ai.request.model=cheap-model")
+            && chats[1].contains("gen_ai.provider.name=\"cheap-provider\""),
+        "{}",
+        chats[1]
+    );
+}
