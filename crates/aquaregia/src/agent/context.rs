@@ -194,8 +194,9 @@ pub(super) async fn fit_window(
     if fixed + messages <= target {
         return Ok(None);
     }
+    // The step's model summarises: the request names it.
     let compaction = Compaction {
-        model: &*config.language_model,
+        model: step_model.unwrap_or(&*config.language_model),
         model_id: &request.model,
         fixed_tokens: fixed,
         target,

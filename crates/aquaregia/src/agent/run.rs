@@ -467,8 +467,8 @@ impl Driver<'_> {
         state.usage += usage;
         let config = self.config;
         let model = &self.cache.request.model;
-        // A compaction summary is the agent's model's call, whatever model the step runs on.
-        let step_model = self.cache.step_model.as_ref().filter(|_| !compaction);
+        // A compaction summary before the step is that step's model's call too.
+        let step_model = self.cache.step_model.as_ref();
         let cost = config
             .prices
             .as_ref()

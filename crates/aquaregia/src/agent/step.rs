@@ -99,8 +99,8 @@ impl StepOverrides {
     /// call tools. The request names that model's id (unless [`model`](Self::model) names
     /// another); the step's [`StepResult::model`](crate::StepResult::model), its `chat` span
     /// and its cost (the agent's [`PriceTable`](crate::PriceTable), else the model's own
-    /// [`price`](LanguageModel::price)) are that model's, and the context window the request
-    /// is fitted to is that model's. The model keeps its own per-run
+    /// [`price`](LanguageModel::price)) are that model's, and so are the context window the
+    /// request is fitted to and the summary call when it must be compacted. The model keeps its own per-run
     /// [`ModelState`](crate::ModelState) across the steps it runs. Nothing of it is stored
     /// in the [`AgentRun`](crate::AgentRun): a resumed run asks `prepare_step` again.
     ///
