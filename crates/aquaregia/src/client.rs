@@ -353,7 +353,13 @@ impl ClientBuilder {
         self
     }
 
-    /// Retries on connect errors, timeouts, 408, 429 and 5xx (default 2).
+    /// Retries on connect errors, timeouts, 408, 429 and 5xx (default 2), honouring the
+    /// provider's `Retry-After` up to 60 s.
+    ///
+    /// Under a [`Retry`](crate::Retry) layer these retries are off: the client makes one
+    /// attempt per call and returns the error (with the provider's
+    /// [`retry_after`](crate::Error::retry_after)) to the layer, whose policy alone decides,
+    /// so the two never multiply attempts.
     pub fn max_retries(mut self, max_retries: u32) -> Self {
         self.max_retries = max_retries;
         self

@@ -26,6 +26,10 @@ pub enum Error {
         body: String,
         /// The request id the provider sent back, for support tickets.
         request_id: Option<String>,
+        /// How long the provider asked to wait before trying again: its `retry-after-ms` or
+        /// `Retry-After` header (seconds or an HTTP date), or a delay in the body (Gemini's
+        /// `RetryInfo`). `None` when it did not say.
+        retry_after: Option<Duration>,
     },
     /// The provider reported an error inside an otherwise successful response stream.
     #[error("{provider} stream error: {message}")]
@@ -119,6 +123,18 @@ pub enum Error {
     /// The operation was cancelled through its cancellation token.
     #[error("cancelled")]
     Cancelled,
+    /// A [`Cassette`](crate::Cassette) could not answer: replay of a request it does not
+    /// hold, a file that cannot be read, written or parsed, a builder setting that is wrong.
+    #[error("cassette {}: {message}", path.display())]
+    Cassette {
+        /// The cassette's file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        message: String,
+        /// The I/O, JSON or pattern error behind it, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// An error from another layer: a user's `prepare_step`, a tool source such as an MCP
     /// server (`aquaregia_mcp::McpError` converts into this variant). Downcast it to act on
     /// it.
@@ -130,6 +146,29 @@ impl Error {
     /// Wraps any error as [`Error::Other`]; handy inside `prepare_step` closures.
     pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         Self::Other(error.into())
+    }
+
+    /// How long the provider asked to wait before a retry ([`Error::Provider`]'s
+    /// `retry_after`), when it said.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let error = aquaregia::Error::Provider {
+    ///     provider: "openai",
+    ///     status: 429,
+    ///     message: "slow down".into(),
+    ///     code: None,
+    ///     body: String::new(),
+    ///     request_id: None,
+    ///     retry_after: Some(Duration::from_secs(2)),
+    /// };
+    /// assert_eq!(error.retry_after(), Some(Duration::from_secs(2)));
+    /// ```
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Provider { retry_after, .. } => *retry_after,
+            _ => None,
+        }
     }
 
     /// Whether retrying the same request may succeed (rate limits, overload, timeouts...).

@@ -42,6 +42,18 @@
 //! (the next one on rate limits, overload and outages), and a provider of your own is one trait
 //! implementation away ([`AgentBuilder::new`]; `examples/custom_provider.rs`).
 //!
+//! ## Middleware
+//!
+//! Wrappers that are [`LanguageModel`]s themselves, stacked with [`LanguageModelExt`]
+//! (`model.with_rate_limit(limiter).with_retry(policy)`; the last one added is the
+//! outermost): [`Retry`] tries retryable failures again after the provider's `Retry-After`
+//! ([`Error::retry_after`]) or backoff with jitter, within a [`RetryPolicy`] and an optional
+//! shared [`RetryBudget`] (the client's own retries are off beneath it, so attempts never
+//! multiply); [`RateLimited`] keeps calls within a shared [`RateLimiter`]'s requests and
+//! tokens per minute; [`Cassette`] records answers to a JSON file and replays them in tests,
+//! secrets scrubbed, with no network or key. [`StepOverrides::language_model`] runs one step
+//! on another model (a cheap one for steps that only call tools).
+//!
 //! ## Usage, cost, caching, typed answers
 //!
 //! Every step reports a [`Usage`] normalised across providers, [`AgentEvent::Usage`] follows
@@ -145,6 +157,7 @@ mod error;
 pub mod files;
 pub mod http;
 mod message;
+mod middleware;
 mod model;
 pub mod permission_rules;
 pub mod policy;
@@ -181,6 +194,10 @@ pub use context::{
 pub use conversation::{Conversation, Recorded, SlashCommand, continued_history};
 pub use error::{ConfigError, Error};
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
+pub use middleware::{
+    Cassette, CassetteBuilder, CassetteMode, LanguageModelExt, RateLimited, RateLimiter,
+    RateLimiterBuilder, Retry, RetryBudget, RetryPolicy,
+};
 pub use model::{
     Fallback, FinishReason, GeneratedObject, LanguageModel, ModelRequest, ModelResponse,
     ModelState, ModelStream, ProviderKind, StreamEvent, ToolChoice, generate_object,

@@ -11,7 +11,7 @@ use crate::context::{
 };
 use crate::error::Error;
 use crate::message::{Message, ToolResult};
-use crate::model::ModelRequest;
+use crate::model::{LanguageModel, ModelRequest};
 use crate::tool::{Tool, ToolRegistry};
 
 use super::AgentConfig;
@@ -121,13 +121,18 @@ pub(super) async fn fit_result(
 
 /// The window and the output reserve for `model`: the agent's window, else the model's own
 /// (when `model` is the agent's model), else the one known for `model`'s name.
-pub(super) fn window_and_reserve(config: &AgentConfig, model: &str) -> (u64, u64) {
+pub(super) fn window_and_reserve(
+    config: &AgentConfig,
+    model: &str,
+    step_model: Option<&dyn LanguageModel>,
+) -> (u64, u64) {
     let window = config
         .context_window
-        .or_else(|| {
-            (model == config.model)
+        .or_else(|| match step_model {
+            Some(step_model) => step_model.context_window(),
+            None => (model == config.model)
                 .then(|| config.language_model.context_window())
-                .flatten()
+                .flatten(),
         })
         .unwrap_or_else(|| context_window_for(model));
     let reserve = config
@@ -141,7 +146,7 @@ pub(super) async fn compact(
     config: &AgentConfig,
     messages: &[Message],
 ) -> Result<(Vec<Message>, CompactionReport), Error> {
-    let (window, reserve) = window_and_reserve(config, &config.model);
+    let (window, reserve) = window_and_reserve(config, &config.model, None);
     let (advertised, _) = Deferral::new(&config.deferral, messages).select(&config.tools)?;
     let fixed = config.instructions.as_deref().map_or(0, estimate_tokens)
         + tools_tokens(advertised.tools());
@@ -166,9 +171,10 @@ pub(super) async fn fit_window(
     request: &mut ModelRequest,
     estimates: &mut Estimates,
     step_local: bool,
+    step_model: Option<&dyn LanguageModel>,
 ) -> Result<Option<CompactionReport>, Error> {
-    let provider = estimator_kind(&*config.language_model);
-    let (window, reserve) = window_and_reserve(config, &request.model);
+    let provider = estimator_kind(step_model.unwrap_or(&*config.language_model));
+    let (window, reserve) = window_and_reserve(config, &request.model, step_model);
     let target = window.saturating_sub(reserve);
     let fixed = request.instructions.as_deref().map_or(0, estimate_tokens) + estimates.tools;
     let messages = if step_local {
@@ -188,8 +194,9 @@ pub(super) async fn fit_window(
     if fixed + messages <= target {
         return Ok(None);
     }
+    // The step's model summarises: the request names it.
     let compaction = Compaction {
-        model: &*config.language_model,
+        model: step_model.unwrap_or(&*config.language_model),
         model_id: &request.model,
         fixed_tokens: fixed,
         target,

@@ -20,7 +20,7 @@ use super::{
 use crate::context::{Deferral, READ_TOOL_OUTPUT};
 use crate::error::Error;
 use crate::message::{Message, ToolCall};
-use crate::model::{ModelRequest, ModelResponse, ModelState, StreamEvent, Usage};
+use crate::model::{LanguageModel, ModelRequest, ModelResponse, ModelState, StreamEvent, Usage};
 use crate::pricing::Cost;
 use crate::telemetry;
 use crate::tool::{
@@ -114,9 +114,48 @@ pub(super) struct StepCache {
     step_local: bool,
     /// What the current step's tool calls spent in subagents.
     pub(super) nested: NestedUsage,
+    /// The model `prepare_step` chose for the current step, if not the agent's.
+    step_model: Option<Arc<dyn LanguageModel>>,
+    /// The last model `prepare_step` chose, with its own state across the steps it runs.
+    other_model: Option<(Arc<dyn LanguageModel>, ModelState)>,
 }
 
 impl StepCache {
+    /// The model for the current step's call, and its state: `step_state` when the step
+    /// carries messages of its own, the chosen model's own state when `prepare_step` chose
+    /// one, otherwise the run's.
+    fn model_and_state<'s>(
+        &'s mut self,
+        config: &AgentConfig,
+        step_state: &'s mut ModelState,
+    ) -> (Arc<dyn LanguageModel>, &'s mut ModelState) {
+        let Self {
+            model_state,
+            step_local,
+            step_model,
+            other_model,
+            ..
+        } = self;
+        let Some(model) = step_model else {
+            let state = if *step_local { step_state } else { model_state };
+            return (config.language_model.clone(), state);
+        };
+        let model = model.clone();
+        if *step_local {
+            return (model, step_state);
+        }
+        if !other_model
+            .as_ref()
+            .is_some_and(|(other, _)| Arc::ptr_eq(other, &model))
+        {
+            *other_model = Some((model.clone(), ModelState::new()));
+        }
+        match other_model {
+            Some((_, state)) => (model, state),
+            None => (model, step_state),
+        }
+    }
+
     pub(super) fn new(config: &AgentConfig, state: &AgentRun) -> Self {
         let deferral = Deferral::new(&config.deferral, &state.messages);
         deferral.restore_loaded(&state.loaded_tools);
@@ -141,6 +180,8 @@ impl StepCache {
             exec_tools: None,
             step_local: false,
             nested: NestedUsage::default(),
+            step_model: None,
+            other_model: None,
         }
     }
 }
@@ -207,17 +248,15 @@ impl Driver<'_> {
         let mut partial_text = String::new();
         // A step with its own messages must not touch the state of the run's conversation.
         let mut step_state = ModelState::new();
-        let cache = &mut *self.cache;
-        let model_state = if cache.step_local {
-            &mut step_state
-        } else {
-            &mut cache.model_state
-        };
+        // The request is moved out for the call, so the cache can lend the model's state.
+        let request = std::mem::take(&mut self.cache.request);
+        let (model, model_state) = self.cache.model_and_state(config, &mut step_state);
         let response = tokio::select! {
             biased;
             () = self.cancel.cancelled() => None,
-            response = call_model(config, &cache.request, self.events, model_state, &mut partial_text) => Some(response),
+            response = call_model(config, &*model, &request, self.events, model_state, &mut partial_text) => Some(response),
         };
+        self.cache.request = request;
         self.restore_messages();
         let Some(response) = response else {
             if !partial_text.is_empty() {
@@ -290,7 +329,12 @@ impl Driver<'_> {
         cache.request.model.clone_from(&config.model);
         cache.request.instructions.clone_from(&config.instructions);
         cache.request.tool_choice.clone_from(&config.tool_choice);
+        cache.step_model = None;
         if let Some(overrides) = overrides {
+            if let Some(model) = overrides.language_model {
+                model.model_id().clone_into(&mut cache.request.model);
+                cache.step_model = Some(model);
+            }
             if overrides.tools.is_some() || overrides.active_tools.is_some() {
                 let mut step_registry = match overrides.tools {
                     Some(tools) => ToolRegistry::from_tools(tools)?,
@@ -339,7 +383,7 @@ impl Driver<'_> {
         let fitted = tokio::select! {
             biased;
             () = self.cancel.cancelled() => None,
-            fitted = context::fit_window(config, &mut cache.request, &mut cache.estimates, step_local) => Some(fitted),
+            fitted = context::fit_window(config, &mut cache.request, &mut cache.estimates, step_local, cache.step_model.as_deref()) => Some(fitted),
         };
         let fitted = match fitted {
             None => {
@@ -358,6 +402,7 @@ impl Driver<'_> {
             }
             if !step_local {
                 self.cache.model_state = ModelState::new();
+                self.cache.other_model = None;
             }
             emit(self.events, || AgentEvent::Compacted {
                 before_tokens: report.before_tokens,
@@ -420,9 +465,13 @@ impl Driver<'_> {
         }
     }
 
-    /// The model state for the current step's model call.
-    pub(super) fn model_state_mut(&mut self) -> Option<&mut ModelState> {
-        (!self.cache.step_local).then_some(&mut self.cache.model_state)
+    /// The model for the current step's call, and its state (`step_state` when the step
+    /// carries messages of its own).
+    pub(super) fn model_and_state<'s>(
+        &'s mut self,
+        step_state: &'s mut ModelState,
+    ) -> (Arc<dyn LanguageModel>, &'s mut ModelState) {
+        self.cache.model_and_state(self.config, step_state)
     }
 
     /// After a step ended: saves the deferred tools found, then `on_step_finish` and
@@ -449,15 +498,20 @@ impl Driver<'_> {
         state.usage += usage;
         let config = self.config;
         let model = &self.cache.request.model;
+        // A compaction summary before the step is that step's model's call too.
+        let step_model = self.cache.step_model.as_ref();
         let cost = config
             .prices
             .as_ref()
             .and_then(|prices| prices.cost(model, &usage))
             .or_else(|| {
-                (*model == config.model)
-                    .then(|| config.language_model.price())
-                    .flatten()
-                    .map(|price| usage.cost(&price))
+                match step_model {
+                    Some(step_model) => step_model.price(),
+                    None => (*model == config.model)
+                        .then(|| config.language_model.price())
+                        .flatten(),
+                }
+                .map(|price| usage.cost(&price))
             });
         state.cost = state.cost.zip(cost).map(|(total, cost)| total + cost);
         emit(self.events, || AgentEvent::Usage {
@@ -738,14 +792,15 @@ fn progress_reporter(sender: UnboundedSender<AgentEvent>, id: String) -> Progres
 /// is generated.
 pub(super) async fn call_model(
     config: &AgentConfig,
+    model: &dyn LanguageModel,
     request: &ModelRequest,
     events: Events<'_>,
     state: &mut ModelState,
     partial_text: &mut String,
 ) -> Result<ModelResponse, Error> {
     let content = config.telemetry.record_content;
-    let span = telemetry::chat_span(&*config.language_model, request, events.is_some(), content);
-    let result = model_call(config, request, events, state, partial_text)
+    let span = telemetry::chat_span(model, request, events.is_some(), content);
+    let result = model_call(model, request, events, state, partial_text)
         .instrument(span.clone())
         .await;
     telemetry::record_chat(&span, &result, content);
@@ -753,13 +808,12 @@ pub(super) async fn call_model(
 }
 
 async fn model_call(
-    config: &AgentConfig,
+    model: &dyn LanguageModel,
     request: &ModelRequest,
     events: Events<'_>,
     state: &mut ModelState,
     partial_text: &mut String,
 ) -> Result<ModelResponse, Error> {
-    let model = &*config.language_model;
     let Some(sender) = events else {
         return model.generate(request, state).await;
     };

@@ -1,7 +1,9 @@
 //! What `prepare_step` sees and what it may change.
 
+use std::sync::Arc;
+
 use crate::message::Message;
-use crate::model::ToolChoice;
+use crate::model::{LanguageModel, ToolChoice};
 use crate::tool::Tool;
 
 use super::StepResult;
@@ -56,6 +58,7 @@ pub struct StepOverrides {
     pub(crate) tools: Option<Vec<Tool>>,
     pub(crate) active_tools: Option<Vec<String>>,
     pub(crate) model: Option<String>,
+    pub(crate) language_model: Option<Arc<dyn LanguageModel>>,
     pub(crate) instructions: Option<String>,
     pub(crate) messages: Option<Vec<Message>>,
     pub(crate) tool_choice: Option<ToolChoice>,
@@ -84,9 +87,45 @@ impl StepOverrides {
         self
     }
 
-    /// Uses another model for this step.
+    /// Asks the agent's model for another model id in this step's request (the same
+    /// provider and client; see [`language_model`](Self::language_model) for another model
+    /// altogether).
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
+        self
+    }
+
+    /// Runs this step on another [`LanguageModel`], e.g. a cheap one for steps that only
+    /// call tools. The request names that model's id (unless [`model`](Self::model) names
+    /// another); the step's [`StepResult::model`](crate::StepResult::model), its `chat` span
+    /// and its cost (the agent's [`PriceTable`](crate::PriceTable), else the model's own
+    /// [`price`](LanguageModel::price)) are that model's, and so are the context window the
+    /// request is fitted to and the summary call when it must be compacted. The model keeps its own per-run
+    /// [`ModelState`](crate::ModelState) across the steps it runs. Nothing of it is stored
+    /// in the [`AgentRun`](crate::AgentRun): a resumed run asks `prepare_step` again.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use aquaregia::test_utils::ScriptedModel;
+    /// use aquaregia::{AgentBuilder, LanguageModel, StepOverrides};
+    ///
+    /// let cheap: Arc<dyn LanguageModel> = Arc::new(ScriptedModel::new().id("cheap").text("done"));
+    /// let agent = AgentBuilder::new(Arc::new(ScriptedModel::new()))
+    ///     .prepare_step(move |ctx| {
+    ///         // Every step after the first goes to the cheap model.
+    ///         let overrides = if ctx.step() > 0 {
+    ///             StepOverrides::new().language_model(cheap.clone())
+    ///         } else {
+    ///             StepOverrides::new()
+    ///         };
+    ///         async move { Ok(overrides) }
+    ///     })
+    ///     .build()?;
+    /// # let _ = agent;
+    /// # Ok::<(), aquaregia::Error>(())
+    /// ```
+    pub fn language_model(mut self, model: Arc<dyn LanguageModel>) -> Self {
+        self.language_model = Some(model);
         self
     }
 

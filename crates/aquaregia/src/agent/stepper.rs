@@ -157,7 +157,9 @@ impl RunStepper {
         Ok(request)
     }
 
-    /// Sends `request` to the agent's model (not streamed), with the run's request cache
+    /// Sends `request` to the agent's model, or to the one `prepare_step` chose for this step
+    /// ([`StepOverrides::language_model`](super::StepOverrides::language_model)), not
+    /// streamed, with the run's request cache
     /// ([`ModelState`]). Any other way of getting the answer (a recorded one, another client)
     /// works as well: hand it to [`model_responded`](Self::model_responded).
     ///
@@ -174,12 +176,9 @@ impl RunStepper {
             state: &mut self.state,
             cache: &mut self.cache,
         };
-        let state = match driver.model_state_mut() {
-            Some(state) => state,
-            None => &mut step_state,
-        };
+        let (model, state) = driver.model_and_state(&mut step_state);
         let mut partial_text = String::new();
-        run::call_model(config, request, None, state, &mut partial_text).await
+        run::call_model(config, &*model, request, None, state, &mut partial_text).await
     }
 
     /// Takes the model's answer for the step [`model_request`](Self::model_request) prepared:

@@ -54,6 +54,7 @@ impl Client {
         })?
         .map_err(|error| http::transport_error(&url, error))?;
         let status = response.status().as_u16();
+        let retry_after = http::retry_after_header(response.headers());
         let body = config.read_body(response).await?;
         if !(200..300).contains(&status) {
             let text = String::from_utf8_lossy(&body).into_owned();
@@ -64,6 +65,7 @@ impl Client {
                 code: None,
                 body: text,
                 request_id: None,
+                retry_after,
             });
         }
         let list: ModelList = serde_json::from_slice(&body).map_err(|error| Error::Decode {

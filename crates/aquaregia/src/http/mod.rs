@@ -390,22 +390,29 @@ impl HttpConfig {
                             .ok()
                             .and_then(Result::ok)
                             .unwrap_or_default();
-                        let rejection = read_error(status, &headers, &body);
+                        let Rejection {
+                            mut error,
+                            retry_after,
+                        } = read_error(status, &headers, &body);
+                        let retry_after = retry_after_header(&headers).or(retry_after);
+                        if let Error::Provider {
+                            retry_after: asked, ..
+                        } = &mut error
+                        {
+                            *asked = retry_after;
+                        }
                         let retry = match header_str(&headers, "x-should-retry") {
                             Some("true") => true,
                             Some("false") => false,
                             _ => is_retryable_status(status),
                         };
                         if !retry {
-                            return Err(rejection.error);
+                            return Err(error);
                         }
-                        (
-                            rejection.error,
-                            retry_after_header(&headers).or(rejection.retry_after),
-                        )
+                        (error, retry_after)
                     }
                 };
-            if attempt >= self.max_retries || !error.is_retryable() {
+            if attempt >= self.max_retries || !error.is_retryable() || retries_outside() {
                 return Err(error);
             }
             let delay = retry_after
@@ -494,8 +501,25 @@ pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a s
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
+tokio::task_local! {
+    /// Set while a retry layer outside the client ([`Retry`](crate::Retry)) makes the calls:
+    /// the client then makes one attempt per call, so attempts do not multiply.
+    static RETRIES_OUTSIDE: ();
+}
+
+/// Runs `future` with the client's own retries off: one attempt per request, the error
+/// (with the provider's `Retry-After`) returned at once for the caller's retry layer.
+pub(crate) async fn with_retries_outside<F: std::future::Future>(future: F) -> F::Output {
+    RETRIES_OUTSIDE.scope((), future).await
+}
+
+/// Whether a retry layer outside the client decides on retries ([`with_retries_outside`]).
+fn retries_outside() -> bool {
+    RETRIES_OUTSIDE.try_with(|()| ()).is_ok()
+}
+
 /// `retry-after-ms`, then `retry-after` as seconds or an HTTP date.
-fn retry_after_header(headers: &HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after_header(headers: &HeaderMap) -> Option<Duration> {
     if let Some(ms) =
         header_str(headers, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
     {

@@ -22,7 +22,6 @@ use crate::tool::ToolDescriptor;
 pub(crate) use crate::usage::Usage;
 pub use fallback::Fallback;
 pub use generate::{GeneratedObject, generate_object};
-#[cfg(feature = "test-utils")]
 pub(crate) use language_model::response_events;
 pub use language_model::{LanguageModel, ModelState};
 pub use window::{DEFAULT_CONTEXT_WINDOW, context_window_for, known_context_window};

@@ -357,6 +357,8 @@ fn provider_error(provider: &'static str, status: u16, headers: &HeaderMap, body
         code,
         body: text,
         request_id,
+        // Set by the HTTP layer, which reads the headers and the body's own delay.
+        retry_after: None,
     }
 }
 

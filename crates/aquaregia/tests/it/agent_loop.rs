@@ -349,6 +349,7 @@ async fn stream_ends_with_the_error_when_the_model_fails() {
         code: Some("invalid_request_error".into()),
         body: String::new(),
         request_id: None,
+        retry_after: None,
     });
     let agent = scripted_agent(&model).build().unwrap();
     let events: Vec<_> = agent.stream("hi").collect().await;

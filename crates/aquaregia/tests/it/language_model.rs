@@ -90,6 +90,7 @@ impl LanguageModel for Counting {
                 code: None,
                 body: String::new(),
                 request_id: None,
+                retry_after: None,
             });
         }
         // Call the tool until the conversation has two tool results, then answer.
@@ -381,6 +382,7 @@ async fn fallback_returns_the_last_error_when_every_model_fails() {
         code: None,
         body: String::new(),
         request_id: None,
+        retry_after: None,
     });
     let fallback = Fallback::new(Arc::new(first.clone())).or(Arc::new(second.clone()));
     let request = ModelRequest::new("first", vec![Message::user("hi")]);
