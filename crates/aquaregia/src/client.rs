@@ -21,8 +21,8 @@ use crate::model::{
 pub use client_model::ClientModel;
 
 use crate::provider::{
-    KeyPolicy, PROVIDERS, ProviderInfo, anthropic, bearer_auth, gemini, ollama, openai_chat,
-    openai_responses, provider, provider_ids,
+    KeyPolicy, PROVIDERS, ProviderInfo, ProviderSettings, SetupInput, anthropic, bearer_auth,
+    gemini, ollama, openai_chat, openai_responses, provider, provider_ids,
 };
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -242,7 +242,7 @@ pub struct ClientBuilder {
     provider: &'static ProviderInfo,
     api_key: Option<String>,
     bearer_token: Option<String>,
-    aws_credentials: Option<crate::http::StaticCredentials>,
+    settings: ProviderSettings,
     base_url: Option<String>,
     headers: Vec<(String, String)>,
     timeout: Duration,
@@ -259,7 +259,7 @@ impl fmt::Debug for ClientBuilder {
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
             )
-            .field("aws_credentials", &self.aws_credentials)
+            .field("settings", &self.settings)
             .field("base_url", &self.base_url)
             .field(
                 "headers",
@@ -281,7 +281,7 @@ impl ClientBuilder {
             provider,
             api_key: None,
             bearer_token: None,
-            aws_credentials: None,
+            settings: ProviderSettings::default(),
             base_url: None,
             headers: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
@@ -325,12 +325,48 @@ impl ClientBuilder {
         session_token: Option<String>,
         region: impl Into<String>,
     ) -> Self {
-        self.aws_credentials = Some(crate::http::StaticCredentials {
+        self.settings.aws = Some(crate::http::StaticCredentials {
             access_key_id: access_key_id.into(),
             secret_access_key: secret_access_key.into(),
             session_token,
             region: region.into(),
         });
+        self
+    }
+
+    /// The Google Cloud project Vertex AI requests go to (otherwise `GOOGLE_CLOUD_PROJECT`,
+    /// else the credentials' own project). Other providers ignore it.
+    #[cfg(feature = "vertex")]
+    pub fn google_cloud_project(mut self, project: impl Into<String>) -> Self {
+        self.settings.google_project = Some(project.into());
+        self
+    }
+
+    /// The Vertex AI location: a region such as `us-central1`, or `global` (otherwise
+    /// `GOOGLE_CLOUD_LOCATION`, else `global`). Other providers ignore it.
+    #[cfg(feature = "vertex")]
+    pub fn google_cloud_location(mut self, location: impl Into<String>) -> Self {
+        self.settings.google_location = Some(location.into());
+        self
+    }
+
+    /// The Google credentials file Vertex AI access tokens are minted from: a service-account
+    /// key, or `authorized_user` credentials as `gcloud auth application-default login`
+    /// writes them (otherwise `GOOGLE_APPLICATION_CREDENTIALS`, else gcloud's file). An
+    /// access token given with [`bearer_token`](Self::bearer_token) or
+    /// `GOOGLE_CLOUD_ACCESS_TOKEN` is used instead. Other providers ignore it.
+    ///
+    /// ```no_run
+    /// let client = aquaregia::Client::builder_from_model_spec("vertex:gemini-2.5-flash")?
+    ///     .0
+    ///     .google_credentials_file("/secrets/vertex-sa.json")
+    ///     .google_cloud_location("europe-west4")
+    ///     .build()?;
+    /// # Ok::<(), aquaregia::Error>(())
+    /// ```
+    #[cfg(feature = "vertex")]
+    pub fn google_credentials_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.settings.google_credentials_file = Some(path.into());
         self
     }
 
@@ -390,12 +426,6 @@ impl ClientBuilder {
                 .as_deref()
                 .unwrap_or(provider.default_base_url),
         );
-        reqwest::Url::parse(&base_url).map_err(|error| {
-            Error::Config(ConfigError::InvalidUrl {
-                url: crate::http::safe_url(&base_url),
-                reason: error.to_string(),
-            })
-        })?;
 
         // A bearer token (given, or from a token variable when no key is set) replaces the key.
         let bearer_token = self.bearer_token.clone().or_else(|| {
@@ -422,12 +452,24 @@ impl ClientBuilder {
             KeyPolicy::UnlessBaseUrl => configured_url.is_none(),
             KeyPolicy::Never => false,
         };
-        let signer = match provider.signer {
-            Some(make) if api_key.is_none() && bearer_token.is_none() => {
-                Some(make(self.aws_credentials.as_ref())?)
+        let (signer, base_url) = match provider.signer {
+            Some(make) => {
+                let setup = make(&SetupInput {
+                    base_url: &base_url,
+                    configured: configured_url.is_some(),
+                    authorized: api_key.is_some() || bearer_token.is_some(),
+                    settings: &self.settings,
+                })?;
+                (setup.signer, setup.base_url.unwrap_or(base_url))
             }
-            _ => None,
+            None => (None, base_url),
         };
+        reqwest::Url::parse(&base_url).map_err(|error| {
+            Error::Config(ConfigError::InvalidUrl {
+                url: crate::http::safe_url(&base_url),
+                reason: error.to_string(),
+            })
+        })?;
         if api_key.is_none()
             && bearer_token.is_none()
             && key_needed
