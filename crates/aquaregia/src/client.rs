@@ -100,6 +100,8 @@ impl Client {
     /// `ollama:qwen3:8b`, or an OpenAI-compatible preset with its own base URL and key
     /// variable: `openrouter:`, `groq:`, `deepseek:`, `mistral:`, `xai:`, `together:`,
     /// `fireworks:`, `cerebras:`, and the local `lmstudio:`, `vllm:`, `llamacpp:` (no key).
+    /// Azure (`azure:`, `azure-responses:`), Amazon Bedrock (`bedrock:`, feature `bedrock`) and
+    /// Google Vertex AI (`vertex:`, `vertex-anthropic:`, feature `vertex`) too.
     ///
     /// ```
     /// let err = aquaregia::Client::from_model_spec("nope:model").unwrap_err();
@@ -298,7 +300,8 @@ impl ClientBuilder {
 
     /// A bearer token sent as `Authorization: Bearer <token>` instead of the API key (for
     /// Azure, a Microsoft Entra ID token; otherwise read from `AZURE_OPENAI_AD_TOKEN` when no
-    /// key is set). It takes the place of any key.
+    /// key is set; for Vertex AI, an OAuth access token, used instead of minting one). It
+    /// takes the place of any key.
     ///
     /// ```
     /// let client = aquaregia::Client::builder_from_model_spec("azure:my-gpt-4o")?
