@@ -44,7 +44,7 @@ pub const USER_REFRESH_TOKEN: &str = "1//test-refresh-token-for-aquaregia";
 const WAIT_BOUND: Duration = Duration::from_secs(30);
 
 /// The claims of an accepted assertion.
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Assertion {
     /// `iss`: the service account.
     pub iss: String,
@@ -57,7 +57,6 @@ pub struct Assertion {
     /// `exp`, seconds since the epoch.
     pub exp: u64,
     /// The JWT header's `kid`.
-    #[serde(skip)]
     pub kid: Option<String>,
 }
 
@@ -270,10 +269,18 @@ fn verify(jwt: &str, token_uri: &str) -> Result<Assertion, String> {
     validation.set_audience(&[token_uri]);
     validation.set_issuer(&[CLIENT_EMAIL]);
     validation.set_required_spec_claims(&["exp", "iat", "aud", "iss"]);
-    let data = jsonwebtoken::decode::<Assertion>(jwt, &key, &validation)
+    let data = jsonwebtoken::decode::<Value>(jwt, &key, &validation)
         .map_err(|e| format!("Invalid JWT: {e}"))?;
-    let mut claims = data.claims;
-    claims.kid = header.kid;
+    let text = |name: &str| data.claims[name].as_str().unwrap_or_default().to_owned();
+    let number = |name: &str| data.claims[name].as_u64().unwrap_or_default();
+    let claims = Assertion {
+        iss: text("iss"),
+        scope: text("scope"),
+        aud: text("aud"),
+        iat: number("iat"),
+        exp: number("exp"),
+        kid: header.kid,
+    };
     if claims.scope != SCOPE {
         return Err(format!("scope {} is not {SCOPE}", claims.scope));
     }

@@ -637,6 +637,43 @@ fn a_missing_project_or_location_is_a_clear_error() {
     );
 }
 
+#[test]
+fn missing_credentials_say_what_to_set() {
+    let home_adc = std::env::var_os("HOME").map(|home| {
+        PathBuf::from(home).join(".config/gcloud/application_default_credentials.json")
+    });
+    let clean = [
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_CLOUD_ACCESS_TOKEN",
+        "CLOUDSDK_CONFIG",
+    ]
+    .iter()
+    .all(|var| std::env::var_os(var).is_none())
+        && home_adc.is_some_and(|path| !path.exists());
+    if !clean {
+        return; // This machine has Google credentials: nothing is missing.
+    }
+    let error = Client::builder_from_model_spec("vertex-anthropic:claude-sonnet-4-5")
+        .unwrap()
+        .0
+        .google_cloud_project("p")
+        .build()
+        .unwrap_err();
+    match &error {
+        Error::Config(ConfigError::Credentials(message)) => {
+            assert!(message.starts_with("no Google Cloud credentials"), "{message}");
+            for what in [
+                "GOOGLE_APPLICATION_CREDENTIALS",
+                "gcloud auth application-default login",
+                "GOOGLE_CLOUD_ACCESS_TOKEN",
+            ] {
+                assert!(message.contains(what), "{message}");
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn token_endpoint_refusals_are_clear_errors() {
     let tokens = GoogleTokenServer::start().await;
