@@ -661,7 +661,10 @@ fn missing_credentials_say_what_to_set() {
         .unwrap_err();
     match &error {
         Error::Config(ConfigError::Credentials(message)) => {
-            assert!(message.starts_with("no Google Cloud credentials"), "{message}");
+            assert!(
+                message.starts_with("no Google Cloud credentials"),
+                "{message}"
+            );
             for what in [
                 "GOOGLE_APPLICATION_CREDENTIALS",
                 "gcloud auth application-default login",
