@@ -131,6 +131,10 @@ pub(crate) type MakeSigner = fn(&SetupInput<'_>) -> Result<Setup, Error>;
 
 /// What a [`MakeSigner`] hook is given.
 #[derive(Debug)]
+#[cfg_attr(
+    not(any(feature = "bedrock", feature = "vertex")),
+    allow(dead_code) // only Bedrock and Vertex have hooks
+)]
 pub(crate) struct SetupInput<'a> {
     /// The base URL, normalized.
     #[cfg_attr(not(feature = "vertex"), allow(dead_code))] // only Vertex places it
