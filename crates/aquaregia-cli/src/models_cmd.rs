@@ -43,8 +43,8 @@ fn models_after_help() -> String {
         "Without PROVIDER, every provider whose API key is set is asked, plus the provider of \
          the\ndefault model (AQUAREGIA_MODEL, else the first provider with a key, else Ollama). \
          The default\nmodel is marked. OpenAI-compatible servers and Ollama are asked (GET \
-         /models); Anthropic,\nGemini and Bedrock answer from a built-in list.\n\nProviders and the \
-         variable holding their key:\n",
+         /models); Anthropic,\nGemini, Bedrock and Vertex answer from a built-in list.\n\nProviders \
+         and the variable holding their key:\n",
     );
     for (id, vars) in Client::provider_key_vars() {
         let vars = if vars.is_empty() {
@@ -53,6 +53,15 @@ fn models_after_help() -> String {
             vars.join(" or ")
         };
         text.push_str(&format!("  {id:<16} {vars}\n"));
+    }
+    let providers = Client::provider_key_vars();
+    if providers.iter().any(|(id, _)| *id == "vertex") {
+        text.push_str(
+            "\nvertex and vertex-anthropic take an access token from GOOGLE_CLOUD_ACCESS_TOKEN, \
+             else mint\none from GOOGLE_APPLICATION_CREDENTIALS (a service-account key) or \
+             gcloud's application-default\ncredentials; the project is GOOGLE_CLOUD_PROJECT \
+             (or the key's), the location\nGOOGLE_CLOUD_LOCATION (default global).\n",
+        );
     }
     text
 }

@@ -12,6 +12,8 @@
 //!   payload builders and request inspectors;
 //! - [`real_model`]: a real model server (llama.cpp serving SmolLM2) on 127.0.0.1, shared by a
 //!   test binary;
+//! - [`google_token_server`]: Google's OAuth 2.0 token endpoint as Vertex AI clients use it
+//!   (service-account JWTs checked against a test-only key pair, refresh tokens), on 127.0.0.1;
 //! - [`oauth_server`]: an OAuth 2.1 authorization server and the MCP server it protects
 //!   (Streamable HTTP and legacy SSE), on 127.0.0.1;
 //! - `mcp_servers` (feature `mcp-servers`): in-process MCP servers on rmcp;
@@ -28,6 +30,7 @@
 
 pub mod acp_client;
 pub mod deps;
+pub mod google_token_server;
 #[cfg(feature = "mcp-servers")]
 pub mod mcp_servers;
 pub mod mock_model;

@@ -108,6 +108,26 @@ fn providers() -> Vec<Provider> {
             text: responses_text,
             signed: false,
         },
+        // Gemini and Claude on Vertex AI, with an access token minted once from a
+        // service-account key at the mock's `/token` and then sent from the cache.
+        #[cfg(feature = "vertex")]
+        Provider {
+            name: "Vertex Gemini",
+            builder: || vertex_builder("vertex:m"),
+            base_path: "",
+            call: gemini_call.clone(),
+            text: parse(GEMINI_TEXT),
+            signed: true,
+        },
+        #[cfg(feature = "vertex")]
+        Provider {
+            name: "Vertex Anthropic",
+            builder: || vertex_builder("vertex-anthropic:m"),
+            base_path: "",
+            call: anthropic_call.clone(),
+            text: anthropic_text.clone(),
+            signed: true,
+        },
         Provider {
             name: "Anthropic",
             builder: Client::anthropic,
@@ -169,6 +189,35 @@ fn providers() -> Vec<Provider> {
             signed: true,
         },
     ]
+}
+
+/// The service-account key file the Vertex providers mint their token from (its `token_uri`
+/// is the mock's), written once the mock listens.
+#[cfg(feature = "vertex")]
+static VERTEX_KEY: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
+    std::sync::OnceLock::new();
+
+#[cfg(feature = "vertex")]
+fn write_vertex_key(mock_url: &str) {
+    let dir = tempfile::tempdir().expect("scratch dir");
+    let path = dir.path().join("key.json");
+    let key = json!({
+        "type": "service_account",
+        "project_id": "bench-project",
+        "private_key": aquaregia_test_support::google_token_server::TEST_ONLY_PRIVATE_KEY,
+        "client_email": "bench@bench-project.iam.gserviceaccount.com",
+        "token_uri": format!("{mock_url}/token"),
+    });
+    std::fs::write(&path, key.to_string()).expect("key file");
+    let _ = VERTEX_KEY.set((dir, path));
+}
+
+#[cfg(feature = "vertex")]
+fn vertex_builder(spec: &str) -> ClientBuilder {
+    let (_, key) = VERTEX_KEY.get().expect("key file written");
+    spec_builder(spec)
+        .google_credentials_file(key)
+        .google_cloud_location("us-central1")
 }
 
 fn spec_builder(spec: &str) -> ClientBuilder {
@@ -330,6 +379,8 @@ fn main() {
         _ => support::start_process(),
     };
     println!("(mock: {})", server.mode());
+    #[cfg(feature = "vertex")]
+    write_vertex_key(&server.url);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

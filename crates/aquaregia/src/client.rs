@@ -21,8 +21,8 @@ use crate::model::{
 pub use client_model::ClientModel;
 
 use crate::provider::{
-    KeyPolicy, PROVIDERS, ProviderInfo, anthropic, bearer_auth, gemini, ollama, openai_chat,
-    openai_responses, provider, provider_ids,
+    KeyPolicy, PROVIDERS, ProviderInfo, ProviderSettings, SetupInput, anthropic, bearer_auth,
+    gemini, ollama, openai_chat, openai_responses, provider, provider_ids,
 };
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -100,6 +100,8 @@ impl Client {
     /// `ollama:qwen3:8b`, or an OpenAI-compatible preset with its own base URL and key
     /// variable: `openrouter:`, `groq:`, `deepseek:`, `mistral:`, `xai:`, `together:`,
     /// `fireworks:`, `cerebras:`, and the local `lmstudio:`, `vllm:`, `llamacpp:` (no key).
+    /// Azure (`azure:`, `azure-responses:`), Amazon Bedrock (`bedrock:`, feature `bedrock`) and
+    /// Google Vertex AI (`vertex:`, `vertex-anthropic:`, feature `vertex`) too.
     ///
     /// ```
     /// let err = aquaregia::Client::from_model_spec("nope:model").unwrap_err();
@@ -242,7 +244,7 @@ pub struct ClientBuilder {
     provider: &'static ProviderInfo,
     api_key: Option<String>,
     bearer_token: Option<String>,
-    aws_credentials: Option<crate::http::StaticCredentials>,
+    settings: ProviderSettings,
     base_url: Option<String>,
     headers: Vec<(String, String)>,
     timeout: Duration,
@@ -259,7 +261,7 @@ impl fmt::Debug for ClientBuilder {
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
             )
-            .field("aws_credentials", &self.aws_credentials)
+            .field("settings", &self.settings)
             .field("base_url", &self.base_url)
             .field(
                 "headers",
@@ -281,7 +283,7 @@ impl ClientBuilder {
             provider,
             api_key: None,
             bearer_token: None,
-            aws_credentials: None,
+            settings: ProviderSettings::default(),
             base_url: None,
             headers: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
@@ -298,7 +300,8 @@ impl ClientBuilder {
 
     /// A bearer token sent as `Authorization: Bearer <token>` instead of the API key (for
     /// Azure, a Microsoft Entra ID token; otherwise read from `AZURE_OPENAI_AD_TOKEN` when no
-    /// key is set). It takes the place of any key.
+    /// key is set; for Vertex AI, an OAuth access token, used instead of minting one). It
+    /// takes the place of any key.
     ///
     /// ```
     /// let client = aquaregia::Client::builder_from_model_spec("azure:my-gpt-4o")?
@@ -325,12 +328,48 @@ impl ClientBuilder {
         session_token: Option<String>,
         region: impl Into<String>,
     ) -> Self {
-        self.aws_credentials = Some(crate::http::StaticCredentials {
+        self.settings.aws = Some(crate::http::StaticCredentials {
             access_key_id: access_key_id.into(),
             secret_access_key: secret_access_key.into(),
             session_token,
             region: region.into(),
         });
+        self
+    }
+
+    /// The Google Cloud project Vertex AI requests go to (otherwise `GOOGLE_CLOUD_PROJECT`,
+    /// else the credentials' own project). Other providers ignore it.
+    #[cfg(feature = "vertex")]
+    pub fn google_cloud_project(mut self, project: impl Into<String>) -> Self {
+        self.settings.google_project = Some(project.into());
+        self
+    }
+
+    /// The Vertex AI location: a region such as `us-central1`, or `global` (otherwise
+    /// `GOOGLE_CLOUD_LOCATION`, else `global`). Other providers ignore it.
+    #[cfg(feature = "vertex")]
+    pub fn google_cloud_location(mut self, location: impl Into<String>) -> Self {
+        self.settings.google_location = Some(location.into());
+        self
+    }
+
+    /// The Google credentials file Vertex AI access tokens are minted from: a service-account
+    /// key, or `authorized_user` credentials as `gcloud auth application-default login`
+    /// writes them (otherwise `GOOGLE_APPLICATION_CREDENTIALS`, else gcloud's file). An
+    /// access token given with [`bearer_token`](Self::bearer_token) or
+    /// `GOOGLE_CLOUD_ACCESS_TOKEN` is used instead. Other providers ignore it.
+    ///
+    /// ```no_run
+    /// let client = aquaregia::Client::builder_from_model_spec("vertex:gemini-2.5-flash")?
+    ///     .0
+    ///     .google_credentials_file("/secrets/vertex-sa.json")
+    ///     .google_cloud_location("europe-west4")
+    ///     .build()?;
+    /// # Ok::<(), aquaregia::Error>(())
+    /// ```
+    #[cfg(feature = "vertex")]
+    pub fn google_credentials_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.settings.google_credentials_file = Some(path.into());
         self
     }
 
@@ -396,12 +435,6 @@ impl ClientBuilder {
                 .as_deref()
                 .unwrap_or(provider.default_base_url),
         );
-        reqwest::Url::parse(&base_url).map_err(|error| {
-            Error::Config(ConfigError::InvalidUrl {
-                url: crate::http::safe_url(&base_url),
-                reason: error.to_string(),
-            })
-        })?;
 
         // A bearer token (given, or from a token variable when no key is set) replaces the key.
         let bearer_token = self.bearer_token.clone().or_else(|| {
@@ -428,12 +461,24 @@ impl ClientBuilder {
             KeyPolicy::UnlessBaseUrl => configured_url.is_none(),
             KeyPolicy::Never => false,
         };
-        let signer = match provider.signer {
-            Some(make) if api_key.is_none() && bearer_token.is_none() => {
-                Some(make(self.aws_credentials.as_ref())?)
+        let (signer, base_url) = match provider.signer {
+            Some(make) => {
+                let setup = make(&SetupInput {
+                    base_url: &base_url,
+                    configured: configured_url.is_some(),
+                    authorized: api_key.is_some() || bearer_token.is_some(),
+                    settings: &self.settings,
+                })?;
+                (setup.signer, setup.base_url.unwrap_or(base_url))
             }
-            _ => None,
+            None => (None, base_url),
         };
+        reqwest::Url::parse(&base_url).map_err(|error| {
+            Error::Config(ConfigError::InvalidUrl {
+                url: crate::http::safe_url(&base_url),
+                reason: error.to_string(),
+            })
+        })?;
         if api_key.is_none()
             && bearer_token.is_none()
             && key_needed

@@ -283,8 +283,29 @@ pub enum ConfigError {
         /// The variable to set.
         env_var: &'static str,
     },
-    /// Credentials a signing provider (Bedrock) needs are missing or unreadable; the message
-    /// says what to set.
+    /// A provider that works in a Google Cloud project (Vertex AI) has none configured.
+    #[error(
+        "no Google Cloud project for {provider}: set {env_var} (a service-account key file \
+         names its own project)"
+    )]
+    MissingProject {
+        /// The provider's id.
+        provider: &'static str,
+        /// The variable to set.
+        env_var: &'static str,
+    },
+    /// A provider setting that cannot be used (a Vertex AI location that names no location).
+    #[error("invalid {setting} for {provider}: {reason}")]
+    InvalidSetting {
+        /// The provider's id.
+        provider: &'static str,
+        /// The setting (`location`).
+        setting: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Credentials a signing provider (Bedrock, Vertex AI) needs are missing or unreadable;
+    /// the message says what to set.
     #[error("{0}")]
     Credentials(String),
     /// The HTTP client could not be set up (TLS backend, system proxy settings...).

@@ -130,6 +130,7 @@
 //! | `test-utils` | off | `test_utils::ScriptedModel`: a scripted in-process model for agent tests (no dependencies) |
 //! | `cedar` | off | tool-call permission policies in Cedar ([`policy::PermissionPolicy::cedar`](policy::PermissionPolicy)) |
 //! | `bedrock` | off | Amazon Bedrock's Converse API (`bedrock:<model-id>`): SigV4 signing (`aws-sigv4`) and ConverseStream's event-stream framing (`aws-smithy-eventstream`) |
+//! | `vertex` | off | Google Vertex AI: Gemini (`vertex:<model>`) and Claude (`vertex-anthropic:<model>`), with OAuth access tokens minted from a service-account key (RS256 JWTs, `jsonwebtoken` on aws-lc-rs) or gcloud's application-default credentials |
 //!
 //! MCP servers' tools come from the [`aquaregia-mcp`](https://docs.rs/aquaregia-mcp) crate, so
 //! this one does not depend on rmcp.

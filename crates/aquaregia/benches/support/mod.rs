@@ -221,6 +221,15 @@ fn app(shared: Arc<Shared>) -> Router {
                 }
             }),
         )
+        // Google's token endpoint, for Vertex AI's service-account keys.
+        .route(
+            "/token",
+            post(|| async {
+                json_response(Bytes::from_static(
+                    br#"{"access_token":"ya29.bench-access-token","expires_in":3599,"token_type":"Bearer"}"#,
+                ))
+            }),
+        )
         .fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
             if shared.recording.load(Ordering::Relaxed) {
                 shared.recorded.lock().expect("lock").push(RawRequest {

@@ -91,6 +91,7 @@ fn provider_name(client: &Client) -> &'static str {
     match (client.provider_id(), client.kind()) {
         ("azure" | "azure-responses", _) => "azure.ai.openai",
         ("bedrock", _) => "aws.bedrock",
+        ("vertex" | "vertex-anthropic", _) => "gcp.vertex_ai",
         (_, ProviderKind::OpenAiResponses) | ("openai-chat", _) => "openai",
         (_, ProviderKind::Anthropic) => "anthropic",
         (_, ProviderKind::Gemini) => "gcp.gemini",

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 use hyper::Uri;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
@@ -105,16 +106,19 @@ impl std::fmt::Debug for StaticCredentials {
     }
 }
 
-/// Signs requests whose auth depends on their URL, body and time (AWS SigV4): called before
-/// every attempt, so a retry carries a fresh signature.
+/// Signs requests whose auth depends on their URL, body and time (AWS SigV4) or on a token
+/// fetched and renewed on the way (Google's OAuth access tokens): called before every
+/// attempt, so a retry carries a fresh signature.
 pub(crate) trait RequestSigner: Send + Sync + std::fmt::Debug {
     /// The headers to add to a POST of `body` to `url` whose other headers are `headers`.
-    fn sign(
-        &self,
-        url: &Url,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, Error>;
+    /// `http` is the client's configuration, for signers that make requests of their own.
+    fn sign<'a>(
+        &'a self,
+        http: &'a HttpConfig,
+        url: &'a Url,
+        headers: &'a HeaderMap,
+        body: &'a [u8],
+    ) -> BoxFuture<'a, Result<Vec<(HeaderName, HeaderValue)>, Error>>;
 }
 
 /// How a request's path is put under the base URL.
@@ -332,7 +336,10 @@ impl HttpConfig {
             None => &self.json_headers,
             Some(signer) => {
                 let mut headers = self.json_headers.clone();
-                for (name, value) in signer.sign(&endpoint.url, &self.json_headers, body)? {
+                for (name, value) in signer
+                    .sign(self, &endpoint.url, &self.json_headers, body)
+                    .await?
+                {
                     headers.insert(name, value);
                 }
                 signed = headers;

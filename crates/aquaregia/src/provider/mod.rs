@@ -16,6 +16,8 @@ pub(crate) mod ollama;
 pub(crate) mod openai_chat;
 pub(crate) mod openai_responses;
 pub(crate) mod stream;
+#[cfg(feature = "vertex")]
+pub(crate) mod vertex;
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -52,6 +54,10 @@ pub(crate) static PROVIDERS: &[&ProviderInfo] = &[
     &azure::AZURE_RESPONSES,
     #[cfg(feature = "bedrock")]
     &bedrock::BEDROCK,
+    #[cfg(feature = "vertex")]
+    &vertex::VERTEX,
+    #[cfg(feature = "vertex")]
+    &vertex::VERTEX_ANTHROPIC,
     &compatible::OPENROUTER,
     &compatible::GROQ,
     &compatible::DEEPSEEK,
@@ -98,8 +104,9 @@ pub(crate) struct ProviderInfo {
     pub(crate) default_base_url: &'static str,
     /// Whether a key is needed.
     pub(crate) key: KeyPolicy,
-    /// Makes the signer of a provider whose requests are signed (Bedrock's SigV4) when no
-    /// key is set; `None` for providers with a static auth header.
+    /// Sets up a provider whose requests need more than a static auth header: the signer
+    /// (Bedrock's SigV4, Vertex's OAuth access tokens) when no key is set, and the base URL
+    /// under an account path (Vertex's project and location); `None` for the others.
     pub(crate) signer: Option<MakeSigner>,
     /// Turns a configured base URL into the one requests go to.
     pub(crate) normalize_base_url: fn(&str) -> String,
@@ -118,11 +125,55 @@ pub(crate) struct ProviderInfo {
     pub(crate) api: &'static dyn Dispatch,
 }
 
-/// Makes a provider's request signer from the credentials given to the builder, else from
-/// the environment.
-pub(crate) type MakeSigner = fn(
-    Option<&crate::http::StaticCredentials>,
-) -> Result<std::sync::Arc<dyn crate::http::RequestSigner>, Error>;
+/// Sets up a provider ([`ProviderInfo::signer`]) from what was given to the builder, else
+/// from the environment.
+pub(crate) type MakeSigner = fn(&SetupInput<'_>) -> Result<Setup, Error>;
+
+/// What a [`MakeSigner`] hook is given.
+#[derive(Debug)]
+#[cfg_attr(
+    not(any(feature = "bedrock", feature = "vertex")),
+    allow(dead_code) // only Bedrock and Vertex have hooks
+)]
+pub(crate) struct SetupInput<'a> {
+    /// The base URL, normalized.
+    #[cfg_attr(not(feature = "vertex"), allow(dead_code))] // only Vertex places it
+    pub(crate) base_url: &'a str,
+    /// Whether the base URL was configured (given, or from a variable) rather than the
+    /// provider's default.
+    #[cfg_attr(not(feature = "vertex"), allow(dead_code))]
+    pub(crate) configured: bool,
+    /// Whether a key or a bearer token is set: requests then carry it, and need no signer.
+    pub(crate) authorized: bool,
+    /// The builder's provider-specific settings.
+    pub(crate) settings: &'a ProviderSettings,
+}
+
+/// What a [`MakeSigner`] hook sets up.
+#[derive(Debug, Default)]
+pub(crate) struct Setup {
+    /// Signs each request; `None` when a key or token is sent as it is.
+    pub(crate) signer: Option<std::sync::Arc<dyn crate::http::RequestSigner>>,
+    /// The base URL requests go to instead of the normalized one.
+    pub(crate) base_url: Option<String>,
+}
+
+/// Settings that only some providers read, given to a [`ClientBuilder`](crate::ClientBuilder).
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(
+    not(all(feature = "bedrock", feature = "vertex")),
+    allow(dead_code) // each group is read by its provider only
+)]
+pub(crate) struct ProviderSettings {
+    /// Bedrock's static AWS credentials and region.
+    pub(crate) aws: Option<crate::http::StaticCredentials>,
+    /// Vertex AI's Google Cloud project.
+    pub(crate) google_project: Option<String>,
+    /// Vertex AI's location (region, or `global`).
+    pub(crate) google_location: Option<String>,
+    /// A Google credentials file (service-account key or `authorized_user`) for Vertex AI.
+    pub(crate) google_credentials_file: Option<std::path::PathBuf>,
+}
 
 /// When a provider needs an API key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

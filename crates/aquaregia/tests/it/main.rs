@@ -56,3 +56,5 @@ mod tool_output_budget;
 mod tools;
 mod usage_cost;
 mod usage_normalised;
+#[cfg(feature = "vertex")]
+mod vertex;

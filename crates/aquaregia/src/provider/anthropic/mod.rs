@@ -93,33 +93,49 @@ impl WireApi for Anthropic {
         stream: bool,
         body: &mut BodyWriter<'_>,
     ) -> Result<(), Error> {
-        let max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-        body.field("max_tokens", &max_tokens)?;
-        body.field("model", &request.model)?;
-        if stream {
-            body.field("stream", &true)?;
-        }
-        if let Some(system) = system_text(request) {
-            if request.prompt_caching.system {
-                body.field("system", &[request::cached_text(&system)])?;
-            } else {
-                body.field("system", &system)?;
-            }
-        }
-        if let Some(temperature) = request.temperature {
-            body.field("temperature", &f64::from(temperature))?;
-        }
-        if let Some(schema) = &request.output_schema {
-            body.field("tool_choice", &output_tool_choice(request, schema))?;
-        } else if !request.tools.is_empty() {
-            body.field("tool_choice", &tool_choice(&request.tool_choice))?;
-        }
-        Ok(())
+        write_body_fields(request, stream, body, None)
     }
 
     fn parse_response(body: &[u8]) -> Result<ModelResponse, Error> {
         response::parse_response(body)
     }
+}
+
+/// The body fields of a Messages request. With `version` (Anthropic on Vertex AI), the API
+/// version goes in the body as `anthropic_version`, and the model (named by the URL) does not.
+pub(crate) fn write_body_fields(
+    request: &ModelRequest,
+    stream: bool,
+    body: &mut BodyWriter<'_>,
+    version: Option<&str>,
+) -> Result<(), Error> {
+    if let Some(version) = version {
+        body.field("anthropic_version", version)?;
+    }
+    let max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    body.field("max_tokens", &max_tokens)?;
+    if version.is_none() {
+        body.field("model", &request.model)?;
+    }
+    if stream {
+        body.field("stream", &true)?;
+    }
+    if let Some(system) = system_text(request) {
+        if request.prompt_caching.system {
+            body.field("system", &[request::cached_text(&system)])?;
+        } else {
+            body.field("system", &system)?;
+        }
+    }
+    if let Some(temperature) = request.temperature {
+        body.field("temperature", &f64::from(temperature))?;
+    }
+    if let Some(schema) = &request.output_schema {
+        body.field("tool_choice", &output_tool_choice(request, schema))?;
+    } else if !request.tools.is_empty() {
+        body.field("tool_choice", &tool_choice(&request.tool_choice))?;
+    }
+    Ok(())
 }
 
 /// `tool_choice`: `{"type": "auto" | "none" | "any"}` or `{"name", "type": "tool"}`.

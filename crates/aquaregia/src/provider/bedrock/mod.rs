@@ -20,7 +20,9 @@ use serde_json::{Value, json};
 
 use super::encode::{BodyWriter, OpenItem, encode_merged};
 use super::stream::Framing;
-use super::{Api, KeyPolicy, ProviderInfo, WireApi, bearer_auth, object_schema, plain_route};
+use super::{
+    Api, KeyPolicy, ProviderInfo, Setup, WireApi, bearer_auth, object_schema, plain_route,
+};
 use super::{stream_error, system_text};
 use crate::error::Error;
 use crate::http::encode_component;
@@ -43,8 +45,11 @@ pub(crate) static BEDROCK: ProviderInfo = ProviderInfo {
     // SigV4 credentials take the key's place.
     key: KeyPolicy::Never,
     normalize_base_url: regional_base_url,
-    signer: Some(|given| {
-        Ok(Arc::new(match given {
+    signer: Some(|input| {
+        if input.authorized {
+            return Ok(Setup::default());
+        }
+        let signer = match &input.settings.aws {
             Some(given) => sigv4::SigV4Signer::new(
                 &given.access_key_id,
                 &given.secret_access_key,
@@ -52,7 +57,11 @@ pub(crate) static BEDROCK: ProviderInfo = ProviderInfo {
                 &given.region,
             ),
             None => sigv4::SigV4Signer::from_env()?,
-        }))
+        };
+        Ok(Setup {
+            signer: Some(Arc::new(signer)),
+            base_url: None,
+        })
     }),
     route: plain_route,
     auth_header: bearer_auth,

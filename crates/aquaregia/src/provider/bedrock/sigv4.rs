@@ -11,11 +11,12 @@ use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
+use futures::future::BoxFuture;
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::error::{ConfigError, Error};
-use crate::http::RequestSigner;
+use crate::http::{HttpConfig, RequestSigner};
 
 /// The service name Bedrock's runtime is signed for.
 const SERVICE: &str = "bedrock";
@@ -161,7 +162,20 @@ impl SigV4Signer {
 }
 
 impl RequestSigner for SigV4Signer {
-    fn sign(
+    fn sign<'a>(
+        &'a self,
+        _http: &'a HttpConfig,
+        url: &'a Url,
+        headers: &'a HeaderMap,
+        body: &'a [u8],
+    ) -> BoxFuture<'a, Result<Vec<(HeaderName, HeaderValue)>, Error>> {
+        Box::pin(std::future::ready(self.sign_now(url, headers, body)))
+    }
+}
+
+impl SigV4Signer {
+    /// The SigV4 headers of a POST of `body` to `url` with `headers`.
+    fn sign_now(
         &self,
         url: &Url,
         headers: &HeaderMap,

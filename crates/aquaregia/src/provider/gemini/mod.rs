@@ -55,6 +55,16 @@ pub(crate) struct Gemini;
 
 const NAME: &str = "gemini";
 
+/// [`Gemini::encode_messages`] without function call and response ids (Vertex AI).
+#[cfg_attr(not(feature = "vertex"), allow(dead_code))]
+pub(crate) fn encode_messages_without_ids(
+    messages: &[Message],
+    sealed: &mut Vec<u8>,
+    open: &mut OpenItem,
+) -> Result<usize, Error> {
+    encode_merged(messages, request::turn_without_ids, false, sealed, open)
+}
+
 /// Google's SDKs take the base URL without the API version; one given with it works too.
 fn gemini_base_url(url: &str) -> String {
     let url = url.trim().trim_end_matches('/');

@@ -51,6 +51,23 @@ pub(super) fn turn(message: &Message) -> Option<Turn<'_>> {
     (!parts.is_empty()).then_some(Turn { parts, role })
 }
 
+/// [`turn`] without the ids of function calls and responses, for Vertex AI: its v1 API has
+/// no `id` in them (calls and responses pair by name and order), and the ids a conversation
+/// holds may be aquaregia's own, made for calls that came without one.
+#[cfg_attr(not(feature = "vertex"), allow(dead_code))]
+pub(super) fn turn_without_ids(message: &Message) -> Option<Turn<'_>> {
+    let mut turn = turn(message)?;
+    for part in &mut turn.parts {
+        if let Some(call) = &mut part.function_call {
+            call.id = None;
+        }
+        if let Some(response) = &mut part.function_response {
+            response.id = None;
+        }
+    }
+    Some(turn)
+}
+
 /// A `Part`: exactly one of its data fields is set, plus the thought flags.
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -96,7 +113,8 @@ struct FileData<'a> {
 #[derive(Debug, Serialize)]
 struct FunctionCall<'a> {
     args: Cow<'a, Value>,
-    id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
     name: &'a str,
 }
 
@@ -118,7 +136,8 @@ struct InlinePart<'a> {
 /// (Gemini 3 and later).
 #[derive(Debug, Serialize)]
 pub(super) struct FunctionResponse<'a> {
-    id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
     name: &'a str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     parts: Vec<InlinePart<'a>>,
@@ -209,7 +228,7 @@ pub(super) fn model_parts(content: &[ContentPart]) -> Vec<Part<'_>> {
             ContentPart::ToolCall(call) => {
                 let call = FunctionCall {
                     args: arguments_object(&call.arguments),
-                    id: &call.id,
+                    id: Some(&call.id),
                     name: &call.name,
                 };
                 let wire = Part {
@@ -277,7 +296,7 @@ pub(super) fn function_response(result: &ToolResult) -> FunctionResponse<'_> {
         (None, Some(output))
     };
     FunctionResponse {
-        id: &result.call_id,
+        id: Some(&result.call_id),
         name: &result.name,
         parts,
         response: ResponseBody { error, output },
