@@ -25,6 +25,7 @@ pub(crate) async fn for_turn(
         session_id: session.id.clone(),
         cwd: session.cwd.clone(),
         model: session.state.with(|state| state.model.clone()),
+        cache_key: session.cache_key.clone(),
     };
     let tools = tools(connection, session).await;
     let mut agent = (settings.factory)(&context).map_err(|error| error.to_string())?;

@@ -43,10 +43,11 @@ impl Model {
     }
 }
 
-/// Builds the agent for one turn.
+/// Builds the agent for one turn; its requests share the provider's prompt cache under
+/// `cache_key` (the conversation's, a fork's being its parent's).
 pub(crate) fn agent(
     args: &AgentArgs,
-    model: &Model,
+    (model, cache_key): (&Model, &str),
     prices: &PriceTable,
     tools: Vec<Tool>,
     toolset: &McpToolset,
@@ -61,10 +62,7 @@ pub(crate) fn agent(
         // Tools added or removed mid-run (`tools/list_changed`) reach the next step.
         .prepare_step(toolset.prepare_step())
         .max_steps(args.max_steps as usize)
-        .prompt_caching(prompt_cache::for_session(
-            client,
-            prompt_cache::process_key(),
-        ))
+        .prompt_caching(prompt_cache::for_session(client, cache_key))
         // Long tool results reach the model cut to head and tail; `read_tool_output` reads on.
         .tool_output_budget(OutputBudget::tokens(TOOL_OUTPUT_BUDGET_TOKENS))
         .cancellation_token(cancel)
