@@ -26,6 +26,7 @@ pub(crate) async fn for_turn(
         session_id: session.id.clone(),
         cwd: session.cwd.clone(),
         model: session.state.with(|state| state.model.clone()),
+        cache_key: session.cache_key.clone(),
     };
     let mut tools = tools(connection, session).await;
     let budgeted = |mut agent: aquaregia::AgentBuilder| {

@@ -34,6 +34,10 @@ pub struct SessionContext {
     /// The model picked in the session's `model` option (`None`: the agent's default); see
     /// [`AcpServer::models`](crate::AcpServer::models).
     pub model: Option<String>,
+    /// The key the session's requests share the provider's prompt cache under (OpenAI's
+    /// `prompt_cache_key`): the session id, or for a fork (`session/fork`) its parent's key,
+    /// since the fork starts with the parent's history.
+    pub cache_key: String,
 }
 
 /// Builds the agent of one prompt.

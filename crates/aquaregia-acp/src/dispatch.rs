@@ -1,7 +1,7 @@
 //! The typed dispatcher, the one module that knows every handler family: each client request
 //! is parsed into the schema's [`ClientRequest`], checked (`initialize` first, a key before
 //! sessions when the agent needs one) and handed to its family: the connection
-//! ([`initialize`]), the session lifecycle ([`lifecycle`]), the prompt ([`turn`]), the
+//! ([`initialize`]), the session lifecycle ([`lifecycle`], forks included), the prompt ([`turn`]), the
 //! session's settings ([`modes`]) and MCP-over-ACP ([`crate::mcp_over_acp`]). Only
 //! `mcp/message` (whose envelope the SDK does not type for this direction) and the raw
 //! `mcpServers` entries (read one by one, so a bad entry does not sink the session) stay JSON.
@@ -103,6 +103,7 @@ fn request(
         ClientRequest::NewSessionRequest(_)
         | ClientRequest::LoadSessionRequest(_)
         | ClientRequest::ResumeSessionRequest(_)
+        | ClientRequest::ForkSessionRequest(_)
         | ClientRequest::PromptRequest(_)
             if initialize::needs_key(connection) =>
         {
@@ -127,6 +128,13 @@ fn request(
                 (connection.clone(), responder.cast(), cx.clone());
             spawn(cx, async move {
                 lifecycle::resume(connection, request, servers, responder, task_cx).await;
+            });
+        }
+        ClientRequest::ForkSessionRequest(request) => {
+            let (connection, responder, task_cx) =
+                (connection.clone(), responder.cast(), cx.clone());
+            spawn(cx, async move {
+                lifecycle::fork(connection, request, servers, responder, task_cx).await;
             });
         }
         ClientRequest::DeleteSessionRequest(request) if has_store => {
@@ -183,7 +191,10 @@ fn take_servers(
     method: &str,
     params: &mut Value,
 ) -> Result<Vec<Value>, agent_client_protocol::Error> {
-    if !matches!(method, "session/new" | "session/load" | "session/resume") {
+    if !matches!(
+        method,
+        "session/new" | "session/load" | "session/resume" | "session/fork"
+    ) {
         return Ok(Vec::new());
     }
     let Some(object) = params.as_object_mut() else {

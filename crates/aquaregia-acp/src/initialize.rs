@@ -7,7 +7,8 @@ use agent_client_protocol::v1::schema::{
     AgentAuthCapabilities, AgentCapabilities, AuthenticateRequest, AuthenticateResponse,
     Implementation, InitializeRequest, InitializeResponse, LogoutCapabilities, LogoutResponse,
     McpCapabilities, PromptCapabilities, SessionCapabilities, SessionCloseCapabilities,
-    SessionDeleteCapabilities, SessionListCapabilities, SessionResumeCapabilities,
+    SessionDeleteCapabilities, SessionForkCapabilities, SessionListCapabilities,
+    SessionResumeCapabilities,
 };
 
 use crate::auth;
@@ -37,7 +38,9 @@ pub(crate) fn initialize(
         )
         .mcp_capabilities(McpCapabilities::new().http(true).sse(true).acp(true))
         .load_session(has_store);
-    let mut sessions = SessionCapabilities::new().close(SessionCloseCapabilities::new());
+    let mut sessions = SessionCapabilities::new()
+        .close(SessionCloseCapabilities::new())
+        .fork(SessionForkCapabilities::new());
     if has_store {
         sessions = sessions
             .list(SessionListCapabilities::new())
@@ -58,7 +61,9 @@ pub(crate) fn initialize(
     response
         .meta(meta)
         .agent_capabilities(capabilities)
-        .agent_info(Implementation::new("aquaregia", env!("CARGO_PKG_VERSION")))
+        // The ACP registry's entry (`acp-registry/aquaregia/agent.json`) has this id, display
+        // name and version.
+        .agent_info(Implementation::new("aquaregia", env!("CARGO_PKG_VERSION")).title("Aquaregia"))
 }
 
 /// `authenticate`: an API key stored (any request succeeds when the agent asks for none).

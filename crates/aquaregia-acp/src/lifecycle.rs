@@ -1,16 +1,18 @@
 //! The session lifecycle family: `session/new` (created in the store when there is one),
 //! `session/load` (a stored session replayed, its servers connected again), `session/resume`
-//! (the same without the replay), `session/list`, `session/close` and `session/delete`.
+//! (the same without the replay), `session/fork` (a new session holding another's history up
+//! to its latest completed turn, under its prompt-cache key), `session/list`, `session/close`
+//! and `session/delete`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::schema::{
-    CloseSessionRequest, CloseSessionResponse, DeleteSessionResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionConfigOption,
-    SessionModeState,
+    CloseSessionRequest, CloseSessionResponse, DeleteSessionResponse, ForkSessionRequest,
+    ForkSessionResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, ResumeSessionRequest,
+    ResumeSessionResponse, SessionConfigOption, SessionModeState,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use aquaregia::workspace::Workspace;
@@ -123,6 +125,100 @@ pub(crate) async fn resume(
     }
 }
 
+/// `session/fork`: a new session holding the history of `sessionId` up to its latest
+/// completed turn (a prompt running in it goes on, and its turn stays its own), its servers
+/// the request's; the parent is not changed. Stored, the fork names its parent and the turn it
+/// forked at; its requests share the parent's prompt-cache key.
+pub(crate) async fn fork(
+    connection: Arc<Connection>,
+    request: ForkSessionRequest,
+    servers: Vec<Value>,
+    responder: Responder<ForkSessionResponse>,
+    cx: ConnectionTo<Client>,
+) {
+    let cwd = request.cwd;
+    if !cwd.is_absolute() {
+        let _ = responder.respond_with_error(invalid_params("`cwd` must be an absolute path"));
+        return;
+    }
+    let parent_id = request.session_id.0.to_string();
+    let open_parent = connection.sessions.get(&parent_id).ok();
+    let unknown = || invalid_params(format!("unknown session `{parent_id}`: nothing to fork"));
+    let forked = match (&open_parent, &connection.settings.store) {
+        (Some(parent), _) => parent.conversation.lock().await.fork().await,
+        (None, Some(store)) => match store::id(&parent_id) {
+            Ok(id) => aquaregia::Conversation::fork_stored(store.clone(), &id)
+                .await
+                .map(|(fork, _)| fork),
+            Err(error) => {
+                let _ = responder.respond_with_error(error);
+                return;
+            }
+        },
+        (None, None) => {
+            let _ = responder.respond_with_error(unknown());
+            return;
+        }
+    };
+    let conversation = match forked {
+        Ok(conversation) => conversation,
+        Err(aquaregia::SessionError::NotFound { .. }) => {
+            let _ = responder.respond_with_error(unknown());
+            return;
+        }
+        Err(error) => {
+            let _ = responder.respond_with_error(store::acp_error(&error));
+            return;
+        }
+    };
+    // The parent's mode and model: as stored, or as the open parent has them now.
+    let (mode, model) = match (conversation.meta(), &open_parent) {
+        (Some(meta), _) => (
+            meta.mode.as_deref().and_then(Mode::parse),
+            meta.model.clone(),
+        ),
+        (None, Some(parent)) => parent
+            .state
+            .with(|state| (Some(state.mode), state.model.clone())),
+        (None, None) => (None, None),
+    };
+    let id = conversation.session_id().to_string();
+    let (session, _) = open(&connection, id, cwd, &servers, conversation, &cx).await;
+    let mode = settle(&session, mode.unwrap_or(Mode::Default), model);
+    tracing::info!(session = %session.id, parent = %parent_id, "session forked");
+    let _ = responder.respond(
+        ForkSessionResponse::new(session.id.clone())
+            .modes(modes(mode))
+            .config_options(connection.config_options(&session)),
+    );
+    opened(&connection, &session, &cx).await;
+}
+
+/// Puts a reopened or forked session in its stored `mode` (skipping every question is
+/// chosen again each time, never brought back silently: that one becomes `default`, with a
+/// notice) and `model` (if it is still offered); returns the mode it is in.
+fn settle(session: &Session, stored_mode: Mode, model: Option<String>) -> Mode {
+    let mode = match stored_mode {
+        Mode::BypassPermissions => Mode::Default,
+        other => other,
+    };
+    session.state.with(|state| {
+        if stored_mode != mode {
+            state.add_notice(format!(
+                "This session was in `{}` mode; it was opened in `{}` mode (tools are asked \
+                 about again). Choose the mode again to skip the questions.\n",
+                stored_mode.id(),
+                mode.id()
+            ));
+        }
+        state.mode = mode;
+        if let Some(model) = model.filter(|model| state.models.contains(model)) {
+            state.model = Some(model);
+        }
+    });
+    mode
+}
+
 /// `session/list`: the store's page (`method_not_found` without a store).
 pub(crate) async fn list(
     connection: Arc<Connection>,
@@ -211,45 +307,22 @@ async fn restore(
         .await
         .map_err(|error| store::acp_error(&error))?;
     let (session, _) = open(connection, id.to_owned(), cwd, servers, conversation, cx).await;
+    if stored.skipped > 0 {
+        // Told at the next turn: what was lost is said, not silently dropped.
+        session.state.add_notice(format!(
+            "This session's file had {} damaged line(s) (a write cut short, say); they were \
+             skipped and the {} intact turn(s) were loaded.\n",
+            stored.skipped,
+            stored.turns.len()
+        ));
+    }
     let stored_mode = stored
         .meta
         .mode
         .as_deref()
         .and_then(Mode::parse)
         .unwrap_or(Mode::Default);
-    // Skipping every question is chosen again each time, never brought back silently.
-    let mode = match stored_mode {
-        Mode::BypassPermissions => Mode::Default,
-        other => other,
-    };
-    session.state.with(|state| {
-        if stored.skipped > 0 {
-            // Told at the next turn: what was lost is said, not silently dropped.
-            state.add_notice(format!(
-                "This session's file had {} damaged line(s) (a write cut short, say); they \
-                 were skipped and the {} intact turn(s) were loaded.\n",
-                stored.skipped,
-                stored.turns.len()
-            ));
-        }
-        if stored_mode != mode {
-            state.add_notice(format!(
-                "This session was in `{}` mode; it was opened in `{}` mode (tools are asked \
-                 about again). Choose the mode again to skip the questions.\n",
-                stored_mode.id(),
-                mode.id()
-            ));
-        }
-        state.mode = mode;
-        if let Some(model) = stored
-            .meta
-            .model
-            .clone()
-            .filter(|model| state.models.contains(model))
-        {
-            state.model = Some(model);
-        }
-    });
+    let mode = settle(&session, stored_mode, stored.meta.model.clone());
     if replay {
         // The whole conversation, even where the model continues from a compaction.
         let tools = agent::all_tools(connection, &session).await;
@@ -328,6 +401,7 @@ async fn open(
         state.models = models;
     });
     let session = Arc::new(Session {
+        cache_key: conversation.cache_key(),
         id,
         cwd,
         toolset,

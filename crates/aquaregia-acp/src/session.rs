@@ -15,6 +15,8 @@ use crate::state::{Mode, SharedState};
 pub(crate) struct Session {
     pub(crate) id: String,
     pub(crate) cwd: PathBuf,
+    /// The prompt-cache key of its requests (the parent's, for a fork).
+    pub(crate) cache_key: String,
     pub(crate) toolset: McpToolset,
     /// The editor's files and terminal.
     pub(crate) editor: Arc<Editor>,

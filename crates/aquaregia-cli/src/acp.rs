@@ -254,7 +254,7 @@ pub(crate) async fn agent_server(
         let agent = client
             .agent(picked)
             .max_steps(max_steps)
-            .prompt_caching(prompt_cache::for_session(&client, &session.session_id))
+            .prompt_caching(prompt_cache::for_session(&client, &session.cache_key))
             .telemetry(telemetry::agent_telemetry().conversation_id(&session.session_id));
         Ok(match &system {
             Some(system) => agent.instructions(system.clone()),

@@ -119,8 +119,13 @@ pub(crate) struct SessionArgs {
     #[arg(long, value_name = "ID")]
     pub(crate) resume: Option<String>,
 
+    /// With --resume or --continue: go on in a new session forked from that one (its history
+    /// up to its latest turn, which stays as it was).
+    #[arg(long)]
+    pub(crate) fork: bool,
+
     /// Don't save this conversation.
-    #[arg(long, conflicts_with_all = ["continue_latest", "resume"])]
+    #[arg(long, conflicts_with_all = ["continue_latest", "resume", "fork"])]
     pub(crate) no_save: bool,
 }
 

@@ -181,13 +181,14 @@ impl Chat<'_> {
             );
         }
         if let Some(meta) = self.conversation.meta() {
-            eprintln!(
-                "{}",
-                self.styles.dim(&format!(
-                    "resumed session {} ({} turns)",
-                    meta.id, meta.turns
-                ))
-            );
+            let said = match self.conversation.fork_origin() {
+                Some(origin) => format!(
+                    "forked session {} from {} ({} turns)",
+                    meta.id, origin.parent, meta.turns
+                ),
+                None => format!("resumed session {} ({} turns)", meta.id, meta.turns),
+            };
+            eprintln!("{}", self.styles.dim(&said));
         }
         while let Some(input) = self.read_input().await? {
             let input = input.trim();
@@ -403,9 +404,10 @@ impl Chat<'_> {
             return Ok(());
         }
         let cancel = CancellationToken::new();
+        let cache_key = self.conversation.cache_key();
         let agent = turn::agent(
             self.args,
-            model,
+            (model, &cache_key),
             &self.prices,
             Vec::new(),
             self.toolset,
@@ -443,9 +445,10 @@ impl Chat<'_> {
         let mut tools = self.toolset.tools().await?;
         tools.extend(self.skills.tool());
         let cancel = CancellationToken::new();
+        let cache_key = self.conversation.cache_key();
         let agent = turn::agent(
             self.args,
-            model,
+            (model, &cache_key),
             &self.prices,
             tools,
             self.toolset,

@@ -22,6 +22,9 @@ impl Conversation {
     pub(crate) async fn open(args: &SessionArgs, config: Option<&Path>) -> anyhow::Result<Self> {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let resuming = args.continue_latest || args.resume.is_some();
+        if args.fork && !resuming {
+            bail!("--fork forks a saved session: name it with --resume <ID> or --continue");
+        }
         let store = if args.no_save {
             None
         } else {
@@ -41,16 +44,30 @@ impl Conversation {
         };
         let loaded = if let Some(id) = &args.resume {
             let id = SessionId::new(id.as_str())?;
-            aquaregia::Conversation::load(store, &id)
-                .await
-                .with_context(|| format!("cannot resume session {id}"))?
+            if args.fork {
+                aquaregia::Conversation::fork_stored(store, &id)
+                    .await
+                    .with_context(|| format!("cannot fork session {id}"))?
+            } else {
+                aquaregia::Conversation::load(store, &id)
+                    .await
+                    .with_context(|| format!("cannot resume session {id}"))?
+            }
         } else if args.continue_latest {
-            match aquaregia::Conversation::load_latest(store, &cwd).await? {
-                Some(loaded) => loaded,
-                None => bail!(
+            let Some(latest) = store.latest(cwd.clone()).await? else {
+                bail!(
                     "no session to continue in {} (see `aquaregia sessions`)",
                     cwd.display()
-                ),
+                );
+            };
+            if args.fork {
+                aquaregia::Conversation::fork_stored(store, &latest.id)
+                    .await
+                    .with_context(|| format!("cannot fork session {}", latest.id))?
+            } else {
+                aquaregia::Conversation::load(store, &latest.id)
+                    .await
+                    .with_context(|| format!("cannot continue session {}", latest.id))?
             }
         } else {
             return Ok(Self {
@@ -76,6 +93,17 @@ impl Conversation {
     /// The saved session, once there is one.
     pub(crate) fn meta(&self) -> Option<&SessionMeta> {
         self.inner.meta()
+    }
+
+    /// The key the requests of this conversation share the provider's prompt cache under:
+    /// the session's id, or for a fork the parent's key (their histories start the same).
+    pub(crate) fn cache_key(&self) -> String {
+        self.inner.cache_key()
+    }
+
+    /// Where this conversation was forked from, if it is a fork.
+    pub(crate) fn fork_origin(&self) -> Option<aquaregia::ForkOrigin> {
+        self.inner.fork_origin()
     }
 
     /// The model a resumed session used.

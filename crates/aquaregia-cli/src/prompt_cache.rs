@@ -14,15 +14,3 @@ pub(crate) fn for_session(client: &Client, session: &str) -> PromptCaching {
         _ => PromptCaching::none(),
     }
 }
-
-/// A key for this process's requests (`aquaregia-run-<pid>-<nanos>`), so the steps and turns of
-/// one `run` or `chat` share a cache.
-pub(crate) fn process_key() -> &'static str {
-    static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    KEY.get_or_init(|| {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos());
-        format!("aquaregia-run-{}-{nanos}", std::process::id())
-    })
-}

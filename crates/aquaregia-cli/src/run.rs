@@ -45,9 +45,9 @@ read per question, so a script can answer; once stdin is closed every further ca
 --yes allows every call without asking.
 
 Prompt caching: on Anthropic the system prompt, the tools and the latest turn are marked for
-caching; on OpenAI the run's requests share a prompt_cache_key. A tool result longer than
-25k tokens reaches the model as its head and tail; the model reads the rest with
-read_tool_output.
+caching; on OpenAI the session's requests share a prompt_cache_key (a fork's is its
+parent's). A tool result longer than 25k tokens reaches the model as its head and tail; the
+model reads the rest with read_tool_output.
 
 Output: on a terminal the answer's Markdown is rendered as its lines arrive; piped, or with
 NO_COLOR, it is printed as the model wrote it. --usage and --output json give the cost when
@@ -56,7 +56,8 @@ the config's \"prices\": {\"<model>\": {\"input\": 0.5, \"output\": 1.5}} (USD p
 tokens; also \"cachedInput\", \"cacheWrite\").
 
 Sessions: every run is saved (in $AQUAREGIA_DATA_DIR/sessions, default the user data dir);
---continue goes on with this directory's latest session, --resume <ID> with a given one.
+--continue goes on with this directory's latest session, --resume <ID> with a given one;
+with --fork, in a new session forked from it (the original stays as it was).
 
 Ctrl-C, SIGTERM or SIGHUP stops the run and closes the servers; a second one quits at once.
 Exit status: 0 when the agent answered, 1 on an error or when it ran out of --max-steps,
@@ -146,7 +147,16 @@ async fn run_turn(
     let mut tools = tools;
     tools.extend(skills::load(toolset).await.tool());
     tracing::info!(model = %model.id, tools = tools.len(), servers = toolset.connections().len(), "starting the agent");
-    let agent = turn::agent(&args.agent, model, prices, tools, toolset, console, cancel)?;
+    let cache_key = conversation.cache_key();
+    let agent = turn::agent(
+        &args.agent,
+        (model, &cache_key),
+        prices,
+        tools,
+        toolset,
+        console,
+        cancel,
+    )?;
     let prompt = [Message::user(prompt)];
     let mut messages = conversation.history().to_vec();
     messages.extend(prompt.iter().cloned());

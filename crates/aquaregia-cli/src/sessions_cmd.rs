@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use aquaregia::SessionQuery;
+use aquaregia::{ForkOrigin, SessionQuery};
 use clap::Args;
 use serde_json::Value;
 
@@ -19,7 +19,8 @@ pub(crate) struct SessionsArgs {
     #[arg(long, value_name = "N", default_value_t = 50,
           value_parser = clap::value_parser!(u64).range(1..))]
     limit: u64,
-    /// Print them as JSON (id, title, cwd, model, createdAt, updatedAt, turns).
+    /// Print them as JSON (id, title, cwd, model, createdAt, updatedAt, turns, and for a fork
+    /// forkedFrom: the parent session and its turn count when forked).
     #[arg(long)]
     json: bool,
 }
@@ -40,6 +41,12 @@ pub(crate) async fn run(args: SessionsArgs, config: Option<&Path>) -> anyhow::Re
                 let mut value = serde_json::to_value(meta).unwrap_or_default();
                 value["createdAt"] = meta.created_at.to_string().into();
                 value["updatedAt"] = meta.updated_at.to_string().into();
+                if let Some(origin) = ForkOrigin::of(meta) {
+                    value["forkedFrom"] = serde_json::json!({
+                        "session": origin.parent,
+                        "turns": origin.turns,
+                    });
+                }
                 value
             })
             .collect();
@@ -63,6 +70,15 @@ pub(crate) async fn run(args: SessionsArgs, config: Option<&Path>) -> anyhow::Re
             output::clean(&output::first_line(title, 60)),
             styles.dim(&output::clean(&meta.cwd.display().to_string())),
         ));
+        if let Some(origin) = ForkOrigin::of(meta) {
+            text.push_str(&format!(
+                "    {}\n",
+                styles.dim(&format!(
+                    "forked from {} after turn {}",
+                    origin.parent, origin.turns
+                ))
+            ));
+        }
     }
     output::write_stdout(&text)
 }

@@ -52,10 +52,11 @@ impl Model {
     }
 }
 
-/// Builds the agent for one turn.
+/// Builds the agent for one turn; its requests share the provider's prompt cache under
+/// `cache_key` (the conversation's, a fork's being its parent's).
 pub(crate) fn agent(
     args: &AgentArgs,
-    model: &Model,
+    (model, cache_key): (&Model, &str),
     prices: &PriceTable,
     tools: Vec<Tool>,
     toolset: &McpToolset,
@@ -69,10 +70,7 @@ pub(crate) fn agent(
             .price_table(prices.clone())
             // Tools added or removed mid-run (`tools/list_changed`) reach the next step.
             .prepare_step(toolset.prepare_step())
-            .prompt_caching(prompt_cache::for_session(
-                client,
-                prompt_cache::process_key(),
-            ))
+            .prompt_caching(prompt_cache::for_session(client, cache_key))
             // Long tool results reach the model cut to head and tail; `read_tool_output`
             // reads on.
             .tool_output_budget(OutputBudget::tokens(TOOL_OUTPUT_BUDGET_TOKENS))

@@ -2,8 +2,10 @@
 //! (every commit flushed to disk) and one with fsync off (what is left without the disk): the
 //! latency of a checked append (p50, p99, max over 1,000, each a
 //! prompt, a tool call, its result and an answer), and of loading a 200-turn session (p50, p99
-//! over 100 loads), through one store as a long-running service holds it (connections open,
-//! statements prepared), beside the file store doing the same on the same disk.
+//! over 100 loads), and of forking a 200-turn session (`Conversation::fork_stored`: the load and
+//! the copy written at once, p50 and max over 20 forks), through one store as a long-running
+//! service holds it (connections open, statements prepared), beside the file store doing the
+//! same on the same disk.
 //!
 //! `cargo bench -p aquaregia-postgres --bench store` (PostgreSQL from `scripts/test-deps.sh
 //! postgres`; the targets of issue 21: append p99 under 5 ms, load under 20 ms).
@@ -16,11 +18,12 @@
     missing_debug_implementations
 )]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aquaregia::{
-    ContentPart, FileSessionStore, Message, NewSession, Role, SessionStore, SessionTurn, ToolCall,
-    ToolOutput, ToolResult,
+    ContentPart, Conversation, FileSessionStore, Message, NewSession, Role, SessionStore,
+    SessionTurn, ToolCall, ToolOutput, ToolResult,
 };
 use aquaregia_postgres::PostgresSessionStore;
 use aquaregia_test_support::postgres::{Durability, PgCluster};
@@ -29,6 +32,7 @@ use serde_json::json;
 const APPENDS: usize = 1_000;
 const LOADS: usize = 100;
 const TURNS: usize = 200;
+const FORKS: usize = 20;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -60,19 +64,19 @@ fn main() {
         let file = FileSessionStore::new(scratch.path().join("sessions"));
         println!("| | p50 | p99 | max |");
         println!("|---|---|---|---|");
-        for (name, store) in [
-            (
-                "PostgreSQL (commits flushed)",
-                &durable as &dyn SessionStore,
-            ),
-            ("PostgreSQL (fsync off)", &fast as &dyn SessionStore),
-            ("file store", &file as &dyn SessionStore),
-        ] {
-            let appends = appends(store).await;
+        let stores: [(&str, Arc<dyn SessionStore>); 3] = [
+            ("PostgreSQL (commits flushed)", Arc::new(durable)),
+            ("PostgreSQL (fsync off)", Arc::new(fast)),
+            ("file store", Arc::new(file)),
+        ];
+        for (name, store) in stores {
+            let appends = appends(&*store).await;
             row(&format!("{name}: checked append"), &appends);
-            let session = session_of(store, TURNS).await;
-            let loads = loads(store, &session).await;
+            let session = session_of(&*store, TURNS).await;
+            let loads = loads(&*store, &session).await;
             row(&format!("{name}: load, {TURNS} turns"), &loads);
+            let forks = forks(&store, &session).await;
+            row(&format!("{name}: fork, {TURNS} turns"), &forks);
         }
     });
 }
@@ -136,6 +140,19 @@ async fn loads(store: &dyn SessionStore, id: &aquaregia::SessionId) -> Vec<Durat
         let loaded = store.load(id).await.unwrap();
         times.push(started.elapsed());
         assert_eq!(loaded.turns.len(), TURNS);
+    }
+    times
+}
+
+/// Forks of the same session, each a new session holding its turns.
+async fn forks(store: &Arc<dyn SessionStore>, id: &aquaregia::SessionId) -> Vec<Duration> {
+    let mut times = Vec::with_capacity(FORKS);
+    for _ in 0..FORKS {
+        let started = Instant::now();
+        let (fork, stored) = Conversation::fork_stored(store.clone(), id).await.unwrap();
+        times.push(started.elapsed());
+        assert_eq!(stored.turns.len(), TURNS);
+        assert_eq!(fork.history().len(), TURNS * 4);
     }
     times
 }

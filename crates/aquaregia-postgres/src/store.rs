@@ -38,6 +38,11 @@ const LOAD: &str = "SELECT s.turns, s.updated_at, s.meta, t.seq, t.turn \
      FROM aquaregia_sessions s \
      LEFT JOIN aquaregia_session_turns t ON t.session_id = s.id \
      WHERE s.id = $1 ORDER BY t.seq";
+const INSERT_SESSION_WITH_TURNS: &str = "INSERT INTO aquaregia_sessions \
+     (id, cwd, updated_at, turns, meta) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING";
+/// Every turn of a new session in one statement.
+const INSERT_TURNS: &str = "INSERT INTO aquaregia_session_turns (session_id, seq, turn) \
+     SELECT $1, seq, turn FROM unnest($2::bigint[], $3::json[]) AS t (seq, turn)";
 const DELETE: &str = "DELETE FROM aquaregia_sessions WHERE id = $1";
 const LIST_COLUMNS: &str = "SELECT id, turns, updated_at, meta FROM aquaregia_sessions";
 const NEWEST_FIRST: &str = "ORDER BY updated_at DESC, id DESC LIMIT $1";
@@ -504,6 +509,68 @@ impl SessionStore for PostgresSessionStore {
             if inserted == 0 {
                 return Err(SessionError::AlreadyExists { id: meta.id });
             }
+            Ok(meta)
+        })
+        .await
+    }
+
+    /// The session row and every turn in one transaction (the turns in one statement): a
+    /// failure leaves no half-copied session.
+    async fn create_with_turns(
+        &self,
+        new: NewSession,
+        turns: Vec<SessionTurn>,
+    ) -> Result<SessionMeta, SessionError> {
+        self.bounded(async {
+            let mut meta = SessionMeta::created(new, self.next_stamp(Timestamp::default()));
+            if meta.title.is_none() {
+                meta.title = turns.first().and_then(SessionTurn::derived_title);
+            }
+            meta.turns = u64::try_from(turns.len()).unwrap_or(u64::MAX);
+            let cwd = cwd_text(&meta.cwd)?;
+            let mut client = self.client().await?;
+            let transaction = client
+                .transaction()
+                .await
+                .map_err(|e| self.query_error(e))?;
+            let (insert, insert_turns) = tokio::join!(
+                transaction.prepare_cached(INSERT_SESSION_WITH_TURNS),
+                transaction.prepare_cached(INSERT_TURNS),
+            );
+            let (insert, insert_turns) = (
+                insert.map_err(|e| self.query_error(e))?,
+                insert_turns.map_err(|e| self.query_error(e))?,
+            );
+            let inserted = transaction
+                .execute(
+                    &insert,
+                    &[
+                        &meta.id.as_str(),
+                        &cwd,
+                        &millis(meta.updated_at),
+                        &signed(meta.turns),
+                        &Json(&meta),
+                    ],
+                )
+                .await
+                .map_err(|e| self.query_error(e))?;
+            if inserted == 0 {
+                return Err(SessionError::AlreadyExists { id: meta.id });
+            }
+            if !turns.is_empty() {
+                let seqs: Vec<i64> = (0..turns.len())
+                    .map(|seq| i64::try_from(seq).unwrap_or(i64::MAX))
+                    .collect();
+                let rows: Vec<Json<&SessionTurn>> = turns.iter().map(Json).collect();
+                transaction
+                    .execute(&insert_turns, &[&meta.id.as_str(), &seqs, &rows])
+                    .await
+                    .map_err(|e| self.query_error(e))?;
+            }
+            transaction
+                .commit()
+                .await
+                .map_err(|e| self.query_error(e))?;
             Ok(meta)
         })
         .await

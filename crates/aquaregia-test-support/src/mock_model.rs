@@ -136,6 +136,23 @@ impl Reply {
         Self::text_stream(&[first, second])
     }
 
+    /// A streamed OpenAI Responses text answer (`openai:` models, which send
+    /// `prompt_cache_key`).
+    pub fn responses_text(answer: &str) -> Self {
+        let delta = json!({"type": "response.output_text.delta", "item_id": "msg_1",
+            "output_index": 0, "content_index": 0, "delta": answer});
+        let completed = json!({"type": "response.completed", "response": {
+            "id": "resp_1", "status": "completed", "model": "gpt-5-mini",
+            "output": [{"id": "msg_1", "type": "message", "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": answer, "annotations": []}]}],
+            "usage": {"input_tokens": 5, "output_tokens": 2}}});
+        Self::sse(format!(
+            "event: response.output_text.delta\ndata: {delta}\n\n\
+             event: response.completed\ndata: {completed}\n\n"
+        ))
+    }
+
     /// A streamed Chat Completions answer calling tools ([`chat_tool_stream`]).
     pub fn tool_stream(calls: &[(&str, &str, Value)]) -> Self {
         Self::sse(chat_tool_stream(calls))

@@ -41,6 +41,7 @@ macro_rules! session_store_contract {
             unchecked_appends_from_many_stores_all_land,
             any_text_round_trips_exactly,
             a_200_turn_session_loads_in_well_under_a_second,
+            a_session_created_with_turns_holds_them_all,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
@@ -531,4 +532,61 @@ pub async fn a_200_turn_session_loads_in_well_under_a_second(fixture: &impl Stor
         assert_eq!(loaded.meta.turns, 200);
     }
     assert!(best <= Duration::from_secs(1), "loading took {best:?}");
+}
+
+/// [`SessionStore::create_with_turns`] (what a fork writes): the new session holds every turn
+/// as given (timestamps and usage kept), counts them, takes the first turn's title when it has
+/// none, lists, and takes a checked append on top; an id in use is refused with nothing
+/// changed, and no turns at all makes an empty session.
+pub async fn a_session_created_with_turns_holds_them_all(fixture: &impl StoreFixture) {
+    let store = fixture.open().await;
+    let turns: Vec<SessionTurn> = (0..3)
+        .map(|n| tool_turn(&format!("copied {n}")).usage(Usage::new(10 + n, 5)))
+        .collect();
+    let meta = store
+        .create_with_turns(
+            NewSession::new("/forks").metadata("origin", json!({"parent": "p-1"})),
+            turns.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(meta.turns, 3);
+    assert_eq!(meta.title.as_deref(), Some("copied 0"));
+    let loaded = fixture.open().await.load(&meta.id).await.unwrap();
+    assert_eq!(
+        loaded.turns, turns,
+        "every turn as given, timestamps and usage kept"
+    );
+    assert_eq!(loaded.meta.turns, 3);
+    assert_eq!(loaded.meta.metadata["origin"], json!({"parent": "p-1"}));
+    assert_eq!(loaded.meta.cwd, PathBuf::from("/forks"));
+    let listed = store.list(SessionQuery::new().cwd("/forks")).await.unwrap();
+    assert_eq!(listed.sessions.len(), 1);
+    assert_eq!(listed.sessions[0].id, meta.id);
+    let after = store
+        .append_turn_checked(&meta.id, tool_turn("on top"), 3)
+        .await
+        .unwrap();
+    assert_eq!(after.turns, 4);
+    assert_eq!(prompts(&store.load(&meta.id).await.unwrap()).len(), 4);
+
+    let refused = store
+        .create_with_turns(NewSession::new("/elsewhere").id(meta.id.clone()), turns)
+        .await;
+    assert!(
+        matches!(refused, Err(SessionError::AlreadyExists { .. })),
+        "{refused:?}"
+    );
+    let kept = store.load(&meta.id).await.unwrap();
+    assert_eq!(
+        (kept.turns.len(), kept.meta.cwd),
+        (4, PathBuf::from("/forks"))
+    );
+
+    let titled = store
+        .create_with_turns(NewSession::new("/forks").title("Mine"), Vec::new())
+        .await
+        .unwrap();
+    assert_eq!((titled.turns, titled.title.as_deref()), (0, Some("Mine")));
+    assert!(store.load(&titled.id).await.unwrap().turns.is_empty());
 }

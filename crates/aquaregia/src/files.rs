@@ -30,6 +30,25 @@ pub enum Access {
 /// # Ok(()) }
 /// ```
 pub fn replace(path: &Path, contents: &[u8], access: Access) -> io::Result<()> {
+    let file = synced_temporary(path, contents, access)?;
+    file.persist(path).map_err(|error| error.error)?;
+    Ok(())
+}
+
+/// Writes `contents` to a new file `path` whole, as [`replace`] does, failing with
+/// [`io::ErrorKind::AlreadyExists`] (and leaving it alone) when `path` exists.
+pub(crate) fn create_new(path: &Path, contents: &[u8], access: Access) -> io::Result<()> {
+    let file = synced_temporary(path, contents, access)?;
+    file.persist_noclobber(path).map_err(|error| error.error)?;
+    Ok(())
+}
+
+/// A temporary file beside `path` holding `contents`, synced to disk.
+fn synced_temporary(
+    path: &Path,
+    contents: &[u8],
+    access: Access,
+) -> io::Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -55,8 +74,7 @@ pub fn replace(path: &Path, contents: &[u8], access: Access) -> io::Result<()> {
     let mut file = builder.tempfile_in(dir)?;
     file.write_all(contents)?;
     file.as_file().sync_all()?;
-    file.persist(path).map_err(|error| error.error)?;
-    Ok(())
+    Ok(file)
 }
 
 #[cfg(test)]

@@ -192,7 +192,7 @@ pub use context::{
     ToolOutputStore, context_window_for, estimate_image_tokens, estimate_request_tokens,
     estimate_tokens, known_context_window,
 };
-pub use conversation::{Conversation, Recorded, SlashCommand, continued_history};
+pub use conversation::{Conversation, ForkOrigin, Recorded, SlashCommand, continued_history};
 pub use error::{ConfigError, Error};
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolResult};
 pub use middleware::{

@@ -372,6 +372,20 @@ impl<S: SessionStore> SessionStore for RedactingStore<S> {
             .await
     }
 
+    async fn create_with_turns(
+        &self,
+        mut new: NewSession,
+        turns: Vec<SessionTurn>,
+    ) -> Result<SessionMeta, SessionError> {
+        if let Some(title) = new.title.as_mut()
+            && let Cow::Owned(redacted) = redact(title)
+        {
+            *title = redacted;
+        }
+        let turns = turns.into_iter().map(redact_turn).collect();
+        self.inner.create_with_turns(new, turns).await
+    }
+
     async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError> {
         self.inner.load(id).await
     }

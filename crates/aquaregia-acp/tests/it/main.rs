@@ -25,6 +25,7 @@ mod disabled_tools;
 mod editor_tools;
 mod elicitation_bridge;
 mod end_of_input;
+mod fork_sessions;
 mod initialize_first;
 mod input_required_elicitation;
 mod load_servers;

@@ -385,9 +385,11 @@ async fn the_typescript_sdk_is_asked_outside_the_workspace_and_sees_every_comman
 /// A Node client on the TypeScript SDK that runs a plan (a JSON file: `agents`, how many
 /// `aquaregia acp` processes to start; the `capabilities` it advertises; the permission
 /// `answers` to give, in order, then `reject_once`; and `steps`: `new`, `load` (a session of
-/// the run by index, or any by `sessionId`), `mode`, `prompt`, each on an agent (by index) and
-/// a session (by index)), serving `fs/read_text_file` and
-/// `fs/write_text_file` from the disk as an editor would, and reports every message it got.
+/// the run by index, or any by `sessionId`), `fork` (likewise; the fork gets the next index),
+/// `mode`, `prompt` (`background`: not awaited), `settle` (awaits the background prompts),
+/// each on an agent (by index) and a session (by index); `expectError` marks a step that must
+/// fail), serving `fs/read_text_file` and `fs/write_text_file` from the disk as an editor
+/// would, and reports every message it got, the `initialize` answers included.
 const DRIVER: &str = r#"
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -398,7 +400,8 @@ setTimeout(() => { console.error("driver: overall timeout"); process.exit(2); },
 const [planPath, agentPath, ...agentArgs] = process.argv.slice(2);
 const plan = JSON.parse(readFileSync(planPath, "utf8"));
 const answers = [...(plan.answers ?? [])];
-const report = { sessions: [], permissions: [], fs: [], updates: [], results: [], exits: [] };
+const report = { sessions: [], permissions: [], fs: [], updates: [], results: [], exits: [], inits: [] };
+const pending = [];
 
 async function start(index) {
   const child = spawn(agentPath, agentArgs, { stdio: ["pipe", "pipe", "inherit"], env: process.env });
@@ -423,11 +426,11 @@ async function start(index) {
       return {};
     });
   const connection = app.connect(stream);
-  await connection.agent.request("initialize", {
+  report.inits.push(await connection.agent.request("initialize", {
     protocolVersion: acp.PROTOCOL_VERSION,
     clientCapabilities: plan.capabilities ?? {},
     clientInfo: { name: "ts-driver", version: "1" },
-  });
+  }));
   return { child, exited, connection, agent: connection.agent };
 }
 
@@ -450,20 +453,37 @@ for (const step of plan.steps) {
         });
         if (step.sessionId) report.sessions.push(step.sessionId);
         break;
+      case "fork":
+        result = await agent.request("session/fork", {
+          sessionId: step.sessionId ?? sessionId, cwd: step.cwd, mcpServers: step.mcpServers ?? [],
+        });
+        report.sessions.push(result.sessionId);
+        break;
+      case "settle":
+        result = { settled: await Promise.all(pending.splice(0)) };
+        break;
       case "mode":
         result = await agent.request("session/set_mode", { sessionId, modeId: step.mode });
         break;
-      case "prompt":
-        result = await agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: step.text }] });
+      case "prompt": {
+        const answer = agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: step.text }] });
+        if (step.background) {
+          pending.push(answer.catch((error) => ({ error: String(error?.message ?? error) })));
+          result = { background: true };
+        } else {
+          result = await answer;
+        }
         break;
+      }
       default:
         throw new Error(`unknown step ${step.op}`);
     }
   } catch (error) {
-    result = { error: String(error?.message ?? error) };
+    result = { error: String(error?.message ?? error), data: error?.data ?? null };
   }
   report.results.push({ step, result });
 }
+await Promise.all(pending);
 for (const { connection, child, exited } of agents) {
   connection.close();
   child.stdin.end();
@@ -504,8 +524,15 @@ impl Drive {
         self.root().join("project")
     }
 
-    /// Runs [`DRIVER`] with `plan` against `aquaregia acp <args>`; its report.
+    /// Runs [`DRIVER`] with `plan` against `aquaregia acp <args>` on the mock's Chat
+    /// Completions model; its report.
     pub(crate) async fn run(&self, plan: &Value, args: &[&str]) -> Value {
+        self.run_on("openai-chat:mock-model", plan, args).await
+    }
+
+    /// Runs [`DRIVER`] with `plan` against `aquaregia acp --model <model> <args>`; its report.
+    /// Every step must succeed, but those marked `expectError`, which must fail.
+    pub(crate) async fn run_on(&self, model: &str, plan: &Value, args: &[&str]) -> Value {
         // One file per run: tests run in parallel, and each run removes its own.
         let script = node_script(DRIVER);
         let plan_file = self.root().join("plan.json");
@@ -514,13 +541,7 @@ impl Drive {
             .arg(&script)
             .arg(&plan_file)
             .arg(env!("CARGO_BIN_EXE_aquaregia"))
-            .args([
-                "acp",
-                "--model",
-                "openai-chat:mock-model",
-                "--max-steps",
-                "10",
-            ])
+            .args(["acp", "--model", model, "--max-steps", "10"])
             .args(args)
             .current_dir(self.project())
             .env("AQUAREGIA_DATA_DIR", self.root().join("data"))
@@ -548,10 +569,18 @@ impl Drive {
         let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
             .unwrap_or_else(|e| panic!("{e}: stdout: {stdout}\nstderr: {stderr}"));
         for (step, result) in report["results"].as_array().unwrap().iter().enumerate() {
-            assert!(
-                result["result"].get("error").is_none(),
-                "step {step} failed: {result:#}\nstderr: {stderr}"
+            let expected = result["step"]["expectError"] == true;
+            assert_eq!(
+                result["result"].get("error").is_some(),
+                expected,
+                "step {step} (error expected: {expected}): {result:#}\nstderr: {stderr}"
             );
+            for settled in result["result"]["settled"].as_array().into_iter().flatten() {
+                assert!(
+                    settled.get("error").is_none(),
+                    "a background prompt failed: {settled:#}\nstderr: {stderr}"
+                );
+            }
         }
         for exit in report["exits"].as_array().unwrap() {
             assert_eq!(exit["code"], 0, "the agent exits cleanly: {stderr}");

@@ -32,6 +32,8 @@ pub use command::SlashCommand;
 
 /// The metadata entry holding a session's [`Base`].
 const BASE_KEY: &str = "aquaregia.base";
+/// The metadata entry holding a fork's [`ForkOrigin`].
+const FORK_KEY: &str = "aquaregia.fork";
 /// Where versions before 0.2 of the ACP agent kept it.
 const LEGACY_BASE_KEY: &str = "aquaregia.acp.base";
 
@@ -51,6 +53,34 @@ struct Base {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     last: Option<Timestamp>,
     messages: Vec<Message>,
+}
+
+/// Where a forked session came from ([`Conversation::fork`]), kept in its metadata.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkOrigin {
+    /// The session it was forked from.
+    pub parent: SessionId,
+    /// The parent's turn count when it was forked ([`SessionMeta::turns`]): the fork holds
+    /// those turns, and neither sees the other's later ones.
+    pub turns: u64,
+    /// The prompt-cache key the fork's requests send, the parent's (the id of the first
+    /// session of a chain of forks), so the provider's cache of their shared history hits.
+    pub cache_key: String,
+}
+
+impl ForkOrigin {
+    /// The origin recorded in a session's metadata; `None` for a session that is no fork.
+    pub fn of(meta: &SessionMeta) -> Option<Self> {
+        Self::from_metadata(&meta.metadata)
+    }
+
+    fn from_metadata(metadata: &serde_json::Map<String, serde_json::Value>) -> Option<Self> {
+        metadata
+            .get(FORK_KEY)
+            .and_then(|value| serde_json::from_value(value.clone()).ok())
+    }
 }
 
 /// The history a stored session continues from: its base (see the module docs), then the
@@ -210,6 +240,94 @@ impl Conversation {
             Some(meta) => Self::load(store, &meta.id).await.map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Forks the stored session `parent`: a new session holding a copy of every turn it holds
+    /// now (what a running turn has not stored yet is not in it) and of its metadata (the
+    /// compaction base, mode, model and title), with a [`ForkOrigin`] naming the parent. The
+    /// parent is not changed, and later turns of either do not reach the other.
+    ///
+    /// The fork's history is the parent's, message for message, and its
+    /// [`cache_key`](Self::cache_key) is the parent's: its first request starts with the
+    /// same bytes the parent's next one would, so the provider's prompt cache hits. Returns
+    /// the stored fork too, as [`load`](Self::load) does.
+    pub async fn fork_stored(
+        store: Arc<dyn SessionStore>,
+        parent: &SessionId,
+    ) -> Result<(Self, StoredSession), SessionError> {
+        let stored = store.load(parent).await?;
+        let origin = ForkOrigin {
+            parent: stored.meta.id.clone(),
+            turns: stored.meta.turns,
+            cache_key: ForkOrigin::of(&stored.meta)
+                .map_or_else(|| stored.meta.id.to_string(), |origin| origin.cache_key),
+        };
+        let mut new = NewSession::new(stored.meta.cwd.clone());
+        new.title.clone_from(&stored.meta.title);
+        new.model.clone_from(&stored.meta.model);
+        new.mode.clone_from(&stored.meta.mode);
+        new.metadata.clone_from(&stored.meta.metadata);
+        new = new.metadata(FORK_KEY, fork_value(&origin)?);
+        let meta = store.create_with_turns(new, stored.turns.clone()).await?;
+        let fork = StoredSession::new(meta, stored.turns, stored.skipped);
+        let conversation = Self {
+            id: fork.meta.id.clone(),
+            cwd: fork.meta.cwd.clone(),
+            template: None,
+            history: continued_history(&fork),
+            last_completed: fork.turns.last().map(|turn| turn.completed_at),
+            meta: Some(fork.meta.clone()),
+            store: Some(store),
+        };
+        Ok((conversation, fork))
+    }
+
+    /// Forks this conversation at its latest stored turn ([`fork_stored`](Self::fork_stored)).
+    /// A conversation not stored yet (no store, or no turn saved) forks in memory: the new
+    /// one has the same history and a fresh id, and its session, created with its first
+    /// turn, names this one as its parent.
+    pub async fn fork(&self) -> Result<Self, SessionError> {
+        if let (Some(store), Some(meta)) = (&self.store, &self.meta) {
+            return Self::fork_stored(store.clone(), &meta.id)
+                .await
+                .map(|(fork, _)| fork);
+        }
+        let origin = ForkOrigin {
+            parent: self.id.clone(),
+            turns: 0,
+            cache_key: self.cache_key(),
+        };
+        let template = self
+            .template
+            .clone()
+            .unwrap_or_else(|| NewSession::new(self.cwd.clone()))
+            .metadata(FORK_KEY, fork_value(&origin)?);
+        Ok(Self {
+            store: self.store.clone(),
+            id: SessionId::generate(),
+            cwd: self.cwd.clone(),
+            template: Some(template),
+            meta: None,
+            history: self.history.clone(),
+            last_completed: None,
+        })
+    }
+
+    /// Where this conversation was forked from, if it is a fork.
+    pub fn fork_origin(&self) -> Option<ForkOrigin> {
+        match (&self.meta, &self.template) {
+            (Some(meta), _) => ForkOrigin::of(meta),
+            (None, Some(template)) => ForkOrigin::from_metadata(&template.metadata),
+            (None, None) => None,
+        }
+    }
+
+    /// The key its requests share a provider's prompt cache under (OpenAI's
+    /// `prompt_cache_key`): the session id, or for a fork the parent's key, since a fork
+    /// starts with the parent's history.
+    pub fn cache_key(&self) -> String {
+        self.fork_origin()
+            .map_or_else(|| self.id.to_string(), |origin| origin.cache_key)
     }
 
     /// The session's id (the session itself exists once [`meta`](Self::meta) is `Some`).
@@ -414,6 +532,10 @@ impl Conversation {
         self.meta = None;
         self.last_completed = None;
         self.id = SessionId::generate();
+        // A new conversation is nobody's fork.
+        if let Some(template) = self.template.as_mut() {
+            template.metadata.remove(FORK_KEY);
+        }
     }
 
     /// Changes the stored session's title, mode, model or metadata; before the first turn the
@@ -459,6 +581,10 @@ impl Conversation {
         self.meta = Some(store.update(&meta.id, update).await?);
         Ok(())
     }
+}
+
+fn fork_value(origin: &ForkOrigin) -> Result<serde_json::Value, SessionError> {
+    serde_json::to_value(origin).map_err(|error| SessionError::Backend(Box::new(error)))
 }
 
 fn base_value(base: &Base) -> Result<serde_json::Value, SessionError> {

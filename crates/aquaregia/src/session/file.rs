@@ -147,11 +147,7 @@ impl FileSessionStore {
         record: &Record,
     ) -> Result<(), SessionError> {
         let path = self.session_path(id);
-        let mut line = serde_json::to_vec(record).map_err(|error| SessionError::Corrupt {
-            path: path.clone(),
-            message: format!("cannot encode a record: {error}"),
-        })?;
-        line.push(b'\n');
+        let mut line = encode_line(&path, record)?;
         // A crash mid-write leaves a line without its newline: end it so the new record starts
         // on a line of its own (the broken one is skipped when loading).
         if !ends_with_newline(file).map_err(|source| io(&path, source))? {
@@ -322,6 +318,45 @@ impl SessionStore for FileSessionStore {
         .await
     }
 
+    /// Writes the whole record (metadata, every turn, the metadata counting them) in one
+    /// write and one sync, to a temporary file renamed into place: a crash leaves either the
+    /// whole session or none.
+    async fn create_with_turns(
+        &self,
+        new: NewSession,
+        turns: Vec<SessionTurn>,
+    ) -> Result<SessionMeta, SessionError> {
+        self.blocking(move |store, state| {
+            store.ensure_dir()?;
+            let mut meta = SessionMeta::created(new, Self::next_stamp(state));
+            let path = store.session_path(&meta.id);
+            if path.exists() {
+                return Err(SessionError::AlreadyExists { id: meta.id });
+            }
+            if meta.title.is_none() {
+                meta.title = turns.first().and_then(SessionTurn::derived_title);
+            }
+            let created = meta.clone();
+            meta.turns = u64::try_from(turns.len()).unwrap_or(u64::MAX);
+            let mut body = encode_line(&path, &Record::Meta { meta: created })?;
+            for turn in turns {
+                body.extend(encode_line(&path, &Record::Turn { turn })?);
+            }
+            body.extend(encode_line(&path, &Record::Meta { meta: meta.clone() })?);
+            crate::files::create_new(&path, &body, crate::files::Access::Private).map_err(
+                |source| match source.kind() {
+                    std::io::ErrorKind::AlreadyExists => SessionError::AlreadyExists {
+                        id: meta.id.clone(),
+                    },
+                    _ => io(&path, source),
+                },
+            )?;
+            store.write_meta_cache(&meta)?;
+            Ok(meta)
+        })
+        .await
+    }
+
     async fn append_turn(
         &self,
         id: &SessionId,
@@ -469,6 +504,16 @@ fn parse_cursor(cursor: &str) -> Result<(Timestamp, SessionId), SessionError> {
     let stamp = stamp.parse::<u64>().map_err(|_| invalid())?;
     let id = SessionId::new(id).map_err(|_| invalid())?;
     Ok((Timestamp::from_millis(stamp), id))
+}
+
+/// One record as a line of the session file.
+fn encode_line(path: &Path, record: &Record) -> Result<Vec<u8>, SessionError> {
+    let mut line = serde_json::to_vec(record).map_err(|error| SessionError::Corrupt {
+        path: path.to_path_buf(),
+        message: format!("cannot encode a record: {error}"),
+    })?;
+    line.push(b'\n');
+    Ok(line)
 }
 
 fn ends_with_newline(file: &mut File) -> std::io::Result<bool> {

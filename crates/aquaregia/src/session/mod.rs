@@ -69,6 +69,28 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
         self.append_turn(id, turn).await
     }
 
+    /// Creates a session already holding `turns` (oldest first, their timestamps and usage
+    /// kept) and returns its metadata, counting them: what a fork
+    /// ([`Conversation::fork`](crate::Conversation::fork)) or an import between stores writes.
+    /// A session without a title takes the first turn's, as [`append_turn`](Self::append_turn)
+    /// would give it.
+    ///
+    /// The default implementation creates the session and appends the turns one by one, which
+    /// is neither atomic nor fast for long sessions: stores override it with one write (the
+    /// file store) or one transaction (the Postgres store), so a failure leaves no half-copied
+    /// session.
+    async fn create_with_turns(
+        &self,
+        new: NewSession,
+        turns: Vec<SessionTurn>,
+    ) -> Result<SessionMeta, SessionError> {
+        let mut meta = self.create(new).await?;
+        for turn in turns {
+            meta = self.append_turn(&meta.id, turn).await?;
+        }
+        Ok(meta)
+    }
+
     /// Loads a session: its metadata and every turn, oldest first.
     async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError>;
 
@@ -117,6 +139,14 @@ impl<S: SessionStore + ?Sized> SessionStore for std::sync::Arc<S> {
         expected_turns: u64,
     ) -> Result<SessionMeta, SessionError> {
         (**self).append_turn_checked(id, turn, expected_turns).await
+    }
+
+    async fn create_with_turns(
+        &self,
+        new: NewSession,
+        turns: Vec<SessionTurn>,
+    ) -> Result<SessionMeta, SessionError> {
+        (**self).create_with_turns(new, turns).await
     }
 
     async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError> {

@@ -30,6 +30,7 @@ mod compatible_presets;
 mod context_compaction;
 mod context_window_exceeded;
 mod conversation;
+mod conversation_fork;
 mod gemini;
 mod language_model;
 mod middleware_cassette;
