@@ -227,16 +227,15 @@ on-max-attempts = "kill"
         serde_json::from_str(&body).unwrap_or(Value::Null)
     }
 
-    /// Sends `body` to `path` on the ingress (e.g. `/AgentRun/run-1/run/send`) and returns
-    /// the status and the body (JSON, or `null`).
+    /// Sends `body` (JSON; `null` for no body, as handlers without input want) to `path` on
+    /// the ingress (e.g. `/AgentRun/run-1/run/send`) and returns the status and the answer
+    /// (JSON, or the text as a JSON string).
     pub async fn ingress_post(&self, path: &str, body: &Value) -> (u16, Value) {
-        let response = tokio::time::timeout(
-            CALL_BOUND,
-            self.http
-                .post(format!("{}{path}", self.ingress))
-                .json(body)
-                .send(),
-        )
+        let mut request = self.http.post(format!("{}{path}", self.ingress));
+        if !body.is_null() {
+            request = request.json(body);
+        }
+        let response = tokio::time::timeout(CALL_BOUND, request.send())
         .await
         .unwrap_or_else(|_| panic!("POST {path} did not answer within {CALL_BOUND:?}"))
         .unwrap_or_else(|e| panic!("POST {path}: {e}"));
