@@ -32,12 +32,19 @@ struct Line {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    let result = match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["serve"] => serve("127.0.0.1:9080").await,
         ["serve", address] => serve(address).await,
         ["approve", run_id] => decide(run_id, None).await,
         ["deny", run_id, reason] => decide(run_id, Some(reason)).await,
-        _ => Err("usage: durable_agent serve [ADDRESS] | approve RUN_ID | deny RUN_ID REASON".into()),
+        _ => {
+            Err("usage: durable_agent serve [ADDRESS] | approve RUN_ID | deny RUN_ID REASON".into())
+        }
     };
     if let Err(error) = result {
         eprintln!("error: {error}");
@@ -134,7 +141,9 @@ async fn decide(run_id: &str, deny: Option<&str>) -> Result<()> {
             .send()
             .await?;
         if !response.status().is_success() {
-            return Err(format!("approve: {} {}", response.status(), response.text().await?).into());
+            return Err(
+                format!("approve: {} {}", response.status(), response.text().await?).into(),
+            );
         }
         let verb = if deny.is_some() { "denied" } else { "approved" };
         println!("{verb} {} {}({})", call.id, call.name, call.arguments);

@@ -124,7 +124,10 @@ impl DurableAgent {
         loop {
             match stepper.next_action() {
                 NextAction::CallModel { step } => {
-                    let model_request = stepper.model_request().await.map_err(TerminalError::from_error)?;
+                    let model_request = stepper
+                        .model_request()
+                        .await
+                        .map_err(TerminalError::from_error)?;
                     // The step's future takes the closure's borrows (a `FnOnce`).
                     let (borrowed, sent) = (&mut stepper, &model_request);
                     let Json(recorded) = ctx
@@ -141,7 +144,10 @@ impl DurableAgent {
                         let (borrowed, made) = (&mut stepper, &call);
                         let Json(recorded) = ctx
                             .run(move || async move { run_tool(borrowed, made).await })
-                            .name(format!("tool call {} `{}`, step {step}", call.id, call.name))
+                            .name(format!(
+                                "tool call {} `{}`, step {step}",
+                                call.id, call.name
+                            ))
                             .await?;
                         stepper
                             .tool_finished(&call.id, recorded.result)
@@ -162,7 +168,10 @@ impl DurableAgent {
                     for call in &calls {
                         let name = approval_promise(&call.id);
                         let Json(approval) = ctx.promise::<Json<Approval>>(&name).await?;
-                        stepper.approve(&approval).await.map_err(TerminalError::from_error)?;
+                        stepper
+                            .approve(&approval)
+                            .await
+                            .map_err(TerminalError::from_error)?;
                     }
                     ctx.clear(PAUSED_RUN);
                     ctx.clear(PENDING);
@@ -184,7 +193,10 @@ impl DurableAgent {
 
     /// The calls the run waits on (none when it does not wait).
     #[handler]
-    async fn pending(&self, ctx: SharedWorkflowContext<'_>) -> HandlerResult<Json<PendingApprovals>> {
+    async fn pending(
+        &self,
+        ctx: SharedWorkflowContext<'_>,
+    ) -> HandlerResult<Json<PendingApprovals>> {
         let pending = ctx.get::<Json<PendingApprovals>>(PENDING).await?;
         Ok(pending.unwrap_or_default())
     }

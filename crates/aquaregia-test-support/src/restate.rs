@@ -126,8 +126,14 @@ on-max-attempts = "kill"
         let (ports_tx, mut ports_rx) = watch::channel(false);
         let ports_tx = Arc::new(ports_tx);
         for stream in [
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
         ]
         .into_iter()
         .flatten()
@@ -171,7 +177,9 @@ on-max-attempts = "kill"
             http: reqwest::Client::new(),
             _dir: dir,
         };
-        server.wait_healthy(&format!("{}/health", server.admin)).await;
+        server
+            .wait_healthy(&format!("{}/health", server.admin))
+            .await;
         server
             .wait_healthy(&format!("{}/restate/health", server.ingress))
             .await;
@@ -236,9 +244,9 @@ on-max-attempts = "kill"
             request = request.json(body);
         }
         let response = tokio::time::timeout(CALL_BOUND, request.send())
-        .await
-        .unwrap_or_else(|_| panic!("POST {path} did not answer within {CALL_BOUND:?}"))
-        .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+            .await
+            .unwrap_or_else(|_| panic!("POST {path} did not answer within {CALL_BOUND:?}"))
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"));
         let status = response.status().as_u16();
         let text = response.text().await.unwrap_or_default();
         (

@@ -51,13 +51,19 @@ async fn an_approval_sent_after_a_service_restart_resumes_the_run() {
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].name, "publish");
     assert_eq!(calls[0].arguments, json!({"text": "hello"}));
-    assert!(setup.side_effects().is_empty(), "nothing ran before approval");
+    assert!(
+        setup.side_effects().is_empty(),
+        "nothing ran before approval"
+    );
 
     // A decision signed with another key, and one for other arguments, are refused.
     let forger = ApprovalKey::new("not the service's key, but long enough too").unwrap();
     let (status, body) = setup
         .server
-        .ingress_post("/AgentRun/approval/approve", &json!(forger.approve(&calls[0])))
+        .ingress_post(
+            "/AgentRun/approval/approve",
+            &json!(forger.approve(&calls[0])),
+        )
         .await;
     assert_eq!(status, 400, "a forged approval: {body}");
     let mut edited = calls[0].clone();
@@ -95,7 +101,11 @@ async fn an_approval_sent_after_a_service_restart_resumes_the_run() {
     let result = setup.result("approval").await;
     assert_eq!(result["text"], "Published hello.");
     assert_eq!(setup.side_effects(), ["published: hello"]);
-    assert_eq!(setup.model.request_count(), 2, "no model call was sent again");
+    assert_eq!(
+        setup.model.request_count(),
+        2,
+        "no model call was sent again"
+    );
     let (_, pending) = setup
         .server
         .ingress_post("/AgentRun/approval/pending", &Value::Null)

@@ -44,7 +44,10 @@ async fn a_run_killed_mid_way_resumes_without_repeating_completed_steps() {
     setup.service.restart().await;
 
     let crashed = setup.result("crashed").await;
-    assert_eq!(crashed, reference, "the resumed run ends as the uninterrupted one");
+    assert_eq!(
+        crashed, reference,
+        "the resumed run ends as the uninterrupted one"
+    );
     assert_eq!(
         setup.side_effects(),
         ["one", "two", "one", "two"],
@@ -54,5 +57,9 @@ async fn a_run_killed_mid_way_resumes_without_repeating_completed_steps() {
     let bodies = setup.model.bodies();
     assert_eq!(bodies.len(), 7, "model requests: {bodies:#?}");
     assert_eq!(bodies[5], bodies[6]);
-    assert_eq!(&bodies[3..6], &bodies[0..3], "the same requests as the reference run");
+    assert_eq!(
+        &bodies[3..6],
+        &bodies[0..3],
+        "the same requests as the reference run"
+    );
 }

@@ -59,7 +59,10 @@ impl Setup {
     pub(crate) async fn send_run(&self, id: &str, prompt: &str) {
         let (status, body) = self
             .server
-            .ingress_post(&format!("/AgentRun/{id}/run/send"), &json!({"prompt": prompt}))
+            .ingress_post(
+                &format!("/AgentRun/{id}/run/send"),
+                &json!({"prompt": prompt}),
+            )
             .await;
         assert!(
             (200..300).contains(&status),
