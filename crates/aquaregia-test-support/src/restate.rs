@@ -70,6 +70,12 @@ impl RestateServer {
     /// checks. Failed invocations are retried quickly (from 50 ms, at most 1 s apart), so a
     /// service that was killed and started again is found within a second.
     pub async fn start() -> Self {
+        Self::start_with_config("").await
+    }
+
+    /// [`start`](Self::start) with more TOML appended to the server's configuration (whole
+    /// sections, e.g. `[log-server]\nrocksdb-disable-wal-fsync = true`).
+    pub async fn start_with_config(extra: &str) -> Self {
         let binary = server_binary();
         let dir = tempfile::Builder::new()
             .prefix("aquaregia-restate-")
@@ -92,7 +98,9 @@ exponentiation-factor = 2.0
 max-interval = "1s"
 max-attempts = 200
 on-max-attempts = "kill"
-"#,
+"#
+            .to_owned()
+                + extra,
         )
         .expect("write the config");
         let mut command = Command::new(binary);
