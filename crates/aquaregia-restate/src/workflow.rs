@@ -167,7 +167,15 @@ impl DurableAgent {
                     tracing::info!(step, calls = calls.len(), "the run waits for approval");
                     for call in &calls {
                         let name = approval_promise(&call.id);
-                        let Json(approval) = ctx.promise::<Json<Approval>>(&name).await?;
+                        let approval = match ctx.promise::<Json<Approval>>(&name).await {
+                            Ok(Json(approval)) => approval,
+                            Err(error) => {
+                                // Cancelled: nothing waits any more.
+                                ctx.clear(PAUSED_RUN);
+                                ctx.clear(PENDING);
+                                return Err(error.into());
+                            }
+                        };
                         stepper
                             .approve(&approval)
                             .await

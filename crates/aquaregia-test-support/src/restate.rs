@@ -263,6 +263,17 @@ on-max-attempts = "kill"
         )
     }
 
+    /// Cancels invocation `invocation_id` through the admin API (`PATCH
+    /// /invocations/<id>/cancel`); returns the status.
+    pub async fn cancel(&self, invocation_id: &str) -> u16 {
+        let url = format!("{}/invocations/{invocation_id}/cancel", self.admin);
+        let response = tokio::time::timeout(CALL_BOUND, self.http.patch(&url).send())
+            .await
+            .unwrap_or_else(|_| panic!("PATCH {url} did not answer within {CALL_BOUND:?}"))
+            .unwrap_or_else(|e| panic!("PATCH {url}: {e}"));
+        response.status().as_u16()
+    }
+
     /// Waits (within `bound`) for the result of workflow `workflow` with key `key` (the
     /// ingress's `attach`), and returns the status and the body.
     pub async fn attach(&self, workflow: &str, key: &str, bound: Duration) -> (u16, Value) {

@@ -112,3 +112,41 @@ async fn an_approval_sent_after_a_service_restart_resumes_the_run() {
         .await;
     assert_eq!(pending["calls"], json!([]), "nothing waits any more");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-peers"),
+    ignore = "needs restate-server (scripts/test-deps.sh restate): --features real-peers"
+)]
+async fn cancelling_a_run_that_waits_for_approval_ends_it_without_running_the_call() {
+    let setup = Setup::start(vec![call("call-p", "publish", "never")]).await;
+    let invocation = setup.send_run("cancelled", "Publish never.").await;
+    wait_pending(&setup, "cancelled").await;
+
+    let status = setup.server.cancel(&invocation).await;
+    assert!((200..300).contains(&status), "cancel: {status}");
+    let (status, body) = setup
+        .server
+        .attach("AgentRun", "cancelled", crate::support::RUN_BOUND)
+        .await;
+    assert_eq!(status, 409, "a cancelled run fails as cancelled: {body}");
+    assert!(setup.side_effects().is_empty(), "the call never ran");
+    assert_eq!(setup.model.request_count(), 1);
+    let (_, pending) = setup
+        .server
+        .ingress_post("/AgentRun/cancelled/pending", &Value::Null)
+        .await;
+    assert_eq!(pending["calls"], json!([]), "nothing waits any more");
+    // An approval that comes too late is refused.
+    let key = ApprovalKey::new(APPROVAL_SECRET).unwrap();
+    let call = ToolCall {
+        id: "call-p".into(),
+        name: "publish".into(),
+        arguments: json!({"text": "never"}),
+    };
+    let (status, body) = setup
+        .server
+        .ingress_post("/AgentRun/cancelled/approve", &json!(key.approve(&call)))
+        .await;
+    assert_eq!(status, 409, "an approval after the end: {body}");
+}

@@ -55,8 +55,8 @@ impl Setup {
         }
     }
 
-    /// Starts run `id` of `prompt` without waiting for it.
-    pub(crate) async fn send_run(&self, id: &str, prompt: &str) {
+    /// Starts run `id` of `prompt` without waiting for it; returns its invocation id.
+    pub(crate) async fn send_run(&self, id: &str, prompt: &str) -> String {
         let (status, body) = self
             .server
             .ingress_post(
@@ -68,6 +68,10 @@ impl Setup {
             (200..300).contains(&status),
             "starting run {id}: {status} {body}"
         );
+        body["invocationId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no invocation id in {body}"))
+            .to_owned()
     }
 
     /// Waits for run `id`'s result.
