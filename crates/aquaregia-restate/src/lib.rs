@@ -21,7 +21,11 @@
 //! let (client, model) = Client::from_env()?;
 //! let agent = client
 //!     .agent(model)
-//!     .tool(tool("deploy").description("Deploys the site").execute_raw(|_| async { Ok("done") }))
+//!     .tool(
+//!         tool("deploy")
+//!             .description("Deploys the site")
+//!             .execute_raw(|_| async { Ok::<_, aquaregia::ToolExecError>("deployed") }),
+//!     )
 //!     .require_approval(key.clone(), ["deploy"])
 //!     .build()?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:9080").await?;

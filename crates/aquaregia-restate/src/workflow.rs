@@ -52,6 +52,12 @@ fn approval_promise(call_id: &str) -> String {
 ///   signature under the approval key) and resolves the call's promise; a decision that does
 ///   not check is refused (HTTP 400) and the run keeps waiting.
 ///
+/// Cancelling the invocation (Restate's admin API, `PATCH /invocations/<id>/cancel`, or its
+/// CLI) ends the run at its next journaled step with a terminal error (409, `cancelled`); a
+/// run waiting for approval ends at once and stops listing its calls. A model call or tool
+/// call already running finishes first: restate-sdk 0.13 does not interrupt a running
+/// `ctx.run`.
+///
 /// What runs again on replay, since it is not journaled: `prepare_step`, the hooks, and
 /// conversation compaction (a summarising model call); keep them deterministic, or leave
 /// compaction off, for runs that must replay exactly. A failed model call is retried by
