@@ -130,10 +130,8 @@ impl DurableAgent {
         loop {
             match stepper.next_action() {
                 NextAction::CallModel { step } => {
-                    let model_request = stepper
-                        .model_request()
-                        .await
-                        .map_err(TerminalError::from_error)?;
+                    // Preparing may call the model too (compaction): retried like a model call.
+                    let model_request = stepper.model_request().await.map_err(failure)?;
                     // The step's future takes the closure's borrows (a `FnOnce`).
                     let (borrowed, sent) = (&mut stepper, &model_request);
                     let Json(recorded) = ctx
@@ -253,8 +251,17 @@ async fn call_model(
 ) -> HandlerResult<Json<RecordedResponse>> {
     match stepper.call_model(request).await {
         Ok(response) => Ok(Json(response.into())),
-        Err(error) if error.is_retryable() => Err(error.into()),
-        Err(error) => Err(TerminalError::from_error(error).into()),
+        Err(error) => Err(failure(error)),
+    }
+}
+
+/// A failure Restate retries when [`aquaregia::Error::is_retryable`] says so, else one that
+/// ends the run.
+fn failure(error: aquaregia::Error) -> HandlerError {
+    if error.is_retryable() {
+        error.into()
+    } else {
+        TerminalError::from_error(error).into()
     }
 }
 
