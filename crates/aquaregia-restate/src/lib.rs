@@ -41,9 +41,11 @@
 //! ```text
 //! curl -X POST localhost:9070/deployments -H 'content-type: application/json' \
 //!      -d '{"uri": "http://127.0.0.1:9080"}'
-//! curl -X POST localhost:8080/AgentRun/run-1/run/send -d '{"prompt": "Deploy the site"}'
+//! curl -X POST localhost:8080/AgentRun/run-1/run/send -H 'content-type: application/json' \
+//!      -d '{"prompt": "Deploy the site"}'
 //! curl -X POST localhost:8080/AgentRun/run-1/pending          # the calls waiting
-//! curl -X POST localhost:8080/AgentRun/run-1/approve -d "$SIGNED_APPROVAL"
+//! curl -X POST localhost:8080/AgentRun/run-1/approve -H 'content-type: application/json' \
+//!      -d "$SIGNED_APPROVAL"                                   # an `Approval` as JSON
 //! curl localhost:8080/restate/workflow/AgentRun/run-1/attach  # the RunResult
 //! ```
 //!
