@@ -10,6 +10,8 @@
 //!   where PostgreSQL cannot be installed);
 //! - [`mock_model`]: a scripted OpenAI-compatible model on 127.0.0.1, with Chat Completions
 //!   payload builders and request inspectors;
+//! - `restate` (feature `restate`): a throwaway `restate-server` on 127.0.0.1 with its
+//!   admin API, and a service process that can be killed and started again at one address;
 //! - [`real_model`]: a real model server (llama.cpp serving SmolLM2) on 127.0.0.1, shared by a
 //!   test binary;
 //! - [`google_token_server`]: Google's OAuth 2.0 token endpoint as Vertex AI clients use it
@@ -38,5 +40,7 @@ pub mod oauth_server;
 pub mod postgres;
 pub mod processes;
 pub mod real_model;
+#[cfg(feature = "restate")]
+pub mod restate;
 #[cfg(feature = "sessions")]
 pub mod session_contract;

@@ -1,0 +1,51 @@
+//! What one journaled step records: a model answer, or a tool call's result. Each is the
+//! value of one `ctx.run` entry, so a replay hands back the recorded outcome instead of
+//! calling the model or the tool again.
+
+use aquaregia::{FinishReason, Message, ModelResponse, ToolExecError, ToolOutput, Usage};
+use serde::{Deserialize, Serialize};
+
+/// A model answer as the journal keeps it ([`ModelResponse`] is not serde data itself).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RecordedResponse {
+    message: Message,
+    finish_reason: FinishReason,
+    usage: Usage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+}
+
+impl From<ModelResponse> for RecordedResponse {
+    fn from(response: ModelResponse) -> Self {
+        Self {
+            message: response.message,
+            finish_reason: response.finish_reason,
+            usage: response.usage,
+            id: response.id,
+            model: response.model,
+        }
+    }
+}
+
+impl From<RecordedResponse> for ModelResponse {
+    fn from(recorded: RecordedResponse) -> Self {
+        let mut response =
+            ModelResponse::new(recorded.message, recorded.finish_reason).with_usage(recorded.usage);
+        if let Some(id) = recorded.id {
+            response = response.with_id(id);
+        }
+        if let Some(model) = recorded.model {
+            response = response.with_model(model);
+        }
+        response
+    }
+}
+
+/// A tool call's result as the journal keeps it: a failed call is recorded too (the model is
+/// told about it), so it is not run again on replay either.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RecordedToolResult {
+    pub(crate) result: Result<ToolOutput, ToolExecError>,
+}

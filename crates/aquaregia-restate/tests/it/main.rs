@@ -1,0 +1,9 @@
+//! aquaregia-restate's integration tests, one module per behaviour, against a real
+//! `restate-server` (`scripts/test-deps.sh restate`) and the `durable_agent` example as the
+//! service process. They run with the `real-peers` feature (as `cargo test --workspace
+//! --all-features` does); without it they are listed as ignored.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod approval;
+mod crash_resume;
+mod support;
