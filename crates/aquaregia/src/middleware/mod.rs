@@ -2,6 +2,37 @@
 //! [`LanguageModelExt`] (`model.with_rate_limit(..).with_retry(..)`): [`Retry`],
 //! [`RateLimited`] and [`Cassette`] (record and replay).
 
+/// The `LanguageModel` methods that describe a model (id, provider, kind, address, window,
+/// price), forwarded to the wrapped model in field `$inner`: a wrapper that only changes how
+/// calls are made is described as the model it wraps.
+macro_rules! forward_model_description {
+    ($inner:ident) => {
+        fn model_id(&self) -> &str {
+            self.$inner.model_id()
+        }
+
+        fn provider_name(&self) -> &str {
+            self.$inner.provider_name()
+        }
+
+        fn kind(&self) -> Option<crate::model::ProviderKind> {
+            self.$inner.kind()
+        }
+
+        fn server_address(&self) -> Option<(&str, Option<u16>)> {
+            self.$inner.server_address()
+        }
+
+        fn context_window(&self) -> Option<u64> {
+            self.$inner.context_window()
+        }
+
+        fn price(&self) -> Option<crate::pricing::ModelPrice> {
+            self.$inner.price()
+        }
+    };
+}
+
 mod cassette;
 mod rate_limit;
 mod retry;

@@ -15,7 +15,6 @@ use crate::error::Error;
 use crate::model::{
     LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream, ProviderKind, StreamEvent,
 };
-use crate::pricing::ModelPrice;
 use crate::usage::Usage;
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -297,29 +296,7 @@ impl RateLimited {
 
 #[async_trait]
 impl LanguageModel for RateLimited {
-    fn model_id(&self) -> &str {
-        self.inner.model_id()
-    }
-
-    fn provider_name(&self) -> &str {
-        self.inner.provider_name()
-    }
-
-    fn kind(&self) -> Option<ProviderKind> {
-        self.inner.kind()
-    }
-
-    fn server_address(&self) -> Option<(&str, Option<u16>)> {
-        self.inner.server_address()
-    }
-
-    fn context_window(&self) -> Option<u64> {
-        self.inner.context_window()
-    }
-
-    fn price(&self) -> Option<ModelPrice> {
-        self.inner.price()
-    }
+    forward_model_description!(inner);
 
     async fn generate(
         &self,

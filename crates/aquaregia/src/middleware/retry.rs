@@ -10,10 +10,7 @@ use tokio::time::Instant;
 
 use crate::error::Error;
 use crate::http::with_retries_outside;
-use crate::model::{
-    LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream, ProviderKind,
-};
-use crate::pricing::ModelPrice;
+use crate::model::{LanguageModel, ModelRequest, ModelResponse, ModelState, ModelStream};
 
 /// When and how often [`Retry`] tries a call again: attempts, total time, backoff, the longest
 /// `Retry-After` it waits for, and an optional [`RetryBudget`] shared between calls.
@@ -288,29 +285,7 @@ impl Retry {
 
 #[async_trait]
 impl LanguageModel for Retry {
-    fn model_id(&self) -> &str {
-        self.inner.model_id()
-    }
-
-    fn provider_name(&self) -> &str {
-        self.inner.provider_name()
-    }
-
-    fn kind(&self) -> Option<ProviderKind> {
-        self.inner.kind()
-    }
-
-    fn server_address(&self) -> Option<(&str, Option<u16>)> {
-        self.inner.server_address()
-    }
-
-    fn context_window(&self) -> Option<u64> {
-        self.inner.context_window()
-    }
-
-    fn price(&self) -> Option<ModelPrice> {
-        self.inner.price()
-    }
+    forward_model_description!(inner);
 
     async fn generate(
         &self,
