@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use aquaregia_test_support::deps::node_script;
 use aquaregia_test_support::mock_model::{MockServer, Reply};
-use common::{BOUND, Scratch};
+use common::{BOUND, Scratch, node_report};
 
 const CLIENT: &str = r#"
 import { spawn } from "node:child_process";
@@ -84,34 +84,20 @@ async fn a_session_outlives_its_agent_process() {
     mock.push(Reply::text("I will remember 42."))
         .push(Reply::text("It was 42."));
 
-    let output = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_aquaregia"))
-        .args(["acp", "--model", "openai-chat:mock-model"])
-        .current_dir(&scratch.path)
-        .env_remove("AQUAREGIA_MODEL")
-        .env_remove("RUST_LOG")
-        .env("OPENAI_BASE_URL", &mock.url)
-        .env("OPENAI_API_KEY", "test")
-        .env("AQUAREGIA_DATA_DIR", scratch.path.join("data"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(BOUND * 2, output)
-        .await
-        .expect("the client finished")
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "node failed: {}\nstdout: {stdout}\nstderr: {stderr}",
-        output.status
-    );
-    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: stdout: {stdout}\nstderr: {stderr}"));
+    let (report, stderr) = node_report(
+        tokio::process::Command::new("node")
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_aquaregia"))
+            .args(["acp", "--model", "openai-chat:mock-model"])
+            .current_dir(&scratch.path)
+            .env_remove("AQUAREGIA_MODEL")
+            .env_remove("RUST_LOG")
+            .env("OPENAI_BASE_URL", &mock.url)
+            .env("OPENAI_API_KEY", "test")
+            .env("AQUAREGIA_DATA_DIR", scratch.path.join("data")),
+        "the client finished",
+    )
+    .await;
 
     assert_eq!(report["init"]["agentCapabilities"]["loadSession"], true);
     assert!(report["init"]["agentCapabilities"]["sessionCapabilities"]["list"].is_object());

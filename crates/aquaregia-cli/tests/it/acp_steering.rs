@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use aquaregia_test_support::deps::node_script;
 use aquaregia_test_support::mock_model::{MockServer, Reply, content_text};
 use aquaregia_test_support::processes::{KillMarked, assert_no_process_left, marker};
-use common::BOUND;
+use common::{BOUND, node_report};
 
 const CLIENT: &str = r#"
 import { spawn } from "node:child_process";
@@ -135,42 +135,28 @@ async fn a_message_steered_during_a_tool_call_reaches_the_next_model_request_and
     let _kill = KillMarked(marker.clone());
     let data = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    let output = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_aquaregia"))
-        .args([
-            "acp",
-            "--model",
-            "openai-chat:mock-model",
-            "--max-steps",
-            "4",
-        ])
-        .current_dir(project.path())
-        .env("AQUAREGIA_DATA_DIR", data.path())
-        .env("XDG_CONFIG_HOME", data.path().join("xdg"))
-        .env_remove("AQUAREGIA_MODEL")
-        .env_remove("RUST_LOG")
-        .env("OPENAI_BASE_URL", &mock.url)
-        .env("OPENAI_API_KEY", "test")
-        .env("AQUAREGIA_TEST_MARKER", &marker)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(BOUND * 2, output)
-        .await
-        .expect("the steering client finished")
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "node failed: {}\nstdout: {stdout}\nstderr: {stderr}",
-        output.status
-    );
-    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: stdout: {stdout}\nstderr: {stderr}"));
+    let (report, stderr) = node_report(
+        tokio::process::Command::new("node")
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_aquaregia"))
+            .args([
+                "acp",
+                "--model",
+                "openai-chat:mock-model",
+                "--max-steps",
+                "4",
+            ])
+            .current_dir(project.path())
+            .env("AQUAREGIA_DATA_DIR", data.path())
+            .env("XDG_CONFIG_HOME", data.path().join("xdg"))
+            .env_remove("AQUAREGIA_MODEL")
+            .env_remove("RUST_LOG")
+            .env("OPENAI_BASE_URL", &mock.url)
+            .env("OPENAI_API_KEY", "test")
+            .env("AQUAREGIA_TEST_MARKER", &marker),
+        "the steering client finished",
+    )
+    .await;
 
     assert_eq!(
         report["init"]["_meta"]["steering"]["supported"], true,

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use aquaregia_test_support::deps::node_script;
 use aquaregia_test_support::mock_model::{MockServer, Reply, tool_results};
 use aquaregia_test_support::processes::{KillMarked, marker};
-use common::BOUND;
+use common::{BOUND, node_report};
 
 /// Prompts twice: the first delegates a write (answering its permission question), the
 /// second delegates work the client cancels (`session/cancel` of the child session) as soon
@@ -119,36 +119,23 @@ async fn a_subagent_is_a_child_session_of_the_typescript_sdk_client_asked_and_ca
     .push(Reply::text("stopped the subagent"));
 
     let script = node_script(CLIENT);
-    let output = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg(&project)
-        .arg(env!("CARGO_BIN_EXE_aquaregia"))
-        .args(["acp", "--model", "openai-chat:mock-model"])
-        .current_dir(&project)
-        .env("AQUAREGIA_DATA_DIR", root_path.join("data"))
-        .env("XDG_CONFIG_HOME", root_path.join("xdg"))
-        .env("AQUAREGIA_TEST_MARKER", &mark)
-        .env_remove("AQUAREGIA_MODEL")
-        .env_remove("RUST_LOG")
-        .env("OPENAI_BASE_URL", &mock.url)
-        .env("OPENAI_API_KEY", "test")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(BOUND * 2, output)
-        .await
-        .expect("the client finished")
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: stdout: {stdout}\nstderr: {stderr}"));
+    let (report, stderr) = node_report(
+        tokio::process::Command::new("node")
+            .arg(&script)
+            .arg(&project)
+            .arg(env!("CARGO_BIN_EXE_aquaregia"))
+            .args(["acp", "--model", "openai-chat:mock-model"])
+            .current_dir(&project)
+            .env("AQUAREGIA_DATA_DIR", root_path.join("data"))
+            .env("XDG_CONFIG_HOME", root_path.join("xdg"))
+            .env("AQUAREGIA_TEST_MARKER", &mark)
+            .env_remove("AQUAREGIA_MODEL")
+            .env_remove("RUST_LOG")
+            .env("OPENAI_BASE_URL", &mock.url)
+            .env("OPENAI_API_KEY", "test"),
+        "the client finished",
+    )
+    .await;
     assert_eq!(report["exit"]["code"], 0, "{stderr}");
     assert_eq!(report["results"][0]["stopReason"], "end_turn", "{report:#}");
     assert_eq!(report["results"][1]["stopReason"], "end_turn", "{report:#}");

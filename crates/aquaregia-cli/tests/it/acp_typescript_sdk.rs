@@ -18,7 +18,7 @@ use aquaregia_test_support::mock_model::{
     MockServer, Reply, content_text, tool_messages, tool_names, tool_results,
 };
 use aquaregia_test_support::processes::{KillMarked, assert_no_process_left, marker};
-use common::BOUND;
+use common::{BOUND, node_report};
 
 /// The Node client. ES-module `import` ignores NODE_PATH, so it is written next to the
 /// installed `node_modules`.
@@ -132,42 +132,28 @@ async fn the_typescript_sdk_serves_a_tool_to_the_binary() {
     let marker = marker("typescript");
     let _kill = KillMarked(marker.clone());
     let data = tempfile::tempdir().unwrap();
-    let output = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_aquaregia"))
-        .args([
-            "acp",
-            "--model",
-            "openai-chat:mock-model",
-            "--max-steps",
-            "4",
-        ])
-        .args(["--system", SYSTEM])
-        .current_dir(std::env::temp_dir())
-        .env("AQUAREGIA_DATA_DIR", data.path())
-        .env_remove("AQUAREGIA_MODEL")
-        .env_remove("RUST_LOG")
-        .env("OPENAI_BASE_URL", &mock.url)
-        .env("OPENAI_API_KEY", "test")
-        .env("AQUAREGIA_TEST_MARKER", &marker)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(BOUND * 2, output)
-        .await
-        .expect("the smoke client finished")
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "node failed: {}\nstdout: {stdout}\nstderr: {stderr}",
-        output.status
-    );
-    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: stdout: {stdout}\nstderr: {stderr}"));
+    let (report, stderr) = node_report(
+        tokio::process::Command::new("node")
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_aquaregia"))
+            .args([
+                "acp",
+                "--model",
+                "openai-chat:mock-model",
+                "--max-steps",
+                "4",
+            ])
+            .args(["--system", SYSTEM])
+            .current_dir(std::env::temp_dir())
+            .env("AQUAREGIA_DATA_DIR", data.path())
+            .env_remove("AQUAREGIA_MODEL")
+            .env_remove("RUST_LOG")
+            .env("OPENAI_BASE_URL", &mock.url)
+            .env("OPENAI_API_KEY", "test")
+            .env("AQUAREGIA_TEST_MARKER", &marker),
+        "the smoke client finished",
+    )
+    .await;
 
     assert_eq!(report["init"]["agentInfo"]["name"], "aquaregia");
     assert_eq!(
@@ -316,39 +302,26 @@ async fn the_typescript_sdk_is_asked_outside_the_workspace_and_sees_every_comman
         json!({"command": format!("echo harmless\ntouch {}", pwned.display())}),
     ))
     .push(Reply::text("Done."));
-    let output = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_aquaregia"))
-        .args([
-            "acp",
-            "--model",
-            "openai-chat:mock-model",
-            "--max-steps",
-            "4",
-        ])
-        .current_dir(dir.join("project"))
-        .env("AQUAREGIA_DATA_DIR", dir.join("data"))
-        .env_remove("AQUAREGIA_MODEL")
-        .env_remove("RUST_LOG")
-        .env("OPENAI_BASE_URL", &mock.url)
-        .env("OPENAI_API_KEY", "test")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(BOUND * 2, output)
-        .await
-        .expect("the client finished")
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: stdout: {stdout}\nstderr: {stderr}"));
+    let (report, stderr) = node_report(
+        tokio::process::Command::new("node")
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_aquaregia"))
+            .args([
+                "acp",
+                "--model",
+                "openai-chat:mock-model",
+                "--max-steps",
+                "4",
+            ])
+            .current_dir(dir.join("project"))
+            .env("AQUAREGIA_DATA_DIR", dir.join("data"))
+            .env_remove("AQUAREGIA_MODEL")
+            .env_remove("RUST_LOG")
+            .env("OPENAI_BASE_URL", &mock.url)
+            .env("OPENAI_API_KEY", "test"),
+        "the client finished",
+    )
+    .await;
     assert_eq!(report["stopReason"], "end_turn", "{report:#}");
     let asked = report["permissions"].as_array().unwrap();
     assert_eq!(
@@ -537,37 +510,24 @@ impl Drive {
         let script = node_script(DRIVER);
         let plan_file = self.root().join("plan.json");
         std::fs::write(&plan_file, plan.to_string()).unwrap();
-        let output = tokio::process::Command::new("node")
-            .arg(&script)
-            .arg(&plan_file)
-            .arg(env!("CARGO_BIN_EXE_aquaregia"))
-            .args(["acp", "--model", model, "--max-steps", "10"])
-            .args(args)
-            .current_dir(self.project())
-            .env("AQUAREGIA_DATA_DIR", self.root().join("data"))
-            .env("XDG_CONFIG_HOME", self.root().join("xdg"))
-            .env("AQUAREGIA_TEST_MARKER", &self.marker)
-            .env_remove("AQUAREGIA_MODEL")
-            .env_remove("RUST_LOG")
-            .env("OPENAI_BASE_URL", &self.mock.url)
-            .env("OPENAI_API_KEY", "test")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(BOUND * 2, output)
-            .await
-            .expect("the driver finished")
-            .expect("node runs");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            output.status.success(),
-            "stdout: {stdout}\nstderr: {stderr}"
-        );
-        let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-            .unwrap_or_else(|e| panic!("{e}: stdout: {stdout}\nstderr: {stderr}"));
+        let (report, stderr) = node_report(
+            tokio::process::Command::new("node")
+                .arg(&script)
+                .arg(&plan_file)
+                .arg(env!("CARGO_BIN_EXE_aquaregia"))
+                .args(["acp", "--model", model, "--max-steps", "10"])
+                .args(args)
+                .current_dir(self.project())
+                .env("AQUAREGIA_DATA_DIR", self.root().join("data"))
+                .env("XDG_CONFIG_HOME", self.root().join("xdg"))
+                .env("AQUAREGIA_TEST_MARKER", &self.marker)
+                .env_remove("AQUAREGIA_MODEL")
+                .env_remove("RUST_LOG")
+                .env("OPENAI_BASE_URL", &self.mock.url)
+                .env("OPENAI_API_KEY", "test"),
+            "the driver finished",
+        )
+        .await;
         for (step, result) in report["results"].as_array().unwrap().iter().enumerate() {
             let expected = result["step"]["expectError"] == true;
             assert_eq!(

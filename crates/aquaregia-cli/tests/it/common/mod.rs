@@ -136,6 +136,33 @@ pub async fn run(command: std::process::Command, stdin: &str) -> Outcome {
     }
 }
 
+/// Runs a Node client script (`command`: `node SCRIPT ...` with its env) to its end, within
+/// twice [`BOUND`], and returns the JSON report its last stdout line holds and its stderr. The
+/// test fails, showing both outputs, if node fails or the last line is no JSON; `what` names
+/// the client in the timeout's message.
+pub async fn node_report(command: &mut tokio::process::Command, what: &str) -> (Value, String) {
+    let output = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(BOUND * 2, output)
+        .await
+        .unwrap_or_else(|_| panic!("{what} within {:?}", BOUND * 2))
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "node failed: {}\nstdout: {stdout}\nstderr: {stderr}",
+        output.status
+    );
+    let report = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: stdout: {stdout}\nstderr: {stderr}"));
+    (report, stderr)
+}
+
 /// The in-repo stdio MCP server (`mcp_test_server.py` of `aquaregia-test-support`).
 pub fn test_server_script() -> String {
     aquaregia_test_support::deps::python_server("mcp_test_server.py")
