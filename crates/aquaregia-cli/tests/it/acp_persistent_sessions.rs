@@ -5,13 +5,11 @@
 
 use crate::common;
 
-use std::process::Stdio;
-
 use serde_json::Value;
 
 use aquaregia_test_support::deps::node_script;
 use aquaregia_test_support::mock_model::{MockServer, Reply};
-use common::{BOUND, Scratch, node_report};
+use common::{Scratch, node_report};
 
 const CLIENT: &str = r#"
 import { spawn } from "node:child_process";
@@ -84,7 +82,7 @@ async fn a_session_outlives_its_agent_process() {
     mock.push(Reply::text("I will remember 42."))
         .push(Reply::text("It was 42."));
 
-    let (report, stderr) = node_report(
+    let (report, _) = node_report(
         tokio::process::Command::new("node")
             .arg(&script)
             .arg(env!("CARGO_BIN_EXE_aquaregia"))

@@ -9,8 +9,6 @@
 
 use crate::common;
 
-use std::process::Stdio;
-
 use serde_json::{Value, json};
 
 use aquaregia_test_support::deps::node_script;

@@ -7,14 +7,12 @@
 
 use crate::common;
 
-use std::process::Stdio;
-
 use serde_json::{Value, json};
 
 use aquaregia_test_support::deps::node_script;
 use aquaregia_test_support::mock_model::{MockServer, Reply, tool_results};
 use aquaregia_test_support::processes::{KillMarked, marker};
-use common::{BOUND, node_report};
+use common::node_report;
 
 /// Prompts twice: the first delegates a write (answering its permission question), the
 /// second delegates work the client cancels (`session/cancel` of the child session) as soon

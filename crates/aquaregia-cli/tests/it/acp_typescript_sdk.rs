@@ -9,8 +9,6 @@
 
 use crate::common;
 
-use std::process::Stdio;
-
 use serde_json::{Value, json};
 
 use aquaregia_test_support::deps::node_script;
@@ -302,7 +300,7 @@ async fn the_typescript_sdk_is_asked_outside_the_workspace_and_sees_every_comman
         json!({"command": format!("echo harmless\ntouch {}", pwned.display())}),
     ))
     .push(Reply::text("Done."));
-    let (report, stderr) = node_report(
+    let (report, _) = node_report(
         tokio::process::Command::new("node")
             .arg(&script)
             .arg(env!("CARGO_BIN_EXE_aquaregia"))
