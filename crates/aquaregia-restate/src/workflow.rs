@@ -110,9 +110,41 @@ impl DurableAgent {
     /// completes. Register the address with Restate once (`restate deployments register
     /// http://<address>`, or `POST /deployments` on its admin API).
     pub async fn serve(self, listener: TcpListener, shutdown: impl Future) {
-        HttpServer::new(Endpoint::builder().bind(self).build())
-            .serve_with_cancel(listener, shutdown)
-            .await;
+        let endpoint =
+            restate_sdk::hyper::HyperEndpoint::new(Endpoint::builder().bind(self).build());
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let (stream, remote) = match accepted {
+                        Ok(accepted) => accepted,
+                        Err(error) => {
+                            tracing::warn!(%error, "accepting a connection from Restate failed");
+                            continue;
+                        }
+                    };
+                    // Journal entries are small HTTP/2 frames each waiting for Restate's answer:
+                    // with Nagle on, each waits for a delayed ACK first.
+                    if let Err(error) = stream.set_nodelay(true) {
+                        tracing::warn!(%error, "TCP_NODELAY could not be set");
+                    }
+                    let connection = hyper::server::conn::http2::Builder::new(
+                        hyper_util::rt::TokioExecutor::new(),
+                    )
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), endpoint.clone());
+                    let connection = graceful.watch(connection);
+                    tokio::spawn(async move {
+                        if let Err(error) = connection.await {
+                            tracing::warn!(%remote, ?error, "a connection from Restate failed");
+                        }
+                    });
+                }
+                _ = &mut shutdown => break,
+            }
+        }
+        // In-flight invocations get a bounded time to finish; Restate retries the rest.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), graceful.shutdown()).await;
     }
 }
 
