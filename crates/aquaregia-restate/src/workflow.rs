@@ -120,7 +120,10 @@ impl DurableAgent {
                     let (stream, remote) = match accepted {
                         Ok(accepted) => accepted,
                         Err(error) => {
+                            // Out of file descriptors, say: wait before the next accept rather
+                            // than spinning on the same error (as axum's serve does).
                             tracing::warn!(%error, "accepting a connection from Restate failed");
+                            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                             continue;
                         }
                     };
