@@ -220,7 +220,7 @@ pub use tool::{
     ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput, ToolRegistry, TypedToolBuilder,
     is_valid_tool_name, tool,
 };
-pub use tool::{ProgressReporter, ToolProgress};
+pub use tool::{ProgressReporter, ToolCheckpoint, ToolProgress};
 pub use usage::Usage;
 
 /// The README's examples, compiled as doctests so they cannot rot.

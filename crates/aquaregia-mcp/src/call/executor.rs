@@ -15,7 +15,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
-use aquaregia::{ProgressReporter, ToolExecError, ToolExecutor, ToolOutput, ToolProgress};
+use aquaregia::{
+    ProgressReporter, ToolCheckpoint, ToolExecError, ToolExecutor, ToolOutput, ToolProgress,
+};
 
 use super::content::{map_raw_result, map_result};
 use super::input::{MAX_INPUT_ROUNDS, state_only_pause};
@@ -106,6 +108,14 @@ impl CallContext {
             return self.call_restarted(tool, args).await;
         }
         let name = tool.name.as_str();
+        // A durable runner keeps the task an earlier attempt of this call started: follow it
+        // rather than call the tool again.
+        let checkpoint = ToolCheckpoint::current();
+        if let Some(resumed) = checkpoint.as_ref().and_then(ToolCheckpoint::resumed)
+            && let Some(resumed) = self.resume_task(tool, resumed).await?
+        {
+            return Ok(resumed);
+        }
         let arguments = match args {
             Value::Object(arguments) => Some(arguments),
             Value::Null => None,
@@ -138,7 +148,7 @@ impl CallContext {
                 other => other?,
             };
             if let Some(task) = self.created_task(&result) {
-                return self.follow_task(name, task).await;
+                return self.follow_new_task(name, task, checkpoint.as_ref()).await;
             }
             let asked = match result {
                 ServerResult::InputRequiredResult(asked) => asked,

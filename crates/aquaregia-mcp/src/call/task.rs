@@ -13,7 +13,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use aquaregia::{ProgressReporter, ToolExecError, ToolOutput, ToolProgress};
+use aquaregia::{ProgressReporter, ToolCheckpoint, ToolExecError, ToolOutput, ToolProgress};
 use rmcp::RoleClient;
 use rmcp::model::{
     CancelTaskParams, CancelTaskRequest, ClientRequest, GetTaskParams, GetTaskRequest,
@@ -23,7 +23,7 @@ use rmcp::service::{Peer, PeerRequestOptions};
 use serde_json::Value;
 
 use super::content::map_raw_result;
-use super::executor::{CallContext, CallError, finish};
+use super::executor::{CallContext, CallError, ToolTarget, finish};
 use crate::error::McpError;
 use crate::session::connection::DEFAULT_CALL_TIMEOUT;
 use crate::transport::compat::tasks_result;
@@ -34,6 +34,15 @@ const FIRST_POLL: Duration = Duration::from_millis(100);
 const MAX_POLL: Duration = Duration::from_secs(5);
 /// A bound on one `tasks/get` or `tasks/cancel` answer.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The key of a task in a call's checkpoint: `{"mcpTask": {"server": ..., "taskId": ...}}`.
+const CHECKPOINT_KEY: &str = "mcpTask";
+
+/// What a call records in its [`ToolCheckpoint`] once the server
+/// made a task for it.
+fn task_checkpoint(server: &str, id: &str) -> Value {
+    serde_json::json!({ CHECKPOINT_KEY: { "server": server, "taskId": id } })
+}
 
 /// A task the server made for a call.
 #[derive(Debug, Clone)]
@@ -122,17 +131,82 @@ impl CallContext {
         TaskState::created(result)
     }
 
-    /// Follows a task to its end and returns the call's output.
+    /// Follows a task the server just made for the call, recorded first in the call's
+    /// checkpoint when its runner keeps one: the task then outlives this attempt, and a later
+    /// attempt follows it ([`resume_task`](Self::resume_task)) instead of calling again.
+    pub(super) async fn follow_new_task(
+        &self,
+        tool: &str,
+        task: TaskState,
+        checkpoint: Option<&ToolCheckpoint>,
+    ) -> Result<ToolOutput, CallError> {
+        if let Some(checkpoint) = checkpoint {
+            checkpoint.record(task_checkpoint(&self.input.server, &task.id));
+        }
+        self.follow_task(tool, task, checkpoint.is_some()).await
+    }
+
+    /// Follows the task an earlier attempt of this call started and recorded in its
+    /// [`ToolCheckpoint`] (`resumed`): `None` when `resumed` is not
+    /// such a record, or when the server no longer knows the task and the tool is safe to call
+    /// again; an error when it is not (the call is not made twice).
+    pub(super) async fn resume_task(
+        &self,
+        tool: &ToolTarget,
+        resumed: &Value,
+    ) -> Result<Option<ToolOutput>, CallError> {
+        let Some(recorded) = resumed.get(CHECKPOINT_KEY) else {
+            return Ok(None);
+        };
+        let (Some(server), Some(id)) = (
+            recorded.get("server").and_then(Value::as_str),
+            recorded.get("taskId").and_then(Value::as_str),
+        ) else {
+            return Ok(None);
+        };
+        if server != self.input.server {
+            return Err(CallError::Tool(ToolExecError::Execution(format!(
+                "an earlier attempt of this call left task `{id}` on MCP server `{server}`, not \
+                 on `{}`: the call is not made again",
+                self.input.server
+            ))));
+        }
+        tracing::debug!(server, tool = %tool.name, task = id, "resuming the task of an earlier attempt");
+        match self.poll_task(id).await {
+            Ok(task) => self.follow_task(&tool.name, task, true).await.map(Some),
+            Err(_) if tool.retry_safe => {
+                tracing::info!(server, tool = %tool.name, task = id, "the task is gone; the tool is safe to call again");
+                Ok(None)
+            }
+            Err(error) => {
+                let reason = match error {
+                    CallError::Mcp(error) => error.to_string(),
+                    CallError::Tool(error) => error.to_string(),
+                    CallError::SessionLost => McpError::Disconnected.to_string(),
+                };
+                Err(CallError::Tool(ToolExecError::Execution(format!(
+                    "MCP server `{server}` no longer knows task `{id}`, which an earlier attempt \
+                     of this call started ({reason}); the call is not made again, since it may \
+                     have had its effect"
+                ))))
+            }
+        }
+    }
+
+    /// Follows a task to its end and returns the call's output. A `kept` task (recorded in
+    /// the call's checkpoint) is left running when the call is dropped: a later attempt
+    /// resumes it.
     pub(crate) async fn follow_task(
         &self,
         tool: &str,
         mut task: TaskState,
+        kept: bool,
     ) -> Result<ToolOutput, CallError> {
         let server = self.input.server.clone();
         tracing::debug!(server = %server, tool, task = %task.id, "the call runs as a task");
         let mut guard = CancelTaskOnDrop {
             peer: self.peer.clone(),
-            id: Some(task.id.clone()),
+            id: (!kept).then(|| task.id.clone()),
         };
         let reporter = ProgressReporter::current();
         let mut updates = 0u32;

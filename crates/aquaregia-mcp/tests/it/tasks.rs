@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aquaregia::{ProgressReporter, Tool, ToolExecError, ToolOutput};
+use aquaregia::{ProgressReporter, Tool, ToolCheckpoint, ToolExecError, ToolOutput};
 use aquaregia_mcp::{Connector, McpConnection};
 use aquaregia_test_support::mcp_servers::task_server::TaskServer;
 use serde_json::json;
@@ -122,5 +122,99 @@ async fn a_cancelled_task_fails_the_call() {
         panic!("{outcome:?}");
     };
     assert!(message.contains("cancelled the task"), "{message}");
+    connection.close().await;
+}
+
+/// A call made under a durable runner's checkpoint records its task, and when the call is
+/// dropped (the runner's process died) the task is left running; the next attempt of the
+/// same call, in a new session, follows that task instead of calling the tool again.
+#[tokio::test]
+async fn a_checkpointed_task_outlives_its_call_and_the_next_attempt_resumes_it() {
+    let server = TaskServer::default();
+    let recorded = Arc::new(Mutex::new(None));
+    let sink = recorded.clone();
+    let checkpoint = ToolCheckpoint::new(None, move |state| *sink.lock().unwrap() = Some(state));
+    let first = connect(&server).await;
+    let gated = tool(&first, "gated").await;
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(300),
+        checkpoint.scope(gated.execute(json!({}))),
+    );
+    assert!(abandoned.await.is_err(), "the gate is closed");
+    let state = recorded
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the task was recorded");
+    assert_eq!(
+        state,
+        json!({"mcpTask": {"server": "tasks", "taskId": "task-1"}})
+    );
+    let polled_before = server.polls("task-1");
+
+    // The next attempt: another session, the recorded state handed back. The gate opens
+    // only after the resumed call polled twice, 100 ms apart: long after a `tasks/cancel` the
+    // dropped call would have sent on the first session, which is still open.
+    let second = connect(&server).await;
+    let gated = tool(&second, "gated").await;
+    let gate = server.clone();
+    let opener = tokio::spawn(async move {
+        eventually("two polls of the resumed task", || {
+            gate.polls("task-1") >= polled_before + 2
+        })
+        .await;
+        gate.release();
+    });
+    let resumed = ToolCheckpoint::new(Some(state), |_| {});
+    let output = tokio::time::timeout(BOUND, resumed.scope(gated.execute(json!({}))))
+        .await
+        .expect("no hang");
+    opener.await.unwrap();
+    assert_eq!(output, Ok(ToolOutput::text("gate opened")));
+    assert_eq!(server.tasks(), ["task-1"], "the tool was not called again");
+    assert_eq!(
+        server.cancelled(),
+        Vec::<String>::new(),
+        "a recorded task is not cancelled when its call is dropped"
+    );
+    first.close().await;
+    second.close().await;
+}
+
+/// A resumed call whose task the server no longer knows fails with a clear error rather
+/// than calling a tool that may have had its effect already.
+#[tokio::test]
+async fn a_resumed_task_the_server_forgot_is_not_called_again() {
+    let server = TaskServer::default();
+    let connection = connect(&server).await;
+    let gated = tool(&connection, "gated").await;
+    let resumed = ToolCheckpoint::new(
+        Some(json!({"mcpTask": {"server": "tasks", "taskId": "task-9"}})),
+        |_| {},
+    );
+    let output = tokio::time::timeout(BOUND, resumed.scope(gated.execute(json!({}))))
+        .await
+        .expect("no hang");
+    let Err(ToolExecError::Execution(message)) = output else {
+        panic!("expected a failed call, got {output:?}");
+    };
+    assert!(
+        message.contains("no longer knows task `task-9`") && message.contains("not made again"),
+        "{message}"
+    );
+    assert_eq!(server.tasks(), Vec::<String>::new(), "no new task");
+    connection.close().await;
+}
+
+/// Without a checkpoint nothing changes: a dropped call still cancels its task (the test
+/// above differs from `a_dropped_call_cancels_its_task` only by the checkpoint).
+#[tokio::test]
+async fn a_call_without_a_checkpoint_records_nothing_and_cancels_on_drop() {
+    let server = TaskServer::default();
+    let connection = connect(&server).await;
+    let gated = tool(&connection, "gated").await;
+    let abandoned = tokio::time::timeout(Duration::from_millis(300), gated.execute(json!({})));
+    assert!(abandoned.await.is_err());
+    eventually("tasks/cancel", || server.cancelled() == ["task-1"]).await;
     connection.close().await;
 }

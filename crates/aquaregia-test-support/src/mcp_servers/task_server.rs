@@ -2,7 +2,9 @@
 //! `tools/call` becomes a task.
 //! - `research`: `working` ("gathering", then "writing") and `completed` on the third poll,
 //!   with the text `report ready`;
-//! - `endless`: `working` forever, always "still going".
+//! - `endless`: `working` forever, always "still going";
+//! - `gated`: `working` ("waiting at the gate") until [`TaskServer::release`], then
+//!   `completed` with the text `gate opened`.
 //!
 //! It records the `tasks/cancel` requests it gets. rmcp refuses `tasks/*` from, and a task
 //! answer to, a client that did not declare the extension.
@@ -27,6 +29,8 @@ struct State {
     /// Tool name and polls so far, by task id.
     tasks: HashMap<String, (String, u32)>,
     cancelled: Vec<String>,
+    /// Whether `gated` tasks complete.
+    released: bool,
 }
 
 #[derive(Clone, Default)]
@@ -49,6 +53,21 @@ impl TaskServer {
     /// The ids of the tasks the client cancelled.
     pub fn cancelled(&self) -> Vec<String> {
         self.state.lock().unwrap().cancelled.clone()
+    }
+
+    /// Lets every `gated` task complete at its next poll.
+    pub fn release(&self) {
+        self.state.lock().unwrap().released = true;
+    }
+
+    /// How many times task `id` was polled (`tasks/get`).
+    pub fn polls(&self, id: &str) -> u32 {
+        self.state
+            .lock()
+            .unwrap()
+            .tasks
+            .get(id)
+            .map_or(0, |(_, polls)| *polls)
     }
 
     /// The ids of the tasks made so far.
@@ -97,6 +116,7 @@ impl ServerHandler for TaskServer {
         Ok(ListToolsResult::with_all_items(vec![
             tool("research"),
             tool("endless"),
+            tool("gated"),
         ]))
     }
 
@@ -120,6 +140,7 @@ impl ServerHandler for TaskServer {
     ) -> Result<GetTaskResult, ErrorData> {
         let mut state = self.state.lock().unwrap();
         let cancelled = state.cancelled.contains(&request.task_id);
+        let released = state.released;
         let Some((tool, polls)) = state.tasks.get_mut(&request.task_id) else {
             return Err(ErrorData::invalid_params("no such task", None));
         };
@@ -130,8 +151,13 @@ impl ServerHandler for TaskServer {
                 task(id, TaskStatus::Cancelled, "cancelled"),
                 TaskPayload::Cancelled,
             )
-        } else if tool == "research" && *polls >= 3 {
-            let result = CallToolResult::success(vec![ContentBlock::text("report ready")]);
+        } else if (tool == "research" && *polls >= 3) || (tool == "gated" && released) {
+            let text = if tool == "gated" {
+                "gate opened"
+            } else {
+                "report ready"
+            };
+            let result = CallToolResult::success(vec![ContentBlock::text(text)]);
             let serde_json::Value::Object(result) = serde_json::to_value(result).unwrap() else {
                 unreachable!()
             };
@@ -143,6 +169,7 @@ impl ServerHandler for TaskServer {
             let message = match (tool.as_str(), *polls) {
                 ("research", 1) => "gathering".to_owned(),
                 ("research", _) => "writing".to_owned(),
+                ("gated", _) => "waiting at the gate".to_owned(),
                 _ => "still going".to_owned(),
             };
             DetailedTask::new(

@@ -2,6 +2,7 @@
 
 mod budget;
 mod builder;
+mod checkpoint;
 mod output;
 mod progress;
 mod registry;
@@ -16,6 +17,7 @@ use crate::schema_check::SchemaCheck;
 
 pub use budget::{BYTES_PER_TOKEN, OutputBudget};
 pub use builder::{ToolBuilder, TypedToolBuilder, tool};
+pub use checkpoint::ToolCheckpoint;
 pub use output::{ContentBlock, IntoToolOutput, Json, ToolOutput};
 pub use progress::{ProgressReporter, ToolProgress};
 pub use registry::{ToolRegistry, is_valid_tool_name};
