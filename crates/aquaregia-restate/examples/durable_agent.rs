@@ -11,7 +11,9 @@
 //! Environment: the model as for every aquaregia example (`AQUAREGIA_MODEL`, e.g.
 //! `openai:gpt-5-mini` with `OPENAI_API_KEY`); `AQUAREGIA_APPROVAL_KEY`, a secret of at least
 //! 32 bytes shared by `serve` (which checks approvals) and `approve` (which signs them);
-//! `RESTATE_INGRESS` for `approve`/`deny` (default `http://127.0.0.1:8080`). See the README's
+//! `RESTATE_INGRESS` for `approve`/`deny` (default `http://127.0.0.1:8080`);
+//! `DURABLE_AGENT_MCP_URL`, optionally, a Streamable HTTP MCP server whose tools the agent has
+//! too (a tool the server runs as a task is resumed, not called again, after a restart). See the README's
 //! "Durable runs on Restate" for the whole walk-through.
 #![allow(clippy::print_stdout)]
 
@@ -96,10 +98,21 @@ async fn serve(address: &str) -> Result<()> {
                 Ok("published")
             }
         });
+    let mut tools = vec![append_line, publish];
+    // Kept open while the service runs.
+    let mut mcp = None;
+    if let Ok(url) = std::env::var("DURABLE_AGENT_MCP_URL") {
+        let connection = aquaregia_mcp::Connector::new()
+            .name("remote")
+            .http(url, aquaregia_mcp::HttpOptions::new())
+            .await?;
+        tools.extend(connection.tools().await?);
+        mcp = Some(connection);
+    }
     let agent = client
         .agent(model)
         .instructions("Use the tools as asked, then answer in one sentence.")
-        .tools(vec![append_line, publish])
+        .tools(tools)
         .require_approval(key.clone(), ["publish"])
         .build()?;
     let listener = tokio::net::TcpListener::bind(address).await?;
@@ -112,6 +125,9 @@ async fn serve(address: &str) -> Result<()> {
         .approval_key(key)
         .serve(listener, tokio::signal::ctrl_c())
         .await;
+    if let Some(connection) = mcp {
+        connection.close().await;
+    }
     Ok(())
 }
 

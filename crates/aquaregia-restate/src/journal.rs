@@ -4,6 +4,7 @@
 
 use aquaregia::{FinishReason, Message, ModelResponse, ToolExecError, ToolOutput, Usage};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// A model answer as the journal keeps it ([`ModelResponse`] is not serde data itself).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,4 +49,19 @@ impl From<RecordedResponse> for ModelResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RecordedToolResult {
     pub(crate) result: Result<ToolOutput, ToolExecError>,
+}
+
+/// One journaled entry of a tool call: its result, or the handle on work the call started
+/// (an MCP task) that a later attempt resumes instead of calling the tool again (see
+/// [`aquaregia::ToolCheckpoint`]). A call that records a handle takes two or more entries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum RecordedToolStep {
+    /// The call ended.
+    Finished(RecordedToolResult),
+    /// The call started work it can be resumed on; the next entry goes on with it.
+    Started {
+        /// What the tool recorded.
+        checkpoint: Value,
+    },
 }

@@ -4,13 +4,18 @@
 use std::fmt;
 use std::future::Future;
 
+use std::pin::Pin;
+
 use aquaregia::{
     Agent, AgentRun, Approval, ApprovalKey, ModelRequest, NextAction, RunStepper, ToolCall,
+    ToolCheckpoint, ToolExecError, ToolOutput,
 };
 use restate_sdk::prelude::*;
+use serde_json::Value;
 use tokio::net::TcpListener;
+use tokio::sync::mpsc;
 
-use crate::journal::{RecordedResponse, RecordedToolResult};
+use crate::journal::{RecordedResponse, RecordedToolResult, RecordedToolStep};
 use crate::run::{PendingApprovals, RunRequest, RunResult};
 
 /// The Restate name of the workflow [`DurableAgent`] serves.
@@ -42,7 +47,11 @@ fn approval_promise(call_id: &str) -> String {
 ///   one step recording its result (failures included), so when the service dies mid-run and
 ///   Restate invokes it again, the replay hands back the recorded answers and results: a
 ///   completed model call is not sent again and a completed tool call is not made again. Only
-///   the step in flight when the process died runs again. A call that needs approval
+///   the step in flight when the process died runs again. A tool call whose MCP server runs
+///   it as a task takes two steps: the task's handle, journaled as soon as the server made
+///   the task, then the result; a run resumed while the task runs polls that same task to its
+///   end instead of calling the tool again (any tool can do the same through
+///   [`ToolCheckpoint`]). A call that needs approval
 ///   ([`AgentBuilder::require_approval`](aquaregia::AgentBuilder::require_approval)) suspends
 ///   the run on the durable promise `approval:<call id>`; the invocation may suspend for days
 ///   and survives restarts of the service and of Restate.
@@ -180,16 +189,9 @@ impl DurableAgent {
                 }
                 NextAction::RunTools { step, calls } => {
                     for call in calls {
-                        let (borrowed, made) = (&mut stepper, &call);
-                        let Json(recorded) = ctx
-                            .run(move || async move { run_tool(borrowed, made).await })
-                            .name(format!(
-                                "tool call {} `{}`, step {step}",
-                                call.id, call.name
-                            ))
-                            .await?;
+                        let result = run_tool(&ctx, &mut stepper, &call, step).await?;
                         stepper
-                            .tool_finished(&call.id, recorded.result)
+                            .tool_finished(&call.id, result)
                             .await
                             .map_err(TerminalError::from_error)?;
                     }
@@ -300,11 +302,75 @@ fn failure(error: aquaregia::Error) -> HandlerError {
     }
 }
 
-/// One tool call, as a journaled step: whatever the tool answered, failures included.
+/// A running tool call, polled only inside its journaled steps.
+type ToolCallFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ToolOutput, ToolExecError>> + Send + 'a>>;
+
+/// One tool call, as journaled steps: the result, whatever the tool answered (failures
+/// included), in one step; or, for a tool that records a handle on work it started (an MCP
+/// task, through its [`ToolCheckpoint`]), the handle in a first step and the result in the
+/// next. A replay that finds a handle but no result runs the call again *with the handle*,
+/// so the tool follows its work (polls the same MCP task) instead of starting it again.
 async fn run_tool(
+    ctx: &WorkflowContext<'_>,
     stepper: &mut RunStepper,
     call: &ToolCall,
-) -> HandlerResult<Json<RecordedToolResult>> {
-    let result = stepper.execute_tool(call).await;
-    Ok(Json(RecordedToolResult { result }))
+    step: usize,
+) -> Result<Result<ToolOutput, ToolExecError>, HandlerError> {
+    let (sender, mut checkpoints) = mpsc::unbounded_channel();
+    // Created now, started (polled) only by a step that runs: a replayed step leaves it as it
+    // is, and a replayed handle replaces it by a call that resumes from the handle.
+    let mut running = start_tool(stepper, call, None, &sender);
+    let mut continued = false;
+    loop {
+        let mut polled = false;
+        let name = if continued {
+            format!(
+                "tool call {} `{}`, step {step}, continued",
+                call.id, call.name
+            )
+        } else {
+            format!("tool call {} `{}`, step {step}", call.id, call.name)
+        };
+        continued = true;
+        let (future, records, ran) = (&mut running, &mut checkpoints, &mut polled);
+        let Json(recorded) = ctx
+            .run(move || async move {
+                *ran = true;
+                tokio::select! {
+                    biased;
+                    result = future => {
+                        Ok(Json(RecordedToolStep::Finished(RecordedToolResult { result })))
+                    }
+                    Some(checkpoint) = records.recv() => {
+                        Ok(Json(RecordedToolStep::Started { checkpoint }))
+                    }
+                }
+            })
+            .name(name)
+            .await?;
+        match recorded {
+            RecordedToolStep::Finished(recorded) => return Ok(recorded.result),
+            // This process made the call: it goes on in the next step.
+            RecordedToolStep::Started { .. } if polled => {}
+            RecordedToolStep::Started { checkpoint } => {
+                drop(running);
+                running = start_tool(stepper, call, Some(checkpoint), &sender);
+            }
+        }
+    }
+}
+
+/// The call, its checkpoint's records sent to `records`.
+fn start_tool<'a>(
+    stepper: &'a mut RunStepper,
+    call: &'a ToolCall,
+    resumed: Option<Value>,
+    records: &mpsc::UnboundedSender<Value>,
+) -> ToolCallFuture<'a> {
+    let records = records.clone();
+    let checkpoint = ToolCheckpoint::new(resumed, move |state| {
+        let _ = records.send(state);
+    });
+    Box::pin(checkpoint.scope(stepper.execute_tool(call)))
 }

@@ -6,4 +6,5 @@
 
 mod approval;
 mod crash_resume;
+mod mcp_task;
 mod support;

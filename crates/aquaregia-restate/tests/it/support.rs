@@ -28,19 +28,26 @@ impl Setup {
     /// A restate-server, the example service registered with it, and a mock model with these
     /// replies queued.
     pub(crate) async fn start(replies: Vec<Reply>) -> Self {
+        Self::start_with(replies, Vec::new()).await
+    }
+
+    /// As [`start`](Self::start), with more variables in the service's environment.
+    pub(crate) async fn start_with(replies: Vec<Reply>, env: Vec<(&str, String)>) -> Self {
         let model = MockServer::with_replies(replies).await;
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("side-effects.log");
+        let mut vars = vec![
+            ("AQUAREGIA_MODEL", "openai-chat:mock-model".to_owned()),
+            ("OPENAI_BASE_URL", model.url.clone()),
+            ("OPENAI_API_KEY", "test".to_owned()),
+            ("AQUAREGIA_APPROVAL_KEY", APPROVAL_SECRET.to_owned()),
+            ("DURABLE_AGENT_LOG", log.display().to_string()),
+        ];
+        vars.extend(env);
         let service = ServiceProcess::start(
             example_binary("durable_agent"),
             &["serve"],
-            &[
-                ("AQUAREGIA_MODEL", "openai-chat:mock-model".to_owned()),
-                ("OPENAI_BASE_URL", model.url.clone()),
-                ("OPENAI_API_KEY", "test".to_owned()),
-                ("AQUAREGIA_APPROVAL_KEY", APPROVAL_SECRET.to_owned()),
-                ("DURABLE_AGENT_LOG", log.display().to_string()),
-            ],
+            &vars,
             PORT_LINE,
         )
         .await;
@@ -103,6 +110,25 @@ pub(crate) fn call(id: &str, name: &str, text: &str) -> Reply {
         name,
         json!({"text": text}),
     )]))
+}
+
+/// A model answer calling `name` with `arguments` (not streamed).
+pub(crate) fn call_with(id: &str, name: &str, arguments: Value) -> Reply {
+    Reply::json(aquaregia_test_support::mock_model::chat_tool_calls(&[(
+        id, name, arguments,
+    )]))
+}
+
+/// Waits (boundedly: [`RUN_BOUND`]) until `condition` holds.
+pub(crate) async fn eventually(what: &str, condition: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + RUN_BOUND;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} did not happen within {RUN_BOUND:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// A model answer with text (not streamed).

@@ -9,8 +9,12 @@
 //! - [`sampling_server`]: a tool that samples the client's model;
 //! - [`skills_server`]: skills (the skills extension, SEP-2640), or skill resources only;
 //! - [`task_server`]: tools that run as tasks.
+//!
+//! [`http::HttpMcpServer`] serves any of them over Streamable HTTP, for clients in another
+//! process.
 
 pub mod elicitation_server;
+pub mod http;
 pub mod input_required_server;
 pub mod progress_server;
 pub mod sampling_server;
