@@ -111,10 +111,10 @@ impl CallContext {
         // A durable runner keeps the task an earlier attempt of this call started: follow it
         // rather than call the tool again.
         let checkpoint = ToolCheckpoint::current();
-        if let Some(resumed) = checkpoint.as_ref().and_then(ToolCheckpoint::resumed)
-            && let Some(resumed) = self.resume_task(tool, resumed).await?
+        if let Some(checkpoint) = &checkpoint
+            && let Some(output) = self.resume_task(tool, checkpoint).await?
         {
-            return Ok(resumed);
+            return Ok(output);
         }
         let arguments = match args {
             Value::Object(arguments) => Some(arguments),

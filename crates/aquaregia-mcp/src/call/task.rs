@@ -90,10 +90,12 @@ impl TaskState {
     }
 }
 
-/// Sends `tasks/cancel` for a task abandoned mid-flight.
+/// Sends `tasks/cancel` for a task abandoned mid-flight, unless the task is `kept` in the
+/// call's checkpoint for a later attempt (and the runner did not cancel the call).
 struct CancelTaskOnDrop {
     peer: Peer<RoleClient>,
     id: Option<String>,
+    kept: Option<ToolCheckpoint>,
 }
 
 impl Drop for CancelTaskOnDrop {
@@ -101,6 +103,17 @@ impl Drop for CancelTaskOnDrop {
         let Some(id) = self.id.take() else {
             return;
         };
+        if self
+            .kept
+            .as_ref()
+            .is_some_and(|checkpoint| !checkpoint.is_cancelled())
+        {
+            tracing::debug!(
+                task = id,
+                "the call is dropped; its task is kept for a later attempt"
+            );
+            return;
+        }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let peer = self.peer.clone();
             runtime.spawn(async move { cancel(&peer, &id).await });
@@ -143,19 +156,22 @@ impl CallContext {
         if let Some(checkpoint) = checkpoint {
             checkpoint.record(task_checkpoint(&self.input.server, &task.id));
         }
-        self.follow_task(tool, task, checkpoint.is_some()).await
+        self.follow_task(tool, task, checkpoint).await
     }
 
     /// Follows the task an earlier attempt of this call started and recorded in its
-    /// [`ToolCheckpoint`] (`resumed`): `None` when `resumed` is not
-    /// such a record, or when the server no longer knows the task and the tool is safe to call
-    /// again; an error when it is not (the call is not made twice).
+    /// `checkpoint`: `None` when the checkpoint holds no such record, or when the server no
+    /// longer knows the task and the tool is safe to call again; an error when it is not (the
+    /// call is not made twice).
     pub(super) async fn resume_task(
         &self,
         tool: &ToolTarget,
-        resumed: &Value,
+        checkpoint: &ToolCheckpoint,
     ) -> Result<Option<ToolOutput>, CallError> {
-        let Some(recorded) = resumed.get(CHECKPOINT_KEY) else {
+        let Some(recorded) = checkpoint
+            .resumed()
+            .and_then(|resumed| resumed.get(CHECKPOINT_KEY))
+        else {
             return Ok(None);
         };
         let (Some(server), Some(id)) = (
@@ -173,7 +189,10 @@ impl CallContext {
         }
         tracing::debug!(server, tool = %tool.name, task = id, "resuming the task of an earlier attempt");
         match self.poll_task(id).await {
-            Ok(task) => self.follow_task(&tool.name, task, true).await.map(Some),
+            Ok(task) => self
+                .follow_task(&tool.name, task, Some(checkpoint))
+                .await
+                .map(Some),
             Err(_) if tool.retry_safe => {
                 tracing::info!(server, tool = %tool.name, task = id, "the task is gone; the tool is safe to call again");
                 Ok(None)
@@ -193,20 +212,21 @@ impl CallContext {
         }
     }
 
-    /// Follows a task to its end and returns the call's output. A `kept` task (recorded in
-    /// the call's checkpoint) is left running when the call is dropped: a later attempt
-    /// resumes it.
+    /// Follows a task to its end and returns the call's output. A task `kept` in the call's
+    /// checkpoint is left running when the call is dropped (a later attempt resumes it),
+    /// unless the runner cancelled the call.
     pub(crate) async fn follow_task(
         &self,
         tool: &str,
         mut task: TaskState,
-        kept: bool,
+        kept: Option<&ToolCheckpoint>,
     ) -> Result<ToolOutput, CallError> {
         let server = self.input.server.clone();
         tracing::debug!(server = %server, tool, task = %task.id, "the call runs as a task");
         let mut guard = CancelTaskOnDrop {
             peer: self.peer.clone(),
-            id: (!kept).then(|| task.id.clone()),
+            id: Some(task.id.clone()),
+            kept: kept.cloned(),
         };
         let reporter = ProgressReporter::current();
         let mut updates = 0u32;

@@ -218,3 +218,24 @@ async fn a_call_without_a_checkpoint_records_nothing_and_cancels_on_drop() {
     eventually("tasks/cancel", || server.cancelled() == ["task-1"]).await;
     connection.close().await;
 }
+
+/// A runner that gives a call up for good (its run was cancelled) before dropping it: the
+/// task the call recorded is cancelled on the server, not kept for an attempt that will never
+/// come.
+#[tokio::test]
+async fn a_checkpointed_call_its_runner_cancels_cancels_its_task() {
+    let server = TaskServer::default();
+    let connection = connect(&server).await;
+    let gated = tool(&connection, "gated").await;
+    let checkpoint = ToolCheckpoint::new(None, |_| {});
+    let runner = checkpoint.clone();
+    let mut call = Box::pin(checkpoint.scope(gated.execute(json!({}))));
+    tokio::select! {
+        output = &mut call => panic!("the gate is closed, yet: {output:?}"),
+        () = eventually("the task polled", || server.polls("task-1") >= 1) => {}
+    }
+    runner.cancel();
+    drop(call);
+    eventually("tasks/cancel", || server.cancelled() == ["task-1"]).await;
+    connection.close().await;
+}

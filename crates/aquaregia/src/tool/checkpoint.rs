@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
@@ -24,7 +25,8 @@ tokio::task_local! {
 ///
 /// Once a tool has recorded a handle, dropping the call (the runner's process going away, an
 /// attempt being abandoned) must leave the work running, since a later attempt will resume
-/// it; an explicit cancellation or timeout still stops it.
+/// it, unless the runner [`cancel`](Self::cancel)led the call first (the run itself was
+/// cancelled: nothing will resume it); a timeout still stops it.
 ///
 /// ```
 /// # async fn demo() {
@@ -53,12 +55,14 @@ tokio::task_local! {
 pub struct ToolCheckpoint {
     resumed: Option<Arc<Value>>,
     sink: Arc<dyn Fn(Value) + Send + Sync>,
+    cancelled: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for ToolCheckpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolCheckpoint")
             .field("resumed", &self.resumed)
+            .field("cancelled", &self.is_cancelled())
             .finish_non_exhaustive()
     }
 }
@@ -71,6 +75,7 @@ impl ToolCheckpoint {
         Self {
             resumed: resumed.map(Arc::new),
             sink: Arc::new(sink),
+            cancelled: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -88,6 +93,18 @@ impl ToolCheckpoint {
     /// record wins).
     pub fn record(&self, state: Value) {
         (self.sink)(state);
+    }
+
+    /// Gives the call up for good (the run was cancelled), before the runner drops it: the
+    /// tool then stops the work it recorded instead of leaving it for a later attempt. Every
+    /// clone of this checkpoint sees it.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+    }
+
+    /// Whether the runner gave the call up ([`cancel`](Self::cancel)).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
     }
 
     /// Runs `future` (a tool call) with this checkpoint as [`current`](Self::current).
