@@ -57,6 +57,7 @@
 //! |---|---|
 //! | `real-peers` | the integration tests against a real `restate-server` (tests only) |
 
+mod cancel;
 mod journal;
 mod run;
 mod workflow;

@@ -14,7 +14,9 @@ use restate_sdk::prelude::*;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
+use crate::cancel;
 use crate::journal::{RecordedResponse, RecordedToolResult, RecordedToolStep};
 use crate::run::{PendingApprovals, RunRequest, RunResult};
 
@@ -62,10 +64,12 @@ fn approval_promise(call_id: &str) -> String {
 ///   not check is refused (HTTP 400) and the run keeps waiting.
 ///
 /// Cancelling the invocation (Restate's admin API, `PATCH /invocations/<id>/cancel`, or its
-/// CLI) ends the run at its next journaled step with a terminal error (409, `cancelled`); a
-/// run waiting for approval ends at once and stops listing its calls. A model call or tool
-/// call already running finishes first: restate-sdk 0.13 does not interrupt a running
-/// `ctx.run`.
+/// CLI) ends the run at once with a terminal error (409, `cancelled`): the model call or tool
+/// calls in flight are dropped (an MCP server is sent `notifications/cancelled`, or
+/// `tasks/cancel` for a task), and a run waiting for approval stops listing its calls. This
+/// needs [`serve`](Self::serve), which watches each invocation's input for Restate's cancel
+/// signal (restate-sdk 0.13 itself does not interrupt a running `ctx.run`); a `DurableAgent`
+/// bound into an endpoint of your own ends a cancelled run at its next journaled step.
 ///
 /// What runs again on replay, since it is not journaled: `prepare_step`, the hooks, and
 /// conversation compaction (a summarising model call); keep them deterministic, or leave
@@ -119,8 +123,7 @@ impl DurableAgent {
     /// completes. Register the address with Restate once (`restate deployments register
     /// http://<address>`, or `POST /deployments` on its admin API).
     pub async fn serve(self, listener: TcpListener, shutdown: impl Future) {
-        let endpoint =
-            restate_sdk::hyper::HyperEndpoint::new(Endpoint::builder().bind(self).build());
+        let endpoint = Endpoint::builder().bind(self).build();
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let mut shutdown = std::pin::pin!(shutdown);
         loop {
@@ -144,7 +147,19 @@ impl DurableAgent {
                     let connection = hyper::server::conn::http2::Builder::new(
                         hyper_util::rt::TokioExecutor::new(),
                     )
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), endpoint.clone());
+                    .serve_connection(
+                        hyper_util::rt::TokioIo::new(stream),
+                        // Each invocation's input watched for Restate's cancel signal, so the
+                        // step in flight ends at once (see `cancel`).
+                        hyper::service::service_fn({
+                            let endpoint = endpoint.clone();
+                            move |request| {
+                                std::future::ready(Ok::<_, std::convert::Infallible>(
+                                    cancel::serve(&endpoint, request),
+                                ))
+                            }
+                        }),
+                    );
                     let connection = graceful.watch(connection);
                     tokio::spawn(async move {
                         if let Err(error) = connection.await {
@@ -170,6 +185,8 @@ impl DurableAgent {
         request: Json<RunRequest>,
     ) -> HandlerResult<Json<RunResult>> {
         let Json(request) = request;
+        let cancelled = cancel::current();
+        let cancelled = cancelled.as_ref();
         let mut stepper = self.agent.stepper(self.agent.start(request.prompt));
         loop {
             match stepper.next_action() {
@@ -179,7 +196,13 @@ impl DurableAgent {
                     // The step's future takes the closure's borrows (a `FnOnce`).
                     let (borrowed, sent) = (&mut stepper, &model_request);
                     let Json(recorded) = ctx
-                        .run(move || async move { call_model(borrowed, sent).await })
+                        .run(move || async move {
+                            tokio::select! {
+                                biased;
+                                answer = call_model(borrowed, sent) => answer,
+                                () = until_cancelled(cancelled) => Err(cancelled_error()),
+                            }
+                        })
                         .name(format!("model call, step {step}"))
                         .await?;
                     stepper
@@ -189,7 +212,7 @@ impl DurableAgent {
                 }
                 NextAction::RunTools { step, calls } => {
                     for call in calls {
-                        let result = run_tool(&ctx, &mut stepper, &call, step).await?;
+                        let result = run_tool(&ctx, &mut stepper, &call, step, cancelled).await?;
                         stepper
                             .tool_finished(&call.id, result)
                             .await
@@ -311,16 +334,21 @@ type ToolCallFuture<'a> =
 /// task, through its [`ToolCheckpoint`]), the handle in a first step and the result in the
 /// next. A replay that finds a handle but no result runs the call again *with the handle*,
 /// so the tool follows its work (polls the same MCP task) instead of starting it again.
+///
+/// When Restate cancels the invocation meanwhile, the call is given up for good (its
+/// checkpoint [cancelled](ToolCheckpoint::cancel), so an MCP task is cancelled on its server)
+/// and dropped, and the run ends with a terminal 409.
 async fn run_tool(
     ctx: &WorkflowContext<'_>,
     stepper: &mut RunStepper,
     call: &ToolCall,
     step: usize,
+    cancelled: Option<&CancellationToken>,
 ) -> Result<Result<ToolOutput, ToolExecError>, HandlerError> {
     let (sender, mut checkpoints) = mpsc::unbounded_channel();
     // Created now, started (polled) only by a step that runs: a replayed step leaves it as it
     // is, and a replayed handle replaces it by a call that resumes from the handle.
-    let mut running = start_tool(stepper, call, None, &sender);
+    let (mut running, mut checkpoint) = start_tool(stepper, call, None, &sender);
     let mut continued = false;
     loop {
         let mut polled = false;
@@ -333,7 +361,8 @@ async fn run_tool(
             format!("tool call {} `{}`, step {step}", call.id, call.name)
         };
         continued = true;
-        let (future, records, ran) = (&mut running, &mut checkpoints, &mut polled);
+        let (future, records, ran, giving_up) =
+            (&mut running, &mut checkpoints, &mut polled, &checkpoint);
         let Json(recorded) = ctx
             .run(move || async move {
                 *ran = true;
@@ -345,6 +374,10 @@ async fn run_tool(
                     Some(checkpoint) = records.recv() => {
                         Ok(Json(RecordedToolStep::Started { checkpoint }))
                     }
+                    () = until_cancelled(cancelled) => {
+                        giving_up.cancel();
+                        Err(cancelled_error())
+                    }
                 }
             })
             .name(name)
@@ -353,24 +386,40 @@ async fn run_tool(
             RecordedToolStep::Finished(recorded) => return Ok(recorded.result),
             // This process made the call: it goes on in the next step.
             RecordedToolStep::Started { .. } if polled => {}
-            RecordedToolStep::Started { checkpoint } => {
+            RecordedToolStep::Started {
+                checkpoint: recorded,
+            } => {
                 drop(running);
-                running = start_tool(stepper, call, Some(checkpoint), &sender);
+                (running, checkpoint) = start_tool(stepper, call, Some(recorded), &sender);
             }
         }
     }
 }
 
-/// The call, its checkpoint's records sent to `records`.
+/// The call and its checkpoint, whose records go to `records`.
 fn start_tool<'a>(
     stepper: &'a mut RunStepper,
     call: &'a ToolCall,
     resumed: Option<Value>,
     records: &mpsc::UnboundedSender<Value>,
-) -> ToolCallFuture<'a> {
+) -> (ToolCallFuture<'a>, ToolCheckpoint) {
     let records = records.clone();
     let checkpoint = ToolCheckpoint::new(resumed, move |state| {
         let _ = records.send(state);
     });
-    Box::pin(checkpoint.scope(stepper.execute_tool(call)))
+    let running = Box::pin(checkpoint.clone().scope(stepper.execute_tool(call)));
+    (running, checkpoint)
+}
+
+/// Completes when the invocation is cancelled; never without a token.
+async fn until_cancelled(token: Option<&CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What a step cancelled in flight ends with: what restate-sdk answers a cancelled await.
+fn cancelled_error() -> HandlerError {
+    TerminalError::new_with_code(409, "cancelled").into()
 }

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod approval;
+mod cancel;
 mod crash_resume;
 mod mcp_task;
 mod support;
