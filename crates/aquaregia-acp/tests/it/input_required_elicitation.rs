@@ -5,8 +5,6 @@
 
 use crate::support;
 
-use std::sync::Arc;
-
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     ClientCapabilities, ElicitationCapabilities, ElicitationFormCapabilities, InitializeRequest,
@@ -14,36 +12,13 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{SessionMessage, SessionSetup};
 use agent_client_protocol::{ByteStreams, Client, Dispatch};
+use aquaregia_test_support::mcp_servers::http::HttpMcpServer;
 use aquaregia_test_support::mcp_servers::input_required_server::InputRequiredServer;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
-use tokio_util::sync::CancellationToken;
 
 use support::model::{Model, tool_results};
 use support::{BOUND, serve_in_memory};
-
-/// Serves `server` over Streamable HTTP on 127.0.0.1; returns its URL. Cancelling `stop`
-/// ends the server.
-async fn serve_http(server: InputRequiredServer, stop: CancellationToken) -> String {
-    let mut config = StreamableHttpServerConfig::default();
-    config.cancellation_token = stop.child_token();
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await;
-    });
-    format!("http://{address}/mcp")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn questions_of_an_input_required_round_reach_the_client_and_complete_the_call() {
@@ -52,9 +27,8 @@ async fn questions_of_an_input_required_round_reach_the_client_and_complete_the_
         .tool_call("call-1", "travel__book", json!({}))
         .text("Booked.");
     let server = InputRequiredServer::default();
-    let stop = CancellationToken::new();
-    let _stop = stop.clone().drop_guard();
-    let url = serve_http(server.clone(), stop).await;
+    let http = HttpMcpServer::start(server.clone()).await;
+    let url = http.url.clone();
 
     let (client_end, serve) = serve_in_memory(model.agent());
     let (read, write) = tokio::io::split(client_end);

@@ -3,6 +3,8 @@
 
 use crate::common;
 
+use aquaregia_test_support::mcp_servers::http::HttpMcpServer;
+use aquaregia_test_support::mcp_servers::test_server::TestServer;
 use common::{Scratch, cli, run, server_everything_entry, test_server_command, test_server_entry};
 use serde_json::{Value, json};
 
@@ -119,44 +121,14 @@ async fn arguments_are_validated_and_tools_must_exist() {
     );
 }
 
-/// Serves the rmcp test server over Streamable HTTP on 127.0.0.1; its URL, and the server
-/// task (aborted when the guard drops).
-async fn serve_test_server() -> (String, AbortOnDrop) {
-    use aquaregia_test_support::mcp_servers::test_server::TestServer;
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService,
-    };
-    let server = TestServer::new();
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        std::sync::Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    (format!("http://{address}/mcp"), AbortOnDrop(task))
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// A result with both content blocks (text and an image) and `structuredContent` (what
 /// FastMCP's `ToolResult(content=[text, image], structured_content={...})` gives): `--json`
 /// prints the whole result, the structured data included; the text output shows both too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_keeps_structured_content_beside_media_blocks() {
     let scratch = Scratch::new();
-    let (url, _server) = serve_test_server().await;
+    let server = HttpMcpServer::start(TestServer::new()).await;
+    let url = server.url.clone();
     let mut command = cli(&scratch);
     command.args(["mcp", "call", "--http", &url, "structured_media", "--json"]);
     let json = run(command, "").await;
