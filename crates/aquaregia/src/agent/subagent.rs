@@ -22,7 +22,8 @@ use crate::model::Usage;
 use crate::pricing::Cost;
 use crate::sync::lock;
 use crate::tool::{
-    ContentBlock, Tool, ToolAnnotations, ToolDescriptor, ToolExecError, ToolExecutor, ToolOutput,
+    ContentBlock, Tool, ToolAnnotations, ToolCheckpoint, ToolDescriptor, ToolExecError,
+    ToolExecutor, ToolOutput,
 };
 
 tokio::task_local! {
@@ -251,7 +252,8 @@ impl ToolExecutor for SubAgentExecutor {
             .as_ref()
             .map(|s| s.0.call.id.clone())
             .unwrap_or_default();
-        let driving = drive(&config, run, events, id, self.name.clone());
+        // The checkpoint of this call, if a durable runner set one, is not its calls'.
+        let driving = ToolCheckpoint::hidden(drive(&config, run, events, id, self.name.clone()));
         tokio::pin!(driving);
         let alone = async {
             let own = async {

@@ -8,12 +8,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::Value;
 
 tokio::task_local! {
-    static CURRENT: ToolCheckpoint;
+    /// `None` inside a subagent's run: its calls are not the call the checkpoint is for.
+    static CURRENT: Option<ToolCheckpoint>;
 }
 
 /// Where a tool call leaves what a later attempt of the *same* call needs to pick up its work,
 /// and where that attempt finds it: set by a durable runner around each call, read by the
-/// tool (in the task running the call) with [`ToolCheckpoint::current`].
+/// tool (in the task running the call) with [`ToolCheckpoint::current`]. The calls a
+/// subagent makes inside that call ([`Agent::into_tool`](crate::Agent::into_tool)) see none.
 ///
 /// A tool whose work outlives the request that started it (an MCP tool the server runs as a
 /// task, a job submitted to a queue) [`record`](Self::record)s a handle on that work as soon
@@ -81,7 +83,7 @@ impl ToolCheckpoint {
 
     /// The checkpoint of the tool call running in this task, if its runner keeps them.
     pub fn current() -> Option<Self> {
-        CURRENT.try_with(Clone::clone).ok()
+        CURRENT.try_with(Clone::clone).ok().flatten()
     }
 
     /// What an earlier attempt of this call recorded: the work to follow rather than start.
@@ -109,6 +111,12 @@ impl ToolCheckpoint {
 
     /// Runs `future` (a tool call) with this checkpoint as [`current`](Self::current).
     pub async fn scope<F: Future>(self, future: F) -> F::Output {
-        CURRENT.scope(self, future).await
+        CURRENT.scope(Some(self), future).await
+    }
+
+    /// Runs `future` (the run of a subagent called as a tool) with no checkpoint: the
+    /// checkpoint belongs to the call of the subagent, not to the calls the subagent makes.
+    pub(crate) async fn hidden<F: Future>(future: F) -> F::Output {
+        CURRENT.scope(None, future).await
     }
 }

@@ -332,3 +332,41 @@ async fn cancelling_the_parent_stops_the_child() {
         "the child called its model no more"
     );
 }
+
+/// A durable runner's checkpoint is for the call it was set around: the subagent's own tool
+/// calls inside that call see none (they would otherwise record their work as the parent
+/// call's, and a resumed attempt would hand it to the wrong call).
+#[tokio::test]
+async fn the_calls_of_a_subagent_do_not_see_the_checkpoint_of_the_call_that_runs_it() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let probe = {
+        let seen = seen.clone();
+        tool("probe").execute_raw(move |_| {
+            let seen = seen.clone();
+            async move {
+                seen.lock()
+                    .unwrap()
+                    .push(aquaregia::ToolCheckpoint::current().is_some());
+                Ok("probed")
+            }
+        })
+    };
+    let child_model = ScriptedModel::new()
+        .tool_call("c1", "probe", json!({}))
+        .text("child done");
+    let child = scripted_agent(&child_model).tool(probe).build().unwrap();
+    let helper = child.into_tool("helper", "Probes");
+
+    let checkpoint = aquaregia::ToolCheckpoint::new(None, |_| {});
+    let output = checkpoint
+        .scope(async {
+            // The runner's call itself sees its checkpoint...
+            assert!(aquaregia::ToolCheckpoint::current().is_some());
+            helper.execute(json!({"task": "probe"})).await
+        })
+        .await
+        .unwrap();
+    assert!(output.to_string().contains("child done"), "{output:?}");
+    // ...the subagent's call inside it does not.
+    assert_eq!(*seen.lock().unwrap(), [false]);
+}
