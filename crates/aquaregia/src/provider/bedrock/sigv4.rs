@@ -559,10 +559,12 @@ mod tests {
             .iter()
             .map(|len| (0..*len).map(|i| b"{\"ab c:\n}"[i % 9]).collect())
             .collect();
+        // The last one SigV4 trims, so aws-sigv4 signs it.
         let content_types = [
             Some("application/json"),
             None,
             Some("application/json; charset=utf-8"),
+            Some(" application/json;  charset=utf-8"),
         ];
         // Back and forth over days, months, a leap day and years.
         let times = [
@@ -619,7 +621,8 @@ mod tests {
                     )
                     .unwrap();
                 let by_direct = signer.direct.sign(time, "POST", &url, content_type, body);
-                assert_eq!(by_direct.is_some(), *of_shape, "{url}");
+                let trimmed = content_type.is_none_or(|value| !value.contains("  "));
+                assert_eq!(by_direct.is_some(), *of_shape && trimmed, "{url}");
                 if let Some(headers) = &by_direct {
                     assert_eq!(exact(headers), exact(&expected), "{url} {time:?}");
                     direct += 1;
@@ -631,7 +634,7 @@ mod tests {
             }
         }
         assert!(
-            direct > 800 && general > 30,
+            direct > 600 && general > 200,
             "{direct} direct, {general} general"
         );
     }
