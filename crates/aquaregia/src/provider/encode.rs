@@ -447,6 +447,8 @@ mod tests {
         incremental_equals_fresh::<openai_responses::OpenAiResponses>();
         incremental_equals_fresh::<anthropic::Anthropic>();
         incremental_equals_fresh::<gemini::Gemini>();
+        #[cfg(feature = "bedrock")]
+        incremental_equals_fresh::<crate::provider::bedrock::Converse>();
     }
 
     /// Merging wire APIs keep every group but the last one encoded; the others keep all.

@@ -175,11 +175,10 @@ impl WireApi for Converse {
             body.field("inferenceConfig", &inference)?;
         }
         if let Some(system) = system_text(request) {
-            let mut blocks = vec![json!({"text": system})];
-            if request.prompt_caching.system {
-                blocks.push(json!({"cachePoint": {"type": "default"}}));
-            }
-            body.field("system", &blocks)?;
+            body.field(
+                "system",
+                &request::system_blocks(&system, request.prompt_caching.system),
+            )?;
         }
         Ok(())
     }
