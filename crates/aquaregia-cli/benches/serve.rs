@@ -7,7 +7,11 @@
 //! binary on 127.0.0.1 (port 0), a fresh one per part; the model is a scripted Chat Completions
 //! server in the bench binary that answers at once; the clients are WebSocket connections of
 //! the bench (tokio-tungstenite, the one axum serves with). Sessions are stored under the
-//! target directory, not in the user's data dir.
+//! target directory, not in the user's data dir, or in `$AQUAREGIA_SERVE_BENCH_DATA` when set
+//! (a tmpfs there takes the disk's syncs out of the figures; its `sessions` directory is
+//! removed before and after).
+//!
+//! `-- memory` or `-- latency` runs only that part.
 #![allow(missing_docs, clippy::print_stdout)]
 // Bench code: a failed setup or expectation should stop the bench loudly, and nothing here is
 // public API that would need `Debug`.
@@ -70,6 +74,13 @@ const PLAN_PROMPT: &str = "make a plan";
 /// The bench's scratch directory (the servers' working and data dirs).
 fn scratch() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve-bench")
+}
+
+/// Where the servers store their sessions.
+fn data_dir() -> PathBuf {
+    std::env::var_os("AQUAREGIA_SERVE_BENCH_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| scratch().join("data"))
 }
 
 /// The soft and hard limits of open files of this process.
@@ -212,7 +223,7 @@ impl Served {
             .env("AQUAREGIA_SERVE_TOKEN", TOKEN)
             .env("OPENAI_BASE_URL", &model.url)
             .env("OPENAI_API_KEY", "bench")
-            .env("AQUAREGIA_DATA_DIR", dir.join("data"))
+            .env("AQUAREGIA_DATA_DIR", data_dir())
             .env("XDG_CONFIG_HOME", dir.join("config"))
             .env("NO_COLOR", "1")
             .env_remove("AQUAREGIA_MODEL")
@@ -827,12 +838,23 @@ async fn latency(model: &Model) {
 }
 
 async fn bench() {
+    let parts: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .collect();
+    let runs = |part: &str| parts.is_empty() || parts.iter().any(|named| named == part);
     let _ = std::fs::remove_dir_all(scratch());
+    let _ = std::fs::remove_dir_all(data_dir().join("sessions"));
     let model = Model::start().await;
-    memory_per_connection(&model).await;
-    memory_per_session(&model).await;
-    latency(&model).await;
+    if runs("memory") {
+        memory_per_connection(&model).await;
+        memory_per_session(&model).await;
+    }
+    if runs("latency") {
+        latency(&model).await;
+    }
     let _ = std::fs::remove_dir_all(scratch());
+    let _ = std::fs::remove_dir_all(data_dir().join("sessions"));
 }
 
 fn main() -> ExitCode {
