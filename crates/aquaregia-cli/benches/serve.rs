@@ -11,7 +11,8 @@
 //! (a tmpfs there takes the disk's syncs out of the figures; its `sessions` directory is
 //! removed before and after).
 //!
-//! `-- memory` or `-- latency` runs only that part.
+//! `-- memory` or `-- latency` runs only that part; `AQUAREGIA_BIN=path/to/aquaregia` serves
+//! with another build (to compare two).
 #![allow(missing_docs, clippy::print_stdout)]
 // Bench code: a failed setup or expectation should stop the bench loudly, and nothing here is
 // public API that would need `Debug`.
@@ -41,7 +42,13 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Message, http::HeaderValue};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-const AGENT: &str = env!("CARGO_BIN_EXE_aquaregia");
+/// The `aquaregia` binary served: the bench's build, or `$AQUAREGIA_BIN`.
+fn agent() -> PathBuf {
+    std::env::var_os("AQUAREGIA_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_aquaregia")),
+        PathBuf::from,
+    )
+}
 
 /// The bearer token the servers are started with.
 const TOKEN: &str = "bench-token-of-serve";
@@ -211,7 +218,7 @@ impl Served {
     async fn start(model: &Model) -> Self {
         let dir = scratch();
         std::fs::create_dir_all(&dir).expect("the scratch directory");
-        let mut child = tokio::process::Command::new(AGENT)
+        let mut child = tokio::process::Command::new(agent())
             .args([
                 "serve",
                 "--listen",
