@@ -25,6 +25,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
 use clap::Args;
 use futures::{SinkExt, StreamExt};
 use sha2::{Digest, Sha256};
@@ -40,6 +41,12 @@ pub(crate) const TOKEN_VAR: &str = "AQUAREGIA_SERVE_TOKEN";
 
 /// The largest message (and frame) read: the bound of a stdio line.
 const MAX_MESSAGE_BYTES: usize = 64 << 20;
+
+/// A connection's WebSocket read buffer, and the most one read of the socket takes.
+/// tungstenite's default, 128 KiB, is allocated and zeroed at each connection's first read:
+/// 128 MiB for 1,000 idle clients. ACP messages are mostly far smaller, and a larger one is
+/// still read whole (the buffer grows to its size).
+const READ_BUFFER_BYTES: usize = 8 << 10;
 
 /// What a binary frame becomes: a message the agent cannot parse, answered with a parse error
 /// (ACP messages are text frames).
@@ -159,6 +166,13 @@ pub(crate) async fn run(args: ServeArgs, config: Option<&Path>) -> anyhow::Resul
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr().context("the listening address")?;
+    // Nagle off: the updates of a turn and its answer are small writes one after another, and
+    // each would wait for the client's ACK of the one before (up to its 40 ms delayed ACK).
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "cannot turn Nagle's algorithm off");
+        }
+    });
     if !address.ip().is_loopback() {
         eprintln!(
             "warning: listening on {address}, beyond this machine, without TLS: the token and \
@@ -232,6 +246,7 @@ async fn upgrade(
         connections.track_future(tracing::Instrument::instrument(serving, span))
     };
     let mut response = upgrade
+        .read_buffer_size(READ_BUFFER_BYTES)
         .max_message_size(MAX_MESSAGE_BYTES)
         .max_frame_size(MAX_MESSAGE_BYTES)
         .on_failed_upgrade(|error| tracing::warn!(%error, "a WebSocket upgrade failed"))

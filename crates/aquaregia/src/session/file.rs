@@ -27,7 +27,9 @@ const META_SUFFIX: &str = ".meta.json";
 ///
 /// Each turn is appended (and synced) as one line when it completes, so a crash loses at most
 /// the turn in flight; a last line cut short by a crash is skipped with a warning when loading.
-/// On Unix the directory is created `0700` and the files `0600`.
+/// Sessions are written independently of each other (their syncs overlap); the writers of one
+/// session, in this process or another, take turns on its file's lock. On Unix the directory
+/// is created `0700` and the files `0600`.
 ///
 /// ```no_run
 /// use aquaregia::{FileSessionStore, NewSession, SessionStore};
@@ -40,14 +42,9 @@ const META_SUFFIX: &str = ".meta.json";
 #[derive(Debug, Clone)]
 pub struct FileSessionStore {
     dir: PathBuf,
-    state: Arc<Mutex<WriterState>>,
-}
-
-/// Serializes writes within one store, and keeps `updated_at` strictly increasing so
-/// "newest first" is well defined even for changes in the same millisecond.
-#[derive(Debug, Default)]
-struct WriterState {
-    last_stamp: Timestamp,
+    /// The last `updated_at` given: they are strictly increasing within a store, so "newest
+    /// first" is well defined even for changes in the same millisecond.
+    last_stamp: Arc<Mutex<Timestamp>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -62,7 +59,7 @@ impl FileSessionStore {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
-            state: Arc::default(),
+            last_stamp: Arc::default(),
         }
     }
 
@@ -97,19 +94,18 @@ impl FileSessionStore {
         self.dir.join(format!("{id}{META_SUFFIX}"))
     }
 
-    /// Runs a blocking file operation off the async runtime, one at a time per store.
+    /// Runs a blocking file operation off the async runtime. Operations on different
+    /// sessions run at once (a store-wide turn would make every session wait for each other's
+    /// syncs); the writers of one session take turns on its record's lock.
     async fn blocking<T, F>(&self, op: F) -> Result<T, SessionError>
     where
         T: Send + 'static,
-        F: FnOnce(&Self, &mut WriterState) -> Result<T, SessionError> + Send + 'static,
+        F: FnOnce(&Self) -> Result<T, SessionError> + Send + 'static,
     {
         let store = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut state = crate::sync::lock(&store.state);
-            op(&store, &mut state)
-        })
-        .await
-        .map_err(|join| SessionError::Backend(Box::new(join)))?
+        tokio::task::spawn_blocking(move || op(&store))
+            .await
+            .map_err(|join| SessionError::Backend(Box::new(join)))?
     }
 
     fn ensure_dir(&self) -> Result<(), SessionError> {
@@ -139,15 +135,18 @@ impl FileSessionStore {
         })
     }
 
-    /// Appends one record as a line and syncs it to disk.
-    fn append_record(
+    /// Appends records, a line each, in one write, and syncs them to disk.
+    fn append_records(
         &self,
         id: &SessionId,
         file: &mut File,
-        record: &Record,
+        records: &[Record],
     ) -> Result<(), SessionError> {
         let path = self.session_path(id);
-        let mut line = encode_line(&path, record)?;
+        let mut line = Vec::new();
+        for record in records {
+            line.extend(encode_line(&path, record)?);
+        }
         // A crash mid-write leaves a line without its newline: end it so the new record starts
         // on a line of its own (the broken one is skipped when loading).
         if !ends_with_newline(file).map_err(|source| io(&path, source))? {
@@ -194,23 +193,24 @@ impl FileSessionStore {
             .filter(|meta| &meta.id == id)
     }
 
-    fn next_stamp(state: &mut WriterState) -> Timestamp {
+    fn next_stamp(&self) -> Timestamp {
+        let mut last = crate::sync::lock(&self.last_stamp);
         let now = Timestamp::now();
-        let stamp = if now > state.last_stamp {
+        let stamp = if now > *last {
             now
         } else {
-            Timestamp::from_millis(state.last_stamp.as_millis() + 1)
+            Timestamp::from_millis(last.as_millis() + 1)
         };
-        state.last_stamp = stamp;
+        *last = stamp;
         stamp
     }
 
     /// Changes the metadata and appends `turn` (if any), holding the record's exclusive lock
-    /// so that writers in other processes go one at a time. With `expected_turns`, the turns
-    /// read back from the record must number exactly that, or nothing is written.
+    /// so that its writers, in this process or others, go one at a time. With
+    /// `expected_turns`, the turns read back from the record must number exactly that, or
+    /// nothing is written.
     fn update_locked(
         &self,
-        state: &mut WriterState,
         id: &SessionId,
         change: impl FnOnce(&mut SessionMeta),
         turn: Option<SessionTurn>,
@@ -219,6 +219,10 @@ impl FileSessionStore {
         let path = self.session_path(id);
         let mut file = self.open_record(id, false)?;
         lock(&file, &path, Lock::Exclusive)?;
+        // Deleted while this waited for the lock: writing would bring back its metadata.
+        if !path.exists() {
+            return Err(SessionError::NotFound { id: id.clone() });
+        }
         // Read through the locked handle: another handle would wait for this very lock.
         let mut meta = match expected_turns {
             Some(expected) => {
@@ -239,20 +243,24 @@ impl FileSessionStore {
             },
         };
         change(&mut meta);
-        meta.updated_at = Self::next_stamp(state);
+        meta.updated_at = self.next_stamp();
+        let mut records = Vec::new();
         if let Some(turn) = turn {
             meta.turns += 1;
             if meta.title.is_none() {
                 meta.title = turn.derived_title();
             }
-            self.append_record(id, &mut file, &Record::Turn { turn })?;
+            records.push(Record::Turn { turn });
         }
-        self.append_record(id, &mut file, &Record::Meta { meta: meta.clone() })?;
+        // One write and one sync: a crash mid-write leaves at worst the turn without its
+        // metadata line, which loading recounts anyway.
+        records.push(Record::Meta { meta: meta.clone() });
+        self.append_records(id, &mut file, &records)?;
         self.write_meta_cache(&meta)?;
         Ok(meta)
     }
 
-    fn list_locked(&self, query: &SessionQuery) -> Result<SessionPage, SessionError> {
+    fn list_sessions(&self, query: &SessionQuery) -> Result<SessionPage, SessionError> {
         let after = query.cursor.as_deref().map(parse_cursor).transpose()?;
         let entries = match fs::read_dir(&self.dir) {
             Ok(entries) => entries,
@@ -307,11 +315,11 @@ impl FileSessionStore {
 #[async_trait::async_trait]
 impl SessionStore for FileSessionStore {
     async fn create(&self, new: NewSession) -> Result<SessionMeta, SessionError> {
-        self.blocking(move |store, state| {
+        self.blocking(move |store| {
             store.ensure_dir()?;
-            let meta = SessionMeta::created(new, Self::next_stamp(state));
+            let meta = SessionMeta::created(new, store.next_stamp());
             let mut file = store.open_record(&meta.id, true)?;
-            store.append_record(&meta.id, &mut file, &Record::Meta { meta: meta.clone() })?;
+            store.append_records(&meta.id, &mut file, &[Record::Meta { meta: meta.clone() }])?;
             store.write_meta_cache(&meta)?;
             Ok(meta)
         })
@@ -326,9 +334,9 @@ impl SessionStore for FileSessionStore {
         new: NewSession,
         turns: Vec<SessionTurn>,
     ) -> Result<SessionMeta, SessionError> {
-        self.blocking(move |store, state| {
+        self.blocking(move |store| {
             store.ensure_dir()?;
-            let mut meta = SessionMeta::created(new, Self::next_stamp(state));
+            let mut meta = SessionMeta::created(new, store.next_stamp());
             let path = store.session_path(&meta.id);
             if path.exists() {
                 return Err(SessionError::AlreadyExists { id: meta.id });
@@ -363,7 +371,7 @@ impl SessionStore for FileSessionStore {
         turn: SessionTurn,
     ) -> Result<SessionMeta, SessionError> {
         let id = id.clone();
-        self.blocking(move |store, state| store.update_locked(state, &id, |_| {}, Some(turn), None))
+        self.blocking(move |store| store.update_locked(&id, |_| {}, Some(turn), None))
             .await
     }
 
@@ -376,19 +384,19 @@ impl SessionStore for FileSessionStore {
         expected_turns: u64,
     ) -> Result<SessionMeta, SessionError> {
         let id = id.clone();
-        self.blocking(move |store, state| {
-            store.update_locked(state, &id, |_| {}, Some(turn), Some(expected_turns))
+        self.blocking(move |store| {
+            store.update_locked(&id, |_| {}, Some(turn), Some(expected_turns))
         })
         .await
     }
 
     async fn load(&self, id: &SessionId) -> Result<StoredSession, SessionError> {
         let id = id.clone();
-        self.blocking(move |store, _| store.read_session(&id)).await
+        self.blocking(move |store| store.read_session(&id)).await
     }
 
     async fn list(&self, query: SessionQuery) -> Result<SessionPage, SessionError> {
-        self.blocking(move |store, _| store.list_locked(&query))
+        self.blocking(move |store| store.list_sessions(&query))
             .await
     }
 
@@ -398,16 +406,23 @@ impl SessionStore for FileSessionStore {
         update: SessionUpdate,
     ) -> Result<SessionMeta, SessionError> {
         let id = id.clone();
-        self.blocking(move |store, state| {
-            store.update_locked(state, &id, |meta| update.apply_to(meta), None, None)
+        self.blocking(move |store| {
+            store.update_locked(&id, |meta| update.apply_to(meta), None, None)
         })
         .await
     }
 
     async fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
         let id = id.clone();
-        self.blocking(move |store, _| {
+        self.blocking(move |store| {
             let path = store.session_path(&id);
+            // A writer of the session finishes first (and one waiting for the lock then finds
+            // it gone).
+            let record = File::open(&path).map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => SessionError::NotFound { id: id.clone() },
+                _ => io(&path, source),
+            })?;
+            lock(&record, &path, Lock::Exclusive)?;
             fs::remove_file(&path).map_err(|source| match source.kind() {
                 std::io::ErrorKind::NotFound => SessionError::NotFound { id: id.clone() },
                 _ => io(&path, source),

@@ -200,3 +200,106 @@ async fn a_damaged_middle_line_is_skipped_and_every_other_turn_loads() {
     assert_eq!(loaded.skipped, 2);
     assert_eq!(loaded.meta.turns, 2);
 }
+
+/// How long a test waits for a store operation that should go on.
+#[cfg(target_os = "linux")]
+const BOUND: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Waits (within [`BOUND`]) until someone waits for a `flock` on `path`: the kernel lists
+/// each waiter in `/proc/locks` as `-> FLOCK ... <dev>:<inode> ...`.
+#[cfg(target_os = "linux")]
+async fn until_a_writer_waits_for(path: &std::path::Path) {
+    use std::os::unix::fs::MetadataExt;
+    let inode = format!(":{}", std::fs::metadata(path).unwrap().ino());
+    let waiting = || {
+        std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .lines()
+            .any(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.get(1) == Some(&"->")
+                    && fields.get(2) == Some(&"FLOCK")
+                    && fields.get(6).is_some_and(|file| file.ends_with(&inode))
+            })
+    };
+    tokio::time::timeout(BOUND, async {
+        while !waiting() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the append waits for the session's lock");
+}
+
+/// Takes the exclusive lock on a session's file, as another process appending to it does.
+#[cfg(target_os = "linux")]
+fn hold_lock(store: &FileSessionStore, id: &SessionId) -> std::fs::File {
+    let record = std::fs::OpenOptions::new()
+        .append(true)
+        .open(store.session_path(id))
+        .unwrap();
+    record.lock().unwrap();
+    record
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_another_writer_holds_keeps_no_other_session_waiting() {
+    let scratch = Scratch::new();
+    let store = scratch.store();
+    let held = store.create(NewSession::new("/p")).await.unwrap();
+    let free = store.create(NewSession::new("/p")).await.unwrap();
+    let record = hold_lock(&store, &held.id);
+    let waiting = tokio::spawn({
+        let (store, id) = (store.clone(), held.id.clone());
+        async move { store.append_turn(&id, tool_turn("after the other")).await }
+    });
+    until_a_writer_waits_for(&store.session_path(&held.id)).await;
+
+    // Another session is written, listed and read meanwhile.
+    tokio::time::timeout(BOUND, async {
+        store
+            .append_turn(&free.id, tool_turn("meanwhile"))
+            .await
+            .unwrap();
+        let listed = store.list(SessionQuery::new()).await.unwrap();
+        assert_eq!(listed.sessions.len(), 1);
+        assert_eq!(prompts(&store.load(&free.id).await.unwrap()), ["meanwhile"]);
+    })
+    .await
+    .expect("the other session did not wait for the locked one");
+    assert!(!waiting.is_finished());
+
+    drop(record);
+    let appended = waiting.await.unwrap().unwrap();
+    assert_eq!(appended.turns, 1);
+    assert_eq!(
+        prompts(&store.load(&held.id).await.unwrap()),
+        ["after the other"]
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_waiting_on_a_session_deleted_meanwhile_is_not_written() {
+    let scratch = Scratch::new();
+    let store = scratch.store();
+    let meta = store.create(NewSession::new("/p")).await.unwrap();
+    let record = hold_lock(&store, &meta.id);
+    let waiting = tokio::spawn({
+        let (store, id) = (store.clone(), meta.id.clone());
+        async move { store.append_turn(&id, tool_turn("too late")).await }
+    });
+    until_a_writer_waits_for(&store.session_path(&meta.id)).await;
+    // Another process deletes the session while holding its lock.
+    std::fs::remove_file(store.session_path(&meta.id)).unwrap();
+    std::fs::remove_file(store.dir().join(format!("{}.meta.json", meta.id))).unwrap();
+    drop(record);
+
+    assert!(matches!(
+        waiting.await.unwrap(),
+        Err(SessionError::NotFound { .. })
+    ));
+    // Nothing came back: no metadata without its session.
+    assert_eq!(std::fs::read_dir(store.dir()).unwrap().count(), 0);
+}
