@@ -153,6 +153,33 @@ fn providers() -> Vec<Provider> {
             text: parse(CHAT_TEXT),
             signed: false,
         },
+        // The other dialects of the presets: `max_completion_tokens` (Groq, Cerebras), no
+        // `parallel_tool_calls` (Mistral), and a local server without a key (llama.cpp, LM
+        // Studio, vLLM).
+        Provider {
+            name: "Groq preset",
+            builder: || spec_builder("groq:m"),
+            base_path: "/openai/v1",
+            call: chat_call.clone(),
+            text: parse(CHAT_TEXT),
+            signed: false,
+        },
+        Provider {
+            name: "Mistral preset",
+            builder: || spec_builder("mistral:m"),
+            base_path: "/v1",
+            call: chat_call.clone(),
+            text: parse(CHAT_TEXT),
+            signed: false,
+        },
+        Provider {
+            name: "llama.cpp preset",
+            builder: || spec_builder("llamacpp:m"),
+            base_path: "/v1",
+            call: chat_call.clone(),
+            text: parse(CHAT_TEXT),
+            signed: false,
+        },
         // Classic deployment URLs: `/openai/deployments/m/chat/completions?api-version=`.
         Provider {
             name: "Azure deployment",
