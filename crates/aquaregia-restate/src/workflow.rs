@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::future::Future;
-
 use std::pin::Pin;
 
 use aquaregia::{
@@ -197,10 +196,11 @@ impl DurableAgent {
                     let (borrowed, sent) = (&mut stepper, &model_request);
                     let Json(recorded) = ctx
                         .run(move || async move {
+                            // A run cancelled already makes no request.
                             tokio::select! {
                                 biased;
-                                answer = call_model(borrowed, sent) => answer,
                                 () = until_cancelled(cancelled) => Err(cancelled_error()),
+                                answer = call_model(borrowed, sent) => answer,
                             }
                         })
                         .name(format!("model call, step {step}"))
@@ -366,17 +366,18 @@ async fn run_tool(
         let Json(recorded) = ctx
             .run(move || async move {
                 *ran = true;
+                // Cancellation first: a run cancelled already does not start the call.
                 tokio::select! {
                     biased;
+                    () = until_cancelled(cancelled) => {
+                        giving_up.cancel();
+                        Err(cancelled_error())
+                    }
                     result = future => {
                         Ok(Json(RecordedToolStep::Finished(RecordedToolResult { result })))
                     }
                     Some(checkpoint) = records.recv() => {
                         Ok(Json(RecordedToolStep::Started { checkpoint }))
-                    }
-                    () = until_cancelled(cancelled) => {
-                        giving_up.cancel();
-                        Err(cancelled_error())
                     }
                 }
             })
