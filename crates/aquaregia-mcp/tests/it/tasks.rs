@@ -206,19 +206,6 @@ async fn a_resumed_task_the_server_forgot_is_not_called_again() {
     connection.close().await;
 }
 
-/// Without a checkpoint nothing changes: a dropped call still cancels its task (the test
-/// above differs from `a_dropped_call_cancels_its_task` only by the checkpoint).
-#[tokio::test]
-async fn a_call_without_a_checkpoint_records_nothing_and_cancels_on_drop() {
-    let server = TaskServer::default();
-    let connection = connect(&server).await;
-    let gated = tool(&connection, "gated").await;
-    let abandoned = tokio::time::timeout(Duration::from_millis(300), gated.execute(json!({})));
-    assert!(abandoned.await.is_err());
-    eventually("tasks/cancel", || server.cancelled() == ["task-1"]).await;
-    connection.close().await;
-}
-
 /// A runner that gives a call up for good (its run was cancelled) before dropping it: the
 /// task the call recorded is cancelled on the server, not kept for an attempt that will never
 /// come.
